@@ -1,0 +1,275 @@
+//! The collector: owns the topology and the sources, produces one [`Snapshot`] per tick,
+//! and derives the per-LLC, per-node and system aggregates from the per-CPU values and
+//! the LLC migration matrix — in one place, whatever the source.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::snapshot::{CpuStats, GroupStats, Snapshot};
+use crate::source::Source;
+use crate::topology::Topology;
+
+/// CLOCK_MONOTONIC in ns.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+pub struct Collector {
+    topo: Topology,
+    sources: Vec<Box<dyn Source + Send>>,
+    seq: u64,
+    prev_mono: Option<u64>,
+}
+
+impl Collector {
+    pub fn new(topo: Topology, sources: Vec<Box<dyn Source + Send>>) -> Self {
+        Collector {
+            topo,
+            sources,
+            seq: 0,
+            prev_mono: None,
+        }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// Read every source. The first call takes the baseline and returns `None`; each later
+    /// call returns the snapshot of the interval since the previous call.
+    pub fn tick(&mut self) -> Option<Snapshot> {
+        let mut snap = empty_snapshot(&self.topo);
+        for s in &mut self.sources {
+            s.sample(&self.topo, &mut snap);
+        }
+        let now = mono_ns();
+        let prev = self.prev_mono.replace(now)?;
+        snap.seq = self.seq;
+        self.seq += 1;
+        snap.time.mono_ns = now;
+        snap.time.unix_ns = unix_ns();
+        snap.time.interval_ns = now.saturating_sub(prev);
+        aggregate(&self.topo, &mut snap);
+        Some(snap)
+    }
+
+    /// Take the baseline now (if not yet taken) and return the source states it found.
+    pub fn baseline(&mut self) -> Vec<crate::snapshot::SourceStatus> {
+        if self.prev_mono.is_some() {
+            return Vec::new();
+        }
+        let mut snap = empty_snapshot(&self.topo);
+        for s in &mut self.sources {
+            s.sample(&self.topo, &mut snap);
+        }
+        self.prev_mono = Some(mono_ns());
+        snap.sources
+    }
+
+    /// Run `f` on every snapshot, one per `interval`, drift-free, until `f` returns false
+    /// or `stop()` says so. Sleeps in short steps so that a stop request is seen quickly.
+    pub fn run(
+        &mut self,
+        interval: Duration,
+        stop: impl Fn() -> bool,
+        mut f: impl FnMut(Snapshot) -> bool,
+    ) {
+        let step = Duration::from_millis(50).min(interval);
+        self.baseline();
+        let start = std::time::Instant::now();
+        let mut n: u32 = 1;
+        loop {
+            let deadline = start + interval * n;
+            loop {
+                if stop() {
+                    return;
+                }
+                let now = std::time::Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                std::thread::sleep(step.min(deadline - now));
+            }
+            n += 1;
+            if let Some(s) = self.tick() {
+                if !f(s) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A snapshot with one entry per CPU/LLC/node and nothing measured yet.
+pub fn empty_snapshot(topo: &Topology) -> Snapshot {
+    Snapshot {
+        cpus: topo
+            .cpus
+            .iter()
+            .map(|c| CpuStats {
+                cpu: c.cpu,
+                online: c.online,
+                ..CpuStats::default()
+            })
+            .collect(),
+        ..Snapshot::default()
+    }
+}
+
+fn sum_opt<T: Copy + std::ops::Add<Output = T>>(it: impl Iterator<Item = Option<T>>) -> Option<T> {
+    it.flatten().reduce(|a, b| a + b)
+}
+
+fn group(id: u32, cpus: &[&CpuStats]) -> GroupStats {
+    let busy: Vec<f64> = cpus.iter().filter_map(|c| c.busy).collect();
+    GroupStats {
+        id,
+        cpus: cpus.len() as u32,
+        busy: (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64),
+        ctx_switches: sum_opt(cpus.iter().map(|c| c.ctx_switches)),
+        rq_wait_ns: sum_opt(cpus.iter().map(|c| c.rq_wait_ns)),
+        runnable: sum_opt(cpus.iter().map(|c| c.runnable)),
+        ..GroupStats::default()
+    }
+}
+
+/// Fill `llcs`, `nodes` and `system.busy` from the per-CPU values and the migration matrix.
+pub fn aggregate(topo: &Topology, snap: &mut Snapshot) {
+    let by_cpu = |cpus: &[u32]| -> Vec<&CpuStats> {
+        cpus.iter()
+            .filter_map(|&c| snap.cpus.iter().find(|s| s.cpu == c && s.online))
+            .collect()
+    };
+    let mut llcs: Vec<GroupStats> = topo
+        .llcs
+        .iter()
+        .map(|l| group(l.id, &by_cpu(&l.cpus)))
+        .collect();
+    let mut nodes: Vec<GroupStats> = topo
+        .nodes
+        .iter()
+        .map(|n| group(n.id, &by_cpu(&n.cpus)))
+        .collect();
+    let online: Vec<&CpuStats> = snap.cpus.iter().filter(|c| c.online).collect();
+    snap.system.busy = group(0, &online).busy;
+
+    if let Some(m) = &snap.migrations {
+        let n = m.llc_matrix.len();
+        let node_pos = |llc: usize| {
+            topo.llcs
+                .get(llc)
+                .and_then(|l| l.node)
+                .and_then(|id| topo.node_index(id))
+        };
+        for g in llcs.iter_mut().chain(nodes.iter_mut()) {
+            g.migrations_in = Some(0);
+            g.migrations_out = Some(0);
+            g.migrations_within = Some(0);
+        }
+        let bump = |g: &mut GroupStats, f: fn(&mut GroupStats) -> &mut Option<u64>, v: u64| {
+            if let Some(x) = f(g) {
+                *x += v;
+            }
+        };
+        for (from, row) in m.llc_matrix.iter().enumerate().take(n) {
+            for (to, &v) in row.iter().enumerate() {
+                if v == 0 {
+                    continue;
+                }
+                if from == to {
+                    if let Some(g) = llcs.get_mut(from) {
+                        bump(g, |g| &mut g.migrations_within, v);
+                    }
+                } else {
+                    if let Some(g) = llcs.get_mut(from) {
+                        bump(g, |g| &mut g.migrations_out, v);
+                    }
+                    if let Some(g) = llcs.get_mut(to) {
+                        bump(g, |g| &mut g.migrations_in, v);
+                    }
+                }
+                match (node_pos(from), node_pos(to)) {
+                    (Some(a), Some(b)) if a == b => {
+                        bump(&mut nodes[a], |g| &mut g.migrations_within, v)
+                    }
+                    (a, b) => {
+                        if let Some(a) = a {
+                            bump(&mut nodes[a], |g| &mut g.migrations_out, v);
+                        }
+                        if let Some(b) = b {
+                            bump(&mut nodes[b], |g| &mut g.migrations_in, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    snap.llcs = llcs;
+    snap.nodes = nodes;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Migrations;
+
+    #[test]
+    fn aggregates_groups_and_matrix() {
+        let t = crate::topology::tests::sample();
+        let mut s = empty_snapshot(&t);
+        for c in &mut s.cpus {
+            c.busy = Some(if c.cpu < 8 { 1.0 } else { 0.0 });
+            c.rq_wait_ns = Some(10);
+            c.runnable = Some(1);
+        }
+        s.cpus[3].online = false; // offline CPUs do not count
+        let mut m = vec![vec![0u64; 4]; 4];
+        m[0][0] = 5; // within llc0
+        m[0][1] = 2; // llc0 -> llc1, same node 0
+        m[1][3] = 7; // llc1 (node 0) -> llc3 (node 1)
+        s.migrations = Some(Migrations {
+            llc_matrix: m,
+            ..Migrations::default()
+        });
+        aggregate(&t, &mut s);
+        // llc0 = cpus 0,1,8,9: busy 1,1,0,0
+        assert_eq!(s.llcs[0].busy, Some(0.5));
+        assert_eq!(s.llcs[0].cpus, 4);
+        assert_eq!(s.llcs[1].cpus, 3, "cpu3 offline");
+        assert_eq!(s.llcs[0].rq_wait_ns, Some(40));
+        assert_eq!(
+            s.llcs[0].ctx_switches, None,
+            "no source gave it: stays null"
+        );
+        assert_eq!(
+            (s.llcs[0].migrations_out, s.llcs[0].migrations_within),
+            (Some(2), Some(5))
+        );
+        assert_eq!(
+            (s.llcs[1].migrations_in, s.llcs[1].migrations_out),
+            (Some(2), Some(7))
+        );
+        assert_eq!(s.llcs[3].migrations_in, Some(7));
+        assert_eq!(
+            (
+                s.nodes[0].migrations_within,
+                s.nodes[0].migrations_out,
+                s.nodes[1].migrations_in
+            ),
+            (Some(7), Some(7), Some(7))
+        );
+        let sys = s.system.busy.unwrap();
+        assert!((sys - 7.0 / 15.0).abs() < 1e-9);
+    }
+}

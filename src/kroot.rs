@@ -1,0 +1,219 @@
+//! The one kernel root: every path llctop reads under `/sys` and `/proc` goes through
+//! [`KernelRoot`], so that a test can point the whole program at a fixture tree with
+//! `--sysroot DIR`. Nothing else in the crate opens a kernel path directly.
+//!
+//! Errors carry the full path and the cause ([`KernelError`]), so a missing or malformed
+//! file is reported as e.g. `/sys/devices/system/cpu/online: No such file or directory`.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// A read of a kernel file that failed, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{}: malformed content: {detail}", path.display())]
+    Parse { path: PathBuf, detail: String },
+}
+
+impl KernelError {
+    /// The path the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            KernelError::Io { path, .. } | KernelError::Parse { path, .. } => path,
+        }
+    }
+
+    /// True when the file (or a directory on its path) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, KernelError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// The OS error number, when the kernel refused the operation.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            KernelError::Io { source, .. } => source.raw_os_error(),
+            KernelError::Parse { .. } => None,
+        }
+    }
+
+    pub fn parse(path: impl Into<PathBuf>, detail: impl fmt::Display) -> Self {
+        KernelError::Parse {
+            path: path.into(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
+pub type KResult<T> = Result<T, KernelError>;
+
+/// The root under which `/sys` and `/proc` are found (`/` on a live system).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRoot {
+    root: PathBuf,
+}
+
+impl Default for KernelRoot {
+    fn default() -> Self {
+        KernelRoot::new("/")
+    }
+}
+
+impl KernelRoot {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        KernelRoot { root: root.into() }
+    }
+
+    /// True when this is the live system (`/`), not a fixture tree.
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Map an absolute kernel path such as `/proc/stat` to its place under the root.
+    pub fn path(&self, kernel_path: impl AsRef<Path>) -> PathBuf {
+        let p = kernel_path.as_ref();
+        let rel = p.strip_prefix("/").unwrap_or(p);
+        self.root.join(rel)
+    }
+
+    pub fn exists(&self, kernel_path: impl AsRef<Path>) -> bool {
+        self.path(kernel_path).exists()
+    }
+
+    /// Read a whole file as text.
+    pub fn read(&self, kernel_path: impl AsRef<Path>) -> KResult<String> {
+        let path = self.path(kernel_path);
+        std::fs::read_to_string(&path).map_err(|source| KernelError::Io { path, source })
+    }
+
+    /// Read a file and strip surrounding white space (sysfs values end in `\n`).
+    pub fn read_trimmed(&self, kernel_path: impl AsRef<Path>) -> KResult<String> {
+        self.read(kernel_path).map(|s| s.trim().to_string())
+    }
+
+    /// Read a one-value file and parse it.
+    pub fn read_value<T>(&self, kernel_path: impl AsRef<Path>) -> KResult<T>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        let kernel_path = kernel_path.as_ref();
+        let text = self.read_trimmed(kernel_path)?;
+        text.parse::<T>()
+            .map_err(|e| KernelError::parse(self.path(kernel_path), format!("{text:?}: {e}")))
+    }
+
+    /// Like [`read_value`](Self::read_value) but a missing file is `Ok(None)`.
+    pub fn read_value_opt<T>(&self, kernel_path: impl AsRef<Path>) -> KResult<Option<T>>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        match self.read_value(kernel_path) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Parse a file with one of procfs-core's `FromRead` parsers.
+    pub fn parse<T: procfs_core::FromRead>(&self, kernel_path: impl AsRef<Path>) -> KResult<T> {
+        let path = self.path(kernel_path);
+        let file = std::fs::File::open(&path).map_err(|source| KernelError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        T::from_read(file).map_err(|e| proc_error(path, e))
+    }
+
+    /// Names of the entries of a directory, sorted.
+    pub fn list_dir(&self, kernel_path: impl AsRef<Path>) -> KResult<Vec<String>> {
+        let path = self.path(kernel_path);
+        let rd = std::fs::read_dir(&path).map_err(|source| KernelError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let mut names = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|source| KernelError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Entries of a directory named `<prefix><number>`, as sorted numbers
+    /// (e.g. `cpu0`, `cpu1` … under `/sys/devices/system/cpu`).
+    pub fn numbered_entries(
+        &self,
+        kernel_path: impl AsRef<Path>,
+        prefix: &str,
+    ) -> KResult<Vec<u32>> {
+        let mut ids: Vec<u32> = self
+            .list_dir(kernel_path)?
+            .iter()
+            .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+}
+
+/// Turn a procfs-core error into one that names the file.
+pub fn proc_error(path: PathBuf, e: procfs_core::ProcError) -> KernelError {
+    match e {
+        procfs_core::ProcError::Io(source, _) => KernelError::Io { path, source },
+        procfs_core::ProcError::NotFound(_) => KernelError::Io {
+            path,
+            source: io::Error::from(io::ErrorKind::NotFound),
+        },
+        procfs_core::ProcError::PermissionDenied(_) => KernelError::Io {
+            path,
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        },
+        other => KernelError::parse(path, other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_paths_under_root() {
+        let r = KernelRoot::new("/tmp/fx");
+        assert_eq!(r.path("/proc/stat"), PathBuf::from("/tmp/fx/proc/stat"));
+        assert_eq!(
+            KernelRoot::default().path("/proc/stat"),
+            PathBuf::from("/proc/stat")
+        );
+        assert!(KernelRoot::default().is_live());
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = KernelRoot::new(dir.path());
+        let e = r.read_value::<u32>("/sys/nothing").unwrap_err();
+        assert!(e.is_not_found());
+        assert!(e.to_string().contains("/sys/nothing"), "{e}");
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        std::fs::write(dir.path().join("sys/bad"), "x1\n").unwrap();
+        let e = r.read_value::<u32>("/sys/bad").unwrap_err();
+        assert!(!e.is_not_found());
+        assert!(e.to_string().contains("sys/bad: malformed content"), "{e}");
+        assert_eq!(r.read_value_opt::<u32>("/sys/nothing").unwrap(), None);
+    }
+}

@@ -1,0 +1,15 @@
+//! llctop: scheduler cache and NUMA behaviour, live.
+//!
+//! The data pipeline, in the order data flows:
+//! [`kroot`] (the one kernel root) → [`topology`] (CPUs, LLCs, nodes) → [`source`]
+//! (procfs now; BPF, perf and replay later) → [`snapshot`] (the one currency: drawn,
+//! recorded, replayed) → [`record`] (JSON Lines recordings and reports).
+
+pub mod collect;
+pub mod cpulist;
+pub mod kroot;
+pub mod preferred;
+pub mod record;
+pub mod snapshot;
+pub mod source;
+pub mod topology;

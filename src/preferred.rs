@@ -1,0 +1,152 @@
+//! Emulated preferred LLC, for kernels without cache-aware scheduling (before v7.2) or
+//! sources that cannot read `p->preferred_llc`.
+//!
+//! Mirrors the kernel's choice (kernel-interfaces §5): per process, runtime per LLC is
+//! decayed geometrically (halved once per sampling period), the preferred LLC is the one
+//! with the most decayed runtime, and a new LLC replaces the current preference only when
+//! its value exceeds the current one's by more than 2× (hysteresis).
+//!
+//! The hit ratio of an interval is measured against the preference held *entering* the
+//! interval — as the kernel counts a hit against the preference at switch-in; a process
+//! seen for the first time is measured against the preference its first interval gives.
+
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Default)]
+struct State {
+    decayed: Vec<f64>,
+    preferred: Option<u32>,
+}
+
+/// What the tracker says about one process for one interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Preference {
+    pub preferred_llc: Option<u32>,
+    /// Runtime on the preferred LLC / runtime in the interval; `None` without runtime.
+    pub hit: Option<f64>,
+}
+
+#[derive(Debug, Default)]
+pub struct PreferredLlc {
+    procs: HashMap<u32, State>,
+}
+
+impl PreferredLlc {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed one interval of a process's runtime per LLC (indexed by LLC id).
+    pub fn update(&mut self, pid: u32, runtime_per_llc: &[u64]) -> Preference {
+        let st = self.procs.entry(pid).or_default();
+        if st.decayed.len() < runtime_per_llc.len() {
+            st.decayed.resize(runtime_per_llc.len(), 0.0);
+        }
+        for (d, &r) in st.decayed.iter_mut().zip(runtime_per_llc) {
+            *d = *d / 2.0 + r as f64;
+        }
+        let entering = st.preferred;
+        let best = argmax(&st.decayed);
+        st.preferred = match (st.preferred, best) {
+            (None, b) => b,
+            (Some(cur), Some(b)) if b != cur => {
+                let cur_v = st.decayed.get(cur as usize).copied().unwrap_or(0.0);
+                if st.decayed[b as usize] > 2.0 * cur_v {
+                    Some(b)
+                } else {
+                    Some(cur)
+                }
+            }
+            (cur, _) => cur,
+        };
+        let measured = entering.or(st.preferred);
+        let total: u64 = runtime_per_llc.iter().sum();
+        let hit = match (measured, total) {
+            (_, 0) => None,
+            (None, _) => Some(0.0),
+            (Some(p), t) => {
+                Some(runtime_per_llc.get(p as usize).copied().unwrap_or(0) as f64 / t as f64)
+            }
+        };
+        Preference {
+            preferred_llc: st.preferred,
+            hit,
+        }
+    }
+
+    /// Forget processes not in `alive` (called once per interval).
+    pub fn retain(&mut self, alive: impl Fn(u32) -> bool) {
+        self.procs.retain(|pid, _| alive(*pid));
+    }
+
+    pub fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
+    }
+}
+
+fn argmax(v: &[f64]) -> Option<u32> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, &x) in v.iter().enumerate() {
+        if x > 0.0 && best.is_none_or(|(_, b)| x > b) {
+            best = Some((i, x));
+        }
+    }
+    best.map(|(i, _)| i as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_interval_picks_argmax() {
+        let mut p = PreferredLlc::new();
+        let r = p.update(1, &[10, 30, 0]);
+        assert_eq!(r.preferred_llc, Some(1));
+        assert_eq!(r.hit, Some(0.75));
+    }
+
+    #[test]
+    fn hysteresis_needs_more_than_double() {
+        let mut p = PreferredLlc::new();
+        p.update(1, &[100, 0]);
+        // decayed: [50, 100] -> 100 is not > 2*50: stays on 0; hit measured against 0.
+        let r = p.update(1, &[0, 100]);
+        assert_eq!(r.preferred_llc, Some(0));
+        assert_eq!(r.hit, Some(0.0));
+        // decayed: [25, 150] -> 150 > 50: switches to 1; hit still measured against 0.
+        let r = p.update(1, &[0, 100]);
+        assert_eq!(r.preferred_llc, Some(1));
+        assert_eq!(r.hit, Some(0.0));
+        let r = p.update(1, &[0, 100]);
+        assert_eq!(r.hit, Some(1.0));
+    }
+
+    #[test]
+    fn idle_interval_has_no_hit_ratio_and_decays() {
+        let mut p = PreferredLlc::new();
+        p.update(7, &[0, 64]);
+        let r = p.update(7, &[0, 0]);
+        assert_eq!(r.preferred_llc, Some(1));
+        assert_eq!(r.hit, None);
+        p.retain(|pid| pid != 7);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn no_runtime_ever_means_no_preference() {
+        let mut p = PreferredLlc::new();
+        let r = p.update(3, &[0, 0]);
+        assert_eq!(
+            r,
+            Preference {
+                preferred_llc: None,
+                hit: None
+            }
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! Recordings: JSON Lines files of snapshots (docs/recording-format.md).
+//!
+//! Line 1 is a [`Header`] (`"format":"llctop-recording"`); every later line is an object
+//! with a `"type"`: `"snapshot"` (a [`Snapshot`], exactly the drawn one), and later
+//! `"knob"` and `"marker"`. Each line is flushed as it is written, so a killed recording is
+//! valid up to its last complete line. Names ending in `.gz` are gzip-compressed (each
+//! line is a sync-flushed deflate block, readable up to the point of a kill).
+
+pub mod reader;
+pub mod report;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde::{Deserialize, Serialize};
+
+use crate::snapshot::{Snapshot, SourceStatus};
+use crate::topology::Topology;
+
+pub use reader::Recording;
+
+pub const FORMAT: &str = "llctop-recording";
+/// Current format version. Readers accept this and every older version.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    pub llctop_version: String,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    /// Wall clock when recording started, ns since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// Requested interval between snapshots, ns.
+    pub interval_ns: u64,
+    pub topology: Topology,
+    /// Source states at the start (each snapshot carries its own too).
+    pub sources: Vec<SourceStatus>,
+    /// The command line that made the recording.
+    #[serde(default)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{}: {detail}", path.display())]
+    Format { path: PathBuf, detail: String },
+}
+
+enum Sink {
+    Plain(BufWriter<File>),
+    Gz(GzEncoder<BufWriter<File>>),
+}
+
+impl Sink {
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Sink::Plain(w) => w,
+            Sink::Gz(w) => w,
+        }
+    }
+}
+
+/// Writes a recording line by line, flushing each line.
+pub struct Writer {
+    path: PathBuf,
+    sink: Option<Sink>,
+    lines: u64,
+}
+
+impl Writer {
+    pub fn create(path: &Path, header: &Header) -> Result<Self, RecordError> {
+        let file = File::create(path).map_err(|source| RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let buf = BufWriter::new(file);
+        let gz = path.extension().is_some_and(|e| e == "gz");
+        let sink = if gz {
+            Sink::Gz(GzEncoder::new(buf, Compression::default()))
+        } else {
+            Sink::Plain(buf)
+        };
+        let mut w = Writer {
+            path: path.to_path_buf(),
+            sink: Some(sink),
+            lines: 0,
+        };
+        w.write_json(header)?;
+        Ok(w)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Lines written so far, header included.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    pub fn write_snapshot(&mut self, snap: &Snapshot) -> Result<(), RecordError> {
+        // Serialize through a borrowed view to avoid cloning the snapshot.
+        #[derive(Serialize)]
+        struct SnapLine<'a> {
+            r#type: &'static str,
+            #[serde(flatten)]
+            snap: &'a Snapshot,
+        }
+        self.write_json(&SnapLine {
+            r#type: "snapshot",
+            snap,
+        })
+    }
+
+    fn write_json<T: Serialize>(&mut self, v: &T) -> Result<(), RecordError> {
+        let io_err = |path: &Path, source| RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut text = serde_json::to_vec(v).map_err(|e| RecordError::Format {
+            path: self.path.clone(),
+            detail: e.to_string(),
+        })?;
+        text.push(b'\n');
+        let Some(sink) = self.sink.as_mut() else {
+            return Err(io_err(
+                &self.path,
+                io::Error::other("recording already finished"),
+            ));
+        };
+        let w = sink.writer();
+        w.write_all(&text).map_err(|e| io_err(&self.path, e))?;
+        w.flush().map_err(|e| io_err(&self.path, e))?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Finish the file (writes the gzip trailer).
+    pub fn finish(mut self) -> Result<(), RecordError> {
+        self.close()
+    }
+
+    fn close(&mut self) -> Result<(), RecordError> {
+        let path = self.path.clone();
+        let res = match self.sink.take() {
+            Some(Sink::Plain(mut w)) => w.flush(),
+            Some(Sink::Gz(w)) => w.finish().and_then(|mut b| b.flush()),
+            None => Ok(()),
+        };
+        res.map_err(|source| RecordError::Io { path, source })
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Host name and kernel release through the kernel root (None in a fixture without them).
+pub fn host_and_kernel(root: &crate::kroot::KernelRoot) -> (Option<String>, Option<String>) {
+    let host = root.read_trimmed("/proc/sys/kernel/hostname").ok();
+    let kernel = root.read_trimmed("/proc/sys/kernel/osrelease").ok();
+    (host, kernel)
+}

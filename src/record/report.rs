@@ -1,0 +1,235 @@
+//! `llctop report FILE`: a text summary of a recording — per-LLC busy, migrations by
+//! distance (with their precision), load balancing by domain level, top processes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::Recording;
+use crate::cpulist;
+use crate::snapshot::{ByDistance, Precision, SourceState};
+use crate::topology::Distance;
+
+fn pct(x: f64) -> String {
+    format!("{:5.1}%", x * 100.0)
+}
+
+/// Mean of the `Some` values, or None.
+fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let (s, n) = v.flatten().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| s / n as f64)
+}
+
+pub fn render(rec: &Recording) -> String {
+    let h = &rec.header;
+    let snaps = &rec.snapshots;
+    let mut out = String::new();
+    let secs: f64 = snaps.iter().map(|s| s.time.interval_secs()).sum();
+    let _ = writeln!(
+        out,
+        "llctop recording v{}: host {} · kernel {} · {}",
+        h.version,
+        h.host.as_deref().unwrap_or("?"),
+        h.kernel.as_deref().unwrap_or("?"),
+        h.topology.summary()
+    );
+    let _ = writeln!(
+        out,
+        "{} snapshots over {:.1} s (interval {:.3} s){}{}",
+        snaps.len(),
+        secs,
+        h.interval_ns as f64 / 1e9,
+        if rec.truncated {
+            " · file truncated after the last complete line"
+        } else {
+            ""
+        },
+        if rec.skipped_lines > 0 {
+            format!(" · {} lines of unknown type skipped", rec.skipped_lines)
+        } else {
+            String::new()
+        }
+    );
+    if snaps.is_empty() {
+        return out;
+    }
+
+    // Sources that were not fully active at some point.
+    let mut notes: BTreeMap<String, String> = BTreeMap::new();
+    for s in snaps {
+        for st in &s.sources {
+            if st.state != SourceState::Active {
+                let state = format!("{:?}", st.state).to_lowercase();
+                notes.insert(
+                    st.name.clone(),
+                    format!("{state}: {}", st.reason.as_deref().unwrap_or("")),
+                );
+            }
+        }
+    }
+    for (name, n) in &notes {
+        let _ = writeln!(out, "  source {name}: {n}");
+    }
+
+    let _ = writeln!(out, "\nBusy by LLC (mean over the recording)");
+    let sys = mean(snaps.iter().map(|s| s.system.busy));
+    if let Some(b) = sys {
+        let _ = writeln!(out, "  all     {}", pct(b));
+    }
+    for llc in &h.topology.llcs {
+        let b = mean(
+            snaps
+                .iter()
+                .map(|s| s.llcs.get(llc.id as usize).and_then(|g| g.busy)),
+        );
+        let node = llc.node.map_or("-".into(), |n| n.to_string());
+        let _ = writeln!(
+            out,
+            "  llc{:<4}{}  node {}  cpus {}",
+            llc.id,
+            b.map_or("     -".into(), pct),
+            node,
+            cpulist::format(&llc.cpus)
+        );
+    }
+
+    let migs: Vec<_> = snaps.iter().filter_map(|s| s.migrations.as_ref()).collect();
+    if !migs.is_empty() {
+        let mut total = ByDistance::default();
+        let mut unclassified = 0;
+        for m in &migs {
+            for d in Distance::ALL {
+                total.add(d, m.by_distance.get(d));
+            }
+            unclassified += m.unclassified;
+        }
+        let sampled = migs.iter().any(|m| m.precision == Precision::Sampled);
+        let _ = writeln!(
+            out,
+            "\nMigrations by distance ({})",
+            if sampled {
+                "SAMPLED: CPU changes seen between scans, a lower bound"
+            } else {
+                "exact"
+            }
+        );
+        for d in Distance::ALL {
+            let n = total.get(d);
+            let _ = writeln!(
+                out,
+                "  {:<6}{:>10}  {:>9.1}/s",
+                d.label(),
+                n,
+                n as f64 / secs.max(1e-9)
+            );
+        }
+        if unclassified > 0 {
+            let _ = writeln!(out, "  unclassified {unclassified}");
+        }
+    }
+
+    let bal: Vec<_> = snaps.iter().filter_map(|s| s.balance.as_ref()).collect();
+    if let Some(first) = bal.first() {
+        let _ = writeln!(
+            out,
+            "\nLoad balancing (/proc/schedstat v{}), totals",
+            first.version
+        );
+        let _ = writeln!(
+            out,
+            "  level name    busy(ok/fail)   idle(ok/fail)  newidle(ok/fail)  gained(b/i/n)"
+        );
+        let mut levels: BTreeMap<u32, (Option<String>, [u64; 9])> = BTreeMap::new();
+        for b in &bal {
+            for d in &b.domains {
+                let e = levels.entry(d.level).or_insert((d.name.clone(), [0; 9]));
+                for (i, lb) in [d.busy, d.idle, d.newidle].iter().enumerate() {
+                    e.1[i * 2] += lb.count.saturating_sub(lb.balanced + lb.failed);
+                    e.1[i * 2 + 1] += lb.failed;
+                    e.1[6 + i] += lb.gained;
+                }
+            }
+        }
+        for (lvl, (name, v)) in levels {
+            let _ = writeln!(
+                out,
+                "  {:<5} {:<6} {:>7}/{:<7} {:>7}/{:<7} {:>7}/{:<7} {}/{}/{}",
+                lvl,
+                name.unwrap_or_else(|| "?".into()),
+                v[0],
+                v[1],
+                v[2],
+                v[3],
+                v[4],
+                v[5],
+                v[6],
+                v[7],
+                v[8]
+            );
+        }
+    }
+
+    // Top processes by CPU time over the recording.
+    #[derive(Default)]
+    struct P {
+        comm: String,
+        cpu: u64,
+        migs: u64,
+        xllc: u64,
+        hit_num: f64,
+        hit_den: f64,
+    }
+    let mut procs: BTreeMap<u32, P> = BTreeMap::new();
+    let mut precision = None;
+    for s in snaps {
+        if let Some(t) = &s.processes {
+            precision = Some(t.precision);
+            for r in &t.rows {
+                let p = procs.entry(r.pid).or_default();
+                p.comm.clone_from(&r.comm);
+                p.cpu += r.cpu_time_ns;
+                p.migs += r.migrations;
+                p.xllc += r.cross_llc_migrations;
+                if let Some(h) = r.preferred_hit {
+                    p.hit_num += h * r.cpu_time_ns as f64;
+                    p.hit_den += r.cpu_time_ns as f64;
+                }
+            }
+        }
+    }
+    if !procs.is_empty() {
+        let mut v: Vec<_> = procs.into_iter().collect();
+        v.sort_by(|a, b| b.1.cpu.cmp(&a.1.cpu).then(a.0.cmp(&b.0)));
+        let _ = writeln!(
+            out,
+            "\nTop processes by CPU time{}",
+            if precision == Some(Precision::Sampled) {
+                " (migrations sampled)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  {:>8} {:<16} {:>9} {:>7} {:>6} {:>6}",
+            "pid", "comm", "cpu s", "pref%", "migs", "xllc"
+        );
+        for (pid, p) in v.into_iter().take(10) {
+            let hit = if p.hit_den > 0.0 {
+                format!("{:5.1}%", 100.0 * p.hit_num / p.hit_den)
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                out,
+                "  {:>8} {:<16} {:>9.2} {:>7} {:>6} {:>6}",
+                pid,
+                p.comm.chars().take(16).collect::<String>(),
+                p.cpu as f64 / 1e9,
+                hit,
+                p.migs,
+                p.xllc
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,351 @@
+//! The snapshot model: one [`Snapshot`] per interval is the single currency of llctop —
+//! what the TUI draws, what a recording stores, what replay reads back.
+//!
+//! Conventions (every field is defined in docs/metrics.md):
+//! - counters are deltas over the interval (`time.interval_ns`), not totals since boot;
+//! - fractions are 0.0–1.0; times are nanoseconds;
+//! - a value a source cannot provide is `None` (JSON `null`), never 0;
+//! - sampled values say so ([`Precision`]); exact counts come only from sources that see
+//!   every event.
+//!
+//! New fields are added with `#[serde(default)]` so older recordings keep loading.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::Distance;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// 0 for the first snapshot of a run, then +1 per interval.
+    pub seq: u64,
+    pub time: SnapshotTime,
+    #[serde(default)]
+    pub system: SystemStats,
+    /// One entry per CPU in topology order (offline CPUs included, with `online: false`).
+    pub cpus: Vec<CpuStats>,
+    /// One entry per LLC, indexed by LLC id.
+    pub llcs: Vec<GroupStats>,
+    /// One entry per NUMA node, in topology order.
+    pub nodes: Vec<GroupStats>,
+    #[serde(default)]
+    pub migrations: Option<Migrations>,
+    #[serde(default)]
+    pub processes: Option<ProcessTable>,
+    #[serde(default)]
+    pub balance: Option<Balance>,
+    #[serde(default)]
+    pub numa: Option<NumaStats>,
+    /// The state of every source and sub-source that contributed (or failed to).
+    #[serde(default)]
+    pub sources: Vec<SourceStatus>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotTime {
+    /// Wall clock at the end of the interval, ns since the Unix epoch.
+    pub unix_ns: u64,
+    /// CLOCK_MONOTONIC at the end of the interval, ns.
+    pub mono_ns: u64,
+    /// Measured length of the interval, ns.
+    pub interval_ns: u64,
+}
+
+impl SnapshotTime {
+    pub fn interval_secs(&self) -> f64 {
+        self.interval_ns as f64 / 1e9
+    }
+}
+
+/// Exact: every event was counted. Sampled: derived from periodic reads (a lower bound
+/// for event counts; an attribution by last-seen CPU for per-CPU/per-LLC times).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    Exact,
+    #[default]
+    Sampled,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemStats {
+    /// Mean busy fraction over online CPUs.
+    pub busy: Option<f64>,
+    /// Context switches, all CPUs (`ctxt` of /proc/stat).
+    pub ctx_switches: Option<u64>,
+    /// Tasks created (`processes` of /proc/stat).
+    pub forks: Option<u64>,
+    /// Runnable tasks at the end of the interval (`procs_running`).
+    pub procs_running: Option<u32>,
+    /// Tasks blocked on I/O at the end of the interval (`procs_blocked`).
+    pub procs_blocked: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuStats {
+    pub cpu: u32,
+    pub online: bool,
+    /// Fraction of the interval not idle (user+nice+system+irq+softirq+steal).
+    pub busy: Option<f64>,
+    /// Fraction spent in steal (hypervisor ran something else), part of `busy`.
+    #[serde(default)]
+    pub steal: Option<f64>,
+    pub ctx_switches: Option<u64>,
+    /// Migrations onto this CPU (precision: `Snapshot::migrations.precision`).
+    pub migrations_in: Option<u64>,
+    /// Migrations away from this CPU.
+    pub migrations_out: Option<u64>,
+    /// Run-queue wait accrued by tasks on this CPU, ns.
+    pub rq_wait_ns: Option<u64>,
+    /// Runnable tasks (running or queued) seen on this CPU at the end of the interval.
+    pub runnable: Option<u32>,
+}
+
+/// Aggregate over the CPUs of an LLC or a node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupStats {
+    /// LLC id or node id.
+    pub id: u32,
+    /// Online CPUs in the group.
+    pub cpus: u32,
+    /// Mean busy fraction of its online CPUs.
+    pub busy: Option<f64>,
+    pub ctx_switches: Option<u64>,
+    /// Migrations into the group from outside it.
+    pub migrations_in: Option<u64>,
+    /// Migrations from the group to outside it.
+    pub migrations_out: Option<u64>,
+    /// Migrations between two CPUs of the group.
+    #[serde(default)]
+    pub migrations_within: Option<u64>,
+    pub rq_wait_ns: Option<u64>,
+    pub runnable: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByDistance {
+    pub smt: u64,
+    pub llc: u64,
+    pub cross_llc: u64,
+    pub cross_node: u64,
+}
+
+impl ByDistance {
+    pub fn add(&mut self, d: Distance, n: u64) {
+        match d {
+            Distance::Smt => self.smt += n,
+            Distance::Llc => self.llc += n,
+            Distance::CrossLlc => self.cross_llc += n,
+            Distance::CrossNode => self.cross_node += n,
+        }
+    }
+
+    pub fn get(&self, d: Distance) -> u64 {
+        match d {
+            Distance::Smt => self.smt,
+            Distance::Llc => self.llc,
+            Distance::CrossLlc => self.cross_llc,
+            Distance::CrossNode => self.cross_node,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.smt + self.llc + self.cross_llc + self.cross_node
+    }
+}
+
+/// Why a task moved (filled by sources that can tell; see docs/metrics.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByCause {
+    pub wakeup: u64,
+    pub load_balance: u64,
+    pub active_balance: u64,
+    pub numa: u64,
+    pub other: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Migrations {
+    pub precision: Precision,
+    pub by_distance: ByDistance,
+    /// `None` when the source cannot tell causes apart (procfs).
+    pub by_cause: Option<ByCause>,
+    /// `matrix[from_llc][to_llc]`, migrations between CPUs (diagonal: within an LLC).
+    pub llc_matrix: Vec<Vec<u64>>,
+    /// Moves whose CPUs have no topology (offline or unknown CPU).
+    #[serde(default)]
+    pub unclassified: u64,
+}
+
+impl Migrations {
+    pub fn total(&self) -> u64 {
+        self.by_distance.total() + self.unclassified
+    }
+}
+
+/// Where a preferred LLC comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreferredKind {
+    /// The kernel's own `p->preferred_llc` (cache-aware scheduling, v7.2+).
+    Kernel,
+    /// llctop's emulation from decayed per-LLC runtime.
+    #[default]
+    Emulated,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessTable {
+    /// Precision of runtime-per-LLC, migrations and wait in the rows.
+    pub precision: Precision,
+    /// Processes seen this interval (the rows are the top ones by CPU time).
+    pub total: u32,
+    pub rows: Vec<ProcessStats>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessStats {
+    pub pid: u32,
+    pub comm: String,
+    pub threads: u32,
+    /// CPU time of all threads in the interval, ns.
+    pub cpu_time_ns: u64,
+    /// `cpu_time_ns` split by the LLC it ran on, indexed by LLC id.
+    pub runtime_per_llc_ns: Vec<u64>,
+    pub preferred_llc: Option<u32>,
+    pub preferred_kind: PreferredKind,
+    /// Fraction of the interval's runtime spent on the preferred LLC.
+    pub preferred_hit: Option<f64>,
+    /// Number of LLCs the process ran on in the interval.
+    pub llc_spread: u32,
+    pub migrations: u64,
+    pub cross_llc_migrations: u64,
+    pub rq_wait_ns: u64,
+    /// cgroup v2 path (or the v1 memory-controller path), when known.
+    #[serde(default)]
+    pub cgroup: Option<String>,
+}
+
+/// Load-balance activity from /proc/schedstat, aggregated over CPUs by domain level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Balance {
+    /// /proc/schedstat format version (15, 16, 17).
+    pub version: u32,
+    pub domains: Vec<DomainBalance>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DomainBalance {
+    /// `domainN` index (0 = lowest level).
+    pub level: u32,
+    /// Domain name: from the file (v17) or derived from its span (`derived_name`).
+    pub name: Option<String>,
+    #[serde(default)]
+    pub derived_name: bool,
+    /// CPUs contributing to this level.
+    pub cpus: u32,
+    pub busy: LbStats,
+    pub idle: LbStats,
+    pub newidle: LbStats,
+    pub alb_count: u64,
+    pub alb_failed: u64,
+    pub alb_pushed: u64,
+    pub ttwu_wake_remote: u64,
+    pub ttwu_move_affine: u64,
+    pub ttwu_move_balance: u64,
+}
+
+/// Per idle type `load_balance()` counters (deltas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LbStats {
+    pub count: u64,
+    pub balanced: u64,
+    pub failed: u64,
+    /// v15/v16 `lb_imbalance`; on v17 the sum of the four imbalance kinds.
+    pub imbalance: u64,
+    /// v17 only.
+    pub imbalance_load: Option<u64>,
+    pub imbalance_util: Option<u64>,
+    pub imbalance_task: Option<u64>,
+    pub imbalance_misfit: Option<u64>,
+    pub gained: u64,
+    pub hot_gained: u64,
+    pub nobusyq: u64,
+    pub nobusyg: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NumaStats {
+    /// `/proc/sys/kernel/numa_balancing` at the end of the interval.
+    pub balancing_mode: Option<u32>,
+    /// Deltas of the NUMA-related /proc/vmstat counters present on this kernel.
+    pub vmstat: BTreeMap<String, u64>,
+    pub nodes: Vec<NodeNuma>,
+    pub cgroups: Vec<CgroupNuma>,
+}
+
+/// Deltas of `/sys/devices/system/node/nodeN/numastat`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeNuma {
+    pub node: u32,
+    pub counters: BTreeMap<String, u64>,
+    /// `MemTotal`/`MemFree` of the node, KiB (levels, not deltas).
+    #[serde(default)]
+    pub mem_total_kb: Option<u64>,
+    #[serde(default)]
+    pub mem_free_kb: Option<u64>,
+}
+
+/// Deltas of the NUMA balancing counters of a cgroup's `memory.stat`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupNuma {
+    pub path: String,
+    pub numa_pages_migrated: Option<u64>,
+    pub numa_pte_updates: Option<u64>,
+    pub numa_hint_faults: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceState {
+    Active,
+    /// Working, with something missing (the reason says what).
+    Degraded,
+    /// Not providing data (the reason says why).
+    Absent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceStatus {
+    /// e.g. `procfs.stat`, `procfs.tasks`, `procfs.schedstat`, `procfs.numa`.
+    pub name: String,
+    pub state: SourceState,
+    pub reason: Option<String>,
+}
+
+impl SourceStatus {
+    pub fn active(name: &str) -> Self {
+        SourceStatus {
+            name: name.into(),
+            state: SourceState::Active,
+            reason: None,
+        }
+    }
+
+    pub fn degraded(name: &str, reason: impl Into<String>) -> Self {
+        SourceStatus {
+            name: name.into(),
+            state: SourceState::Degraded,
+            reason: Some(reason.into()),
+        }
+    }
+
+    pub fn absent(name: &str, reason: impl Into<String>) -> Self {
+        SourceStatus {
+            name: name.into(),
+            state: SourceState::Absent,
+            reason: Some(reason.into()),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The procfs source: sampling /proc and /sys through the kernel root.
+//!
+//! Sub-sources, each reported separately in `Snapshot::sources`:
+//! - `procfs.stat` ([`stat`]): per-CPU busy, system context switches;
+//! - `procfs.tasks` ([`tasks`]): per-thread scan → sampled migrations, runtime per LLC,
+//!   run-queue wait, runnable tasks, processes with emulated preferred LLC;
+//! - `procfs.schedstat` ([`schedstat`]): load-balance counters per domain level;
+//! - `procfs.numa` ([`numa`]): vmstat/numastat/cgroup NUMA counters.
+
+pub mod numa;
+pub mod schedstat;
+pub mod stat;
+pub mod tasks;
+
+use super::Source;
+use crate::kroot::KernelRoot;
+use crate::snapshot::{Snapshot, SourceStatus, SystemStats};
+use crate::topology::Topology;
+
+pub const SCHEDSTAT_PATH: &str = "/proc/schedstat";
+const SAMPLED_NOTE: &str = "sampled: migrations are CPU changes seen between scans (a lower bound)";
+
+pub struct ProcfsSource {
+    root: KernelRoot,
+    prev_stat: Option<stat::StatSample>,
+    tasks: tasks::TaskScanner,
+    prev_schedstat: Option<schedstat::SchedstatFile>,
+    numa: numa::NumaReader,
+}
+
+impl ProcfsSource {
+    /// `top`: number of process rows kept per snapshot.
+    pub fn new(root: KernelRoot, top: usize) -> Self {
+        ProcfsSource {
+            root,
+            prev_stat: None,
+            tasks: tasks::TaskScanner::new(top),
+            prev_schedstat: None,
+            numa: numa::NumaReader::new(),
+        }
+    }
+
+    fn sample_stat(&mut self, snap: &mut Snapshot) {
+        let cur = match stat::read(&self.root) {
+            Ok(s) => s,
+            Err(e) => {
+                snap.sources
+                    .push(SourceStatus::absent("procfs.stat", e.to_string()));
+                return;
+            }
+        };
+        if let Some(prev) = &self.prev_stat {
+            for c in snap.cpus.iter_mut().filter(|c| c.online) {
+                if let (Some(p), Some(n)) = (prev.cpus.get(&c.cpu), cur.cpus.get(&c.cpu)) {
+                    if let Some((busy, steal)) = stat::fractions(p, n) {
+                        c.busy = Some(busy);
+                        c.steal = Some(steal);
+                    }
+                }
+            }
+            snap.system = SystemStats {
+                busy: None, // filled by the collector from the CPUs
+                ctx_switches: cur.ctxt.checked_sub(prev.ctxt),
+                forks: cur.processes.checked_sub(prev.processes),
+                procs_running: cur.procs_running,
+                procs_blocked: cur.procs_blocked,
+            };
+        }
+        snap.sources.push(SourceStatus::active("procfs.stat"));
+        self.prev_stat = Some(cur);
+    }
+
+    fn sample_tasks(&mut self, topo: &Topology, snap: &mut Snapshot) -> Vec<tasks::CgroupRef> {
+        let delta = match self.tasks.scan(&self.root, topo) {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                snap.sources
+                    .push(SourceStatus::degraded("procfs.tasks", SAMPLED_NOTE));
+                return Vec::new();
+            }
+            Err(e) => {
+                snap.sources
+                    .push(SourceStatus::absent("procfs.tasks", e.to_string()));
+                return Vec::new();
+            }
+        };
+        for c in snap.cpus.iter_mut().filter(|c| c.online) {
+            if let Some(t) = delta.cpus.get(c.cpu as usize) {
+                c.migrations_in = Some(t.migrations_in);
+                c.migrations_out = Some(t.migrations_out);
+                c.rq_wait_ns = delta.has_wait.then_some(t.rq_wait_ns);
+                c.runnable = Some(t.runnable);
+            }
+        }
+        snap.migrations = Some(delta.migrations);
+        snap.processes = Some(delta.processes);
+        let mut notes = vec![SAMPLED_NOTE.to_string()];
+        if !delta.has_wait {
+            notes.push(
+                "no /proc/PID/task/TID/schedstat (CONFIG_SCHED_INFO off): no run-queue wait".into(),
+            );
+        }
+        if let Some(e) = &delta.first_error {
+            notes.push(format!("{} threads unreadable, e.g. {e}", delta.unreadable));
+        }
+        snap.sources
+            .push(SourceStatus::degraded("procfs.tasks", notes.join("; ")));
+        delta.cgroups
+    }
+
+    fn sample_schedstat(&mut self, topo: &Topology, snap: &mut Snapshot) {
+        let text = match self.root.read(SCHEDSTAT_PATH) {
+            Ok(t) => t,
+            Err(e) if e.is_not_found() => {
+                snap.sources.push(SourceStatus::absent(
+                    "procfs.schedstat",
+                    "schedstat unavailable (CONFIG_SCHEDSTATS off: /proc/schedstat does not exist)",
+                ));
+                return;
+            }
+            Err(e) => {
+                snap.sources
+                    .push(SourceStatus::absent("procfs.schedstat", e.to_string()));
+                return;
+            }
+        };
+        let cur = match schedstat::parse(&text) {
+            Ok(f) => f,
+            Err(e) => {
+                let p = self.root.path(SCHEDSTAT_PATH);
+                snap.sources.push(SourceStatus::absent(
+                    "procfs.schedstat",
+                    format!("{}: {e}", p.display()),
+                ));
+                return;
+            }
+        };
+        if let Some(prev) = &self.prev_schedstat {
+            if prev.version == cur.version {
+                snap.balance = Some(schedstat::delta(prev, &cur, topo));
+            }
+        }
+        let enabled = self
+            .root
+            .read_value_opt::<u32>("/proc/sys/kernel/sched_schedstats")
+            .ok()
+            .flatten();
+        let status = if enabled == Some(0) {
+            SourceStatus::degraded(
+                "procfs.schedstat",
+                format!(
+                    "version {}; kernel.sched_schedstats=0: load-balance counters do not advance",
+                    cur.version
+                ),
+            )
+        } else {
+            SourceStatus::active("procfs.schedstat")
+        };
+        snap.sources.push(status);
+        self.prev_schedstat = Some(cur);
+    }
+}
+
+impl Source for ProcfsSource {
+    fn name(&self) -> &'static str {
+        "procfs"
+    }
+
+    fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
+        self.sample_stat(snap);
+        let cgroups = self.sample_tasks(topo, snap);
+        self.sample_schedstat(topo, snap);
+        let numa = self.numa.read(&self.root, topo, &cgroups);
+        snap.numa = numa.stats;
+        snap.sources.push(if numa.missing.is_empty() {
+            SourceStatus::active("procfs.numa")
+        } else {
+            SourceStatus::degraded("procfs.numa", numa.missing.join("; "))
+        });
+    }
+}

@@ -1,0 +1,273 @@
+//! NUMA counters: `/proc/vmstat` (`numa_*`, `pgmigrate_*`, `pgpromote_*`, `pgdemote_*`,
+//! parsed by procfs-core's `VmStat`), `/sys/devices/system/node/nodeN/{numastat,meminfo}`,
+//! `/proc/sys/kernel/numa_balancing`, and the NUMA balancing counters of cgroup
+//! `memory.stat` (v6.12+) for the cgroups that own the top processes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use procfs_core::VmStat;
+use procfs_core::process::MountInfos;
+
+use super::tasks::CgroupRef;
+use crate::kroot::KernelRoot;
+use crate::snapshot::{CgroupNuma, NodeNuma, NumaStats};
+use crate::topology::Topology;
+
+const VMSTAT_PREFIXES: [&str; 4] = ["numa_", "pgmigrate_", "pgpromote_", "pgdemote_"];
+const CGROUP_KEYS: [&str; 3] = [
+    "numa_pages_migrated",
+    "numa_pte_updates",
+    "numa_hint_faults",
+];
+
+type Counters = BTreeMap<String, u64>;
+
+/// Differences of counters present in both maps (a counter that went backwards is skipped).
+fn diff(prev: &Counters, cur: &Counters) -> Counters {
+    cur.iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.checked_sub(*prev.get(k)?)?)))
+        .collect()
+}
+
+/// `name value` lines, as in numastat and memory.stat.
+pub fn parse_kv(text: &str) -> Counters {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let k = it.next()?;
+            let v = it.next()?.parse::<u64>().ok()?;
+            Some((k.to_string(), v))
+        })
+        .collect()
+}
+
+/// `Node 0 MemTotal:  4417752 kB` lines → (MemTotal, MemFree) in KiB.
+pub fn parse_node_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
+    let mut total = None;
+    let mut free = None;
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() >= 4 {
+            match f[2] {
+                "MemTotal:" => total = f[3].parse().ok(),
+                "MemFree:" => free = f[3].parse().ok(),
+                _ => {}
+            }
+        }
+    }
+    (total, free)
+}
+
+#[derive(Debug, Default)]
+pub struct NumaReader {
+    prev_vmstat: Option<Counters>,
+    prev_nodes: HashMap<u32, Counters>,
+    prev_cgroups: HashMap<String, Counters>,
+    mounts: Option<CgroupMounts>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct CgroupMounts {
+    v2: Option<PathBuf>,
+    v1_memory: Option<PathBuf>,
+}
+
+/// What one read gave, with the reasons for what it could not give.
+pub struct NumaRead {
+    pub stats: Option<NumaStats>,
+    pub missing: Vec<String>,
+}
+
+impl NumaReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Read everything; the first call (no previous values) yields no deltas.
+    pub fn read(&mut self, root: &KernelRoot, topo: &Topology, cgroups: &[CgroupRef]) -> NumaRead {
+        let mut missing = Vec::new();
+        let balancing_mode = match root.read_value_opt::<u32>("/proc/sys/kernel/numa_balancing") {
+            Ok(v) => {
+                if v.is_none() {
+                    missing.push(
+                        "/proc/sys/kernel/numa_balancing absent (CONFIG_NUMA_BALANCING off)".into(),
+                    );
+                }
+                v
+            }
+            Err(e) => {
+                missing.push(e.to_string());
+                None
+            }
+        };
+
+        let vm = match root.parse::<VmStat>("/proc/vmstat") {
+            Ok(v) => Some(
+                v.0.into_iter()
+                    .filter(|(k, _)| VMSTAT_PREFIXES.iter().any(|p| k.starts_with(p)))
+                    .filter_map(|(k, v)| Some((k, u64::try_from(v).ok()?)))
+                    .collect::<Counters>(),
+            ),
+            Err(e) => {
+                missing.push(e.to_string());
+                None
+            }
+        };
+        let vm_delta = match (&self.prev_vmstat, &vm) {
+            (Some(p), Some(c)) => Some(diff(p, c)),
+            _ => None,
+        };
+        if vm.is_some() {
+            self.prev_vmstat = vm;
+        }
+
+        let mut nodes = Vec::new();
+        let mut first = self.prev_nodes.is_empty();
+        for node in &topo.nodes {
+            let dir = format!("/sys/devices/system/node/node{}", node.id);
+            let cur = match root.read(format!("{dir}/numastat")) {
+                Ok(t) => parse_kv(&t),
+                Err(e) => {
+                    if !e.is_not_found() {
+                        missing.push(e.to_string());
+                    }
+                    continue;
+                }
+            };
+            let (mem_total_kb, mem_free_kb) = root
+                .read(format!("{dir}/meminfo"))
+                .map(|t| parse_node_meminfo(&t))
+                .unwrap_or((None, None));
+            match self.prev_nodes.insert(node.id, cur.clone()) {
+                Some(p) => nodes.push(NodeNuma {
+                    node: node.id,
+                    counters: diff(&p, &cur),
+                    mem_total_kb,
+                    mem_free_kb,
+                }),
+                None => first = true,
+            }
+        }
+
+        let cg = self.read_cgroups(root, cgroups, &mut missing);
+
+        if vm_delta.is_none() || first {
+            return NumaRead {
+                stats: None,
+                missing,
+            };
+        }
+        NumaRead {
+            stats: Some(NumaStats {
+                balancing_mode,
+                vmstat: vm_delta.unwrap_or_default(),
+                nodes,
+                cgroups: cg,
+            }),
+            missing,
+        }
+    }
+
+    fn read_cgroups(
+        &mut self,
+        root: &KernelRoot,
+        refs: &[CgroupRef],
+        missing: &mut Vec<String>,
+    ) -> Vec<CgroupNuma> {
+        let mounts = self.mounts.get_or_insert_with(|| find_mounts(root)).clone();
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut without_counters = 0;
+        let mut next_prev = HashMap::new();
+        for r in refs {
+            // Prefer the v2 hierarchy; fall back to the v1 memory controller.
+            let candidates = [
+                (mounts.v2.as_ref(), r.v2.as_ref()),
+                (mounts.v1_memory.as_ref(), r.v1_memory.as_ref()),
+            ];
+            for (mount, path) in candidates {
+                let (Some(mount), Some(path)) = (mount, path) else {
+                    continue;
+                };
+                if !seen.insert(path.clone()) {
+                    break;
+                }
+                let file = mount.join(path.trim_start_matches('/')).join("memory.stat");
+                let Ok(text) = std::fs::read_to_string(&file) else {
+                    continue;
+                };
+                let cur: Counters = parse_kv(&text)
+                    .into_iter()
+                    .filter(|(k, _)| CGROUP_KEYS.contains(&k.as_str()))
+                    .collect();
+                if cur.is_empty() {
+                    without_counters += 1;
+                    break;
+                }
+                if let Some(p) = self.prev_cgroups.get(path) {
+                    let d = diff(p, &cur);
+                    out.push(CgroupNuma {
+                        path: path.clone(),
+                        numa_pages_migrated: d.get("numa_pages_migrated").copied(),
+                        numa_pte_updates: d.get("numa_pte_updates").copied(),
+                        numa_hint_faults: d.get("numa_hint_faults").copied(),
+                    });
+                }
+                next_prev.insert(path.clone(), cur);
+                break;
+            }
+        }
+        self.prev_cgroups = next_prev;
+        if mounts.v2.is_none() && mounts.v1_memory.is_none() {
+            missing.push("no cgroup2 or v1 memory mount in /proc/self/mountinfo".into());
+        } else if without_counters > 0 && out.is_empty() {
+            missing.push(
+                "cgroup memory.stat has no NUMA balancing counters (kernel < 6.12, cgroup v1, or CONFIG_NUMA_BALANCING off)"
+                    .into(),
+            );
+        }
+        out
+    }
+}
+
+fn find_mounts(root: &KernelRoot) -> CgroupMounts {
+    let mut m = CgroupMounts::default();
+    let Ok(infos) = root.parse::<MountInfos>("/proc/self/mountinfo") else {
+        return m;
+    };
+    for mi in infos.0 {
+        let place = root.path(&mi.mount_point);
+        if mi.fs_type == "cgroup2" && m.v2.is_none() {
+            m.v2 = Some(place);
+        } else if mi.fs_type == "cgroup"
+            && mi.super_options.contains_key("memory")
+            && m.v1_memory.is_none()
+        {
+            m.v1_memory = Some(place);
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_and_diff() {
+        let a = parse_kv("numa_hit 10\nnuma_miss 1\nbad\nx y\n");
+        assert_eq!(a.len(), 2);
+        let b = parse_kv("numa_hit 15\nnuma_miss 0\nnuma_new 3\n");
+        let d = diff(&a, &b);
+        assert_eq!(d.get("numa_hit"), Some(&5));
+        assert_eq!(d.get("numa_miss"), None, "went backwards");
+        assert_eq!(d.get("numa_new"), None, "no previous value");
+    }
+
+    #[test]
+    fn node_meminfo() {
+        let t = "Node 0 MemTotal:        4417752 kB\nNode 0 MemFree:         1000 kB\nNode 0 MemUsed: 5 kB\n";
+        assert_eq!(parse_node_meminfo(t), (Some(4417752), Some(1000)));
+    }
+}

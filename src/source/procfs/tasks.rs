@@ -1,0 +1,310 @@
+//! The per-thread scan: `/proc/PID/task/TID/{stat,schedstat}` for every thread, diffed
+//! against the previous scan. Gives, all *sampled*:
+//! - each thread's runtime delta, attributed to the LLC of the CPU it was last seen on
+//!   (`processor` field of stat) → per-process runtime per LLC, preferred LLC, hit ratio;
+//! - run-queue wait deltas (`schedstat` field 2) → per CPU (by last CPU) and per process;
+//! - observed CPU changes between two scans → migrations by distance, an LLC×LLC matrix,
+//!   per-CPU in/out (a lower bound: several moves between scans count as at most one);
+//! - runnable threads (state `R`) per CPU at the end of the interval.
+//!
+//! A thread or process that disappears between listing and reading is skipped silently.
+
+use std::collections::HashMap;
+
+use procfs_core::process::{Schedstat, Stat};
+use procfs_core::{ProcessCGroups, Uptime};
+
+use crate::kroot::{KernelError, KernelRoot};
+use crate::preferred::PreferredLlc;
+use crate::snapshot::{Migrations, Precision, PreferredKind, ProcessStats, ProcessTable};
+use crate::topology::{Distance, Topology};
+
+#[derive(Debug, Clone, Copy)]
+struct ThreadPrev {
+    runtime_ns: u64,
+    wait_ns: Option<u64>,
+    cpu: Option<u32>,
+    generation: u64,
+}
+
+/// Per-CPU results of one scan, indexed by CPU number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTasks {
+    pub migrations_in: u64,
+    pub migrations_out: u64,
+    pub rq_wait_ns: u64,
+    pub runnable: u32,
+}
+
+/// What one scan found (deltas since the previous scan).
+#[derive(Debug, Clone, Default)]
+pub struct TaskDelta {
+    pub cpus: Vec<CpuTasks>,
+    pub migrations: Migrations,
+    pub processes: ProcessTable,
+    /// Whether run-queue wait could be read (`schedstat` per task needs CONFIG_SCHED_INFO).
+    pub has_wait: bool,
+    /// cgroup references of the rows, same order as `processes.rows`.
+    pub cgroups: Vec<CgroupRef>,
+    /// Threads that could not be read for a reason other than exiting.
+    pub unreadable: u64,
+    pub first_error: Option<String>,
+}
+
+/// Where a process's cgroup lives: the v2 path and, on hybrid v1 systems, the path in the
+/// v1 memory hierarchy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupRef {
+    pub v2: Option<String>,
+    pub v1_memory: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct ProcAcc {
+    comm: String,
+    threads: u32,
+    cpu_time_ns: u64,
+    per_llc: Vec<u64>,
+    migrations: u64,
+    cross_llc: u64,
+    wait_ns: u64,
+}
+
+pub struct TaskScanner {
+    threads: HashMap<u32, ThreadPrev>,
+    preferred: PreferredLlc,
+    generation: u64,
+    prev_uptime_s: Option<f64>,
+    ns_per_tick: u64,
+    ticks_per_s: u64,
+    top: usize,
+}
+
+impl TaskScanner {
+    /// `top`: how many process rows to keep per snapshot (the busiest ones).
+    pub fn new(top: usize) -> Self {
+        // SAFETY: sysconf has no preconditions.
+        let tps = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let tps = if tps > 0 { tps as u64 } else { 100 };
+        TaskScanner {
+            threads: HashMap::new(),
+            preferred: PreferredLlc::new(),
+            generation: 0,
+            prev_uptime_s: None,
+            ns_per_tick: 1_000_000_000 / tps,
+            ticks_per_s: tps,
+            top,
+        }
+    }
+
+    /// Scan all threads. The first call only records a baseline and returns `None`.
+    pub fn scan(
+        &mut self,
+        root: &KernelRoot,
+        topo: &Topology,
+    ) -> Result<Option<TaskDelta>, KernelError> {
+        let pids = root.numbered_entries("/proc", "")?;
+        let uptime_s = root.parse::<Uptime>("/proc/uptime").ok().map(|u| u.uptime);
+        let primed = self.generation > 0;
+        self.generation += 1;
+        let generation = self.generation;
+        let nr_llc = topo.llcs.len();
+        let mut out = TaskDelta {
+            cpus: vec![CpuTasks::default(); topo.nr_cpu_ids()],
+            migrations: Migrations {
+                precision: Precision::Sampled,
+                llc_matrix: vec![vec![0; nr_llc]; nr_llc],
+                ..Migrations::default()
+            },
+            has_wait: true,
+            ..TaskDelta::default()
+        };
+        let mut procs: Vec<(u32, ProcAcc)> = Vec::new();
+
+        for pid in pids {
+            let tids = match root.numbered_entries(format!("/proc/{pid}/task"), "") {
+                Ok(t) => t,
+                Err(_) => continue, // exited
+            };
+            let mut acc = ProcAcc {
+                per_llc: vec![0; nr_llc],
+                ..ProcAcc::default()
+            };
+            for tid in tids {
+                let base = format!("/proc/{pid}/task/{tid}");
+                let stat = match root.parse::<Stat>(format!("{base}/stat")) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        self.note_error(&mut out, e);
+                        continue;
+                    }
+                };
+                let sched = match root.parse::<Schedstat>(format!("{base}/schedstat")) {
+                    Ok(s) => Some(s),
+                    Err(e) if e.is_not_found() => {
+                        // CONFIG_SCHED_INFO off (or the thread just exited).
+                        out.has_wait = false;
+                        None
+                    }
+                    Err(e) => {
+                        self.note_error(&mut out, e);
+                        None
+                    }
+                };
+                let runtime_ns = match &sched {
+                    Some(s) => s.sum_exec_runtime,
+                    None => (stat.utime + stat.stime) * self.ns_per_tick,
+                };
+                let wait_ns = sched.as_ref().map(|s| s.run_delay);
+                let cpu = stat.processor.and_then(|c| u32::try_from(c).ok());
+                if tid == pid || acc.comm.is_empty() {
+                    acc.comm = stat.comm.clone();
+                }
+                acc.threads += 1;
+                if stat.state == 'R' {
+                    if let Some(c) = cpu.and_then(|c| out.cpus.get_mut(c as usize)) {
+                        c.runnable += 1;
+                    }
+                }
+                let prev = self.threads.insert(
+                    tid,
+                    ThreadPrev {
+                        runtime_ns,
+                        wait_ns,
+                        cpu,
+                        generation,
+                    },
+                );
+                if !primed {
+                    continue;
+                }
+                // A thread not seen before counts from zero only if it started during the
+                // interval; otherwise (it was missed) its history is unknown.
+                let (d_run, d_wait, prev_cpu) = match prev {
+                    Some(p) => (
+                        runtime_ns.saturating_sub(p.runtime_ns),
+                        match (wait_ns, p.wait_ns) {
+                            (Some(a), Some(b)) => a.saturating_sub(b),
+                            _ => 0,
+                        },
+                        p.cpu,
+                    ),
+                    None => {
+                        let started_s = stat.starttime as f64 / self.ticks_per_s as f64;
+                        if self.prev_uptime_s.is_some_and(|u| started_s + 0.01 >= u) {
+                            (runtime_ns, wait_ns.unwrap_or(0), None)
+                        } else {
+                            (0, 0, None)
+                        }
+                    }
+                };
+                acc.cpu_time_ns += d_run;
+                acc.wait_ns += d_wait;
+                if let Some(c) = cpu {
+                    if let Some(l) = topo.llc_of(c) {
+                        acc.per_llc[l as usize] += d_run;
+                    }
+                    if let Some(slot) = out.cpus.get_mut(c as usize) {
+                        slot.rq_wait_ns += d_wait;
+                    }
+                }
+                if let (Some(from), Some(to)) = (prev_cpu, cpu) {
+                    if from != to {
+                        acc.migrations += 1;
+                        if let Some(s) = out.cpus.get_mut(from as usize) {
+                            s.migrations_out += 1;
+                        }
+                        if let Some(s) = out.cpus.get_mut(to as usize) {
+                            s.migrations_in += 1;
+                        }
+                        match topo.distance(from, to) {
+                            Some(d) => {
+                                out.migrations.by_distance.add(d, 1);
+                                if matches!(d, Distance::CrossLlc | Distance::CrossNode) {
+                                    acc.cross_llc += 1;
+                                }
+                            }
+                            None => out.migrations.unclassified += 1,
+                        }
+                        if let (Some(a), Some(b)) = (topo.llc_of(from), topo.llc_of(to)) {
+                            out.migrations.llc_matrix[a as usize][b as usize] += 1;
+                        }
+                    }
+                }
+            }
+            if acc.threads > 0 {
+                procs.push((pid, acc));
+            }
+        }
+
+        // Forget threads not seen in this scan.
+        self.threads.retain(|_, t| t.generation == generation);
+        self.prev_uptime_s = uptime_s;
+        if !primed {
+            return Ok(None);
+        }
+
+        let mut rows: Vec<ProcessStats> = Vec::with_capacity(procs.len());
+        for (pid, acc) in &procs {
+            let pref = self.preferred.update(*pid, &acc.per_llc);
+            if acc.cpu_time_ns == 0 && acc.migrations == 0 {
+                continue;
+            }
+            rows.push(ProcessStats {
+                pid: *pid,
+                comm: acc.comm.clone(),
+                threads: acc.threads,
+                cpu_time_ns: acc.cpu_time_ns,
+                llc_spread: acc.per_llc.iter().filter(|&&r| r > 0).count() as u32,
+                runtime_per_llc_ns: acc.per_llc.clone(),
+                preferred_llc: pref.preferred_llc,
+                preferred_kind: PreferredKind::Emulated,
+                preferred_hit: pref.hit,
+                migrations: acc.migrations,
+                cross_llc_migrations: acc.cross_llc,
+                rq_wait_ns: acc.wait_ns,
+                cgroup: None,
+            });
+        }
+        let alive: std::collections::HashSet<u32> = procs.iter().map(|(p, _)| *p).collect();
+        self.preferred.retain(|p| alive.contains(&p));
+        rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
+        rows.truncate(self.top);
+        for row in &mut rows {
+            let cg = read_cgroup(root, row.pid);
+            row.cgroup = cg.v2.clone().or_else(|| cg.v1_memory.clone());
+            out.cgroups.push(cg);
+        }
+        out.processes = ProcessTable {
+            precision: Precision::Sampled,
+            total: procs.len() as u32,
+            rows,
+        };
+        Ok(Some(out))
+    }
+
+    fn note_error(&self, out: &mut TaskDelta, e: KernelError) {
+        if e.is_not_found() || e.errno() == Some(libc::ESRCH) {
+            return; // the thread exited between listing and reading
+        }
+        out.unreadable += 1;
+        if out.first_error.is_none() {
+            out.first_error = Some(e.to_string());
+        }
+    }
+}
+
+fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
+    let Ok(groups) = root.parse::<ProcessCGroups>(format!("/proc/{pid}/cgroup")) else {
+        return CgroupRef::default();
+    };
+    let mut r = CgroupRef::default();
+    for g in groups.0 {
+        if g.hierarchy == 0 && g.controllers.is_empty() {
+            r.v2 = Some(g.pathname.clone());
+        } else if g.controllers.iter().any(|c| c == "memory") {
+            r.v1_memory = Some(g.pathname.clone());
+        }
+    }
+    r
+}
