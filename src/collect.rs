@@ -102,10 +102,10 @@ impl Collector {
                 std::thread::sleep(step.min(deadline - now));
             }
             n += 1;
-            if let Some(s) = self.tick() {
-                if !f(s) {
-                    return;
-                }
+            if let Some(s) = self.tick()
+                && !f(s)
+            {
+                return;
             }
         }
     }

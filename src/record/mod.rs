@@ -170,3 +170,96 @@ pub fn host_and_kernel(root: &crate::kroot::KernelRoot) -> (Option<String>, Opti
     let kernel = root.read_trimmed("/proc/sys/kernel/osrelease").ok();
     (host, kernel)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{Migrations, Precision, SourceStatus};
+
+    fn header() -> Header {
+        Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            llctop_version: "test".into(),
+            host: Some("h".into()),
+            kernel: Some("6.18".into()),
+            start_unix_ns: 1,
+            interval_ns: 1_000_000_000,
+            topology: crate::topology::tests::sample(),
+            sources: vec![SourceStatus::active("procfs.stat")],
+            command: vec![],
+        }
+    }
+
+    fn snap(seq: u64) -> Snapshot {
+        let mut s = crate::collect::empty_snapshot(&crate::topology::tests::sample());
+        s.seq = seq;
+        s.cpus[1].busy = Some(0.25);
+        s.migrations = Some(Migrations {
+            precision: Precision::Sampled,
+            llc_matrix: vec![vec![1, 2], vec![3, 4]],
+            ..Migrations::default()
+        });
+        crate::collect::aggregate(&crate::topology::tests::sample(), &mut s);
+        s
+    }
+
+    #[test]
+    fn round_trips_plain_and_gzip() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.jsonl", "a.jsonl.gz"] {
+            let p = dir.path().join(name);
+            let mut w = Writer::create(&p, &header()).unwrap();
+            w.write_snapshot(&snap(0)).unwrap();
+            w.write_snapshot(&snap(1)).unwrap();
+            w.finish().unwrap();
+            let r = reader::open(&p).unwrap();
+            assert_eq!(r.header, header());
+            assert_eq!(
+                r.snapshots,
+                vec![snap(0), snap(1)],
+                "{name}: what is read is what was drawn"
+            );
+            assert!(!r.truncated);
+        }
+    }
+
+    #[test]
+    fn tolerates_a_cut_line_and_unknown_types_refuses_newer_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cut.jsonl");
+        let mut w = Writer::create(&p, &header()).unwrap();
+        w.write_snapshot(&snap(0)).unwrap();
+        w.finish().unwrap();
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str(
+            "{\"type\":\"marker\",\"label\":\"x\"}\n{\"type\":\"snapshot\",\"seq\":1,\"ti",
+        );
+        std::fs::write(&p, &text).unwrap();
+        let r = reader::open(&p).unwrap();
+        assert_eq!(
+            (r.snapshots.len(), r.skipped_lines, r.truncated),
+            (1, 1, true)
+        );
+
+        let newer = text.replacen("\"version\":1", "\"version\":99", 1);
+        std::fs::write(&p, newer).unwrap();
+        let e = reader::open(&p).unwrap_err().to_string();
+        assert!(e.contains("version 99") && e.contains("cut.jsonl"), "{e}");
+
+        std::fs::write(&p, "{\"hello\":1}\n").unwrap();
+        assert!(
+            reader::open(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("not an llctop-recording header")
+        );
+        std::fs::write(&p, "").unwrap();
+        assert!(
+            reader::open(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("empty file")
+        );
+    }
+}

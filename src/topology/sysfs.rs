@@ -150,10 +150,10 @@ fn read_list_opt(root: &KernelRoot, path: &str) -> KResult<Option<Vec<u32>>> {
 
 fn first_list(root: &KernelRoot, dir: &str, names: &[&str]) -> KResult<Option<Vec<u32>>> {
     for name in names {
-        if let Some(list) = read_list_opt(root, &format!("{dir}/{name}"))? {
-            if !list.is_empty() {
-                return Ok(Some(list));
-            }
+        if let Some(list) = read_list_opt(root, &format!("{dir}/{name}"))?
+            && !list.is_empty()
+        {
+            return Ok(Some(list));
         }
     }
     Ok(None)

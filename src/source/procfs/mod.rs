@@ -51,11 +51,11 @@ impl ProcfsSource {
         };
         if let Some(prev) = &self.prev_stat {
             for c in snap.cpus.iter_mut().filter(|c| c.online) {
-                if let (Some(p), Some(n)) = (prev.cpus.get(&c.cpu), cur.cpus.get(&c.cpu)) {
-                    if let Some((busy, steal)) = stat::fractions(p, n) {
-                        c.busy = Some(busy);
-                        c.steal = Some(steal);
-                    }
+                if let (Some(p), Some(n)) = (prev.cpus.get(&c.cpu), cur.cpus.get(&c.cpu))
+                    && let Some((busy, steal)) = stat::fractions(p, n)
+                {
+                    c.busy = Some(busy);
+                    c.steal = Some(steal);
                 }
             }
             snap.system = SystemStats {
@@ -135,10 +135,10 @@ impl ProcfsSource {
                 return;
             }
         };
-        if let Some(prev) = &self.prev_schedstat {
-            if prev.version == cur.version {
-                snap.balance = Some(schedstat::delta(prev, &cur, topo));
-            }
+        if let Some(prev) = &self.prev_schedstat
+            && prev.version == cur.version
+        {
+            snap.balance = Some(schedstat::delta(prev, &cur, topo));
         }
         let enabled = self
             .root

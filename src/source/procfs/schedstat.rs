@@ -250,10 +250,10 @@ pub fn derive_name(span: &[u32], cpu: u32, topo: &Topology) -> Option<String> {
     if same(&c.smt_siblings) && span.len() > 1 {
         return Some("SMT".into());
     }
-    if let Some(l) = c.llc.and_then(|l| topo.llcs.get(l as usize)) {
-        if same(&l.cpus) {
-            return Some("MC".into());
-        }
+    if let Some(l) = c.llc.and_then(|l| topo.llcs.get(l as usize))
+        && same(&l.cpus)
+    {
+        return Some("MC".into());
     }
     let node = c
         .node
@@ -390,5 +390,160 @@ mod tests {
         let e = parse("version 17\ncpu0 0 0 0 0 0 0 0 0 0\ndomain0 MC 3 1 2 3\n").unwrap_err();
         assert!(e.contains("45 counters"), "{e}");
         assert!(parse("cpu0 1 2\n").unwrap_err().contains("no version"));
+    }
+}
+
+/// Tests on real files captured in QEMU (2 sockets × 2 cores, 2 nodes) from Debian's own
+/// kernels: 6.1 (v15), 6.12 (v16) and 6.18 (v17).
+#[cfg(test)]
+mod real_samples {
+    use super::*;
+
+    const V15: &str =
+        include_str!("../../../tests/fixtures/schedstat/v15-debian-6.1.0-56-2s2llc.txt");
+    const V16: &str =
+        include_str!("../../../tests/fixtures/schedstat/v16-debian-6.12.117-2s2llc.txt");
+    const V17: &str =
+        include_str!("../../../tests/fixtures/schedstat/v17-debian-6.18.15-2s2llc.txt");
+
+    fn lab_topology() -> Topology {
+        use crate::topology::{Cpu, Llc, LlcBasis, Node};
+        let cpus = (0..4)
+            .map(|c| Cpu {
+                cpu: c,
+                online: true,
+                core: Some(c),
+                core_id: Some(c % 2),
+                package: Some(c / 2),
+                die: Some(0),
+                cluster: None,
+                llc: Some(c / 2),
+                node: Some(c / 2),
+                smt_siblings: vec![c],
+            })
+            .collect();
+        let llcs = (0..2)
+            .map(|l| Llc {
+                id: l,
+                cpus: vec![2 * l, 2 * l + 1],
+                node: Some(l),
+                level: Some(3),
+                size_kb: Some(16384),
+                basis: LlcBasis::Cache,
+                cache_cpus: None,
+            })
+            .collect();
+        let nodes = (0..2)
+            .map(|n| Node {
+                id: n,
+                cpus: vec![2 * n, 2 * n + 1],
+                distances: vec![],
+            })
+            .collect();
+        Topology { cpus, llcs, nodes }
+    }
+
+    #[test]
+    fn v15_from_linux_6_1() {
+        let f = parse(V15).unwrap();
+        assert_eq!((f.version, f.cpus.len(), f.domains.len()), (15, 4, 8));
+        assert_eq!(f.cpus[0].run_delay(), Some(120077767));
+        // cpu0 domain0: "3 15 15 0 0 0 0 0 15 0 0 0 0 0 0 0 0 3 2 0 1 1 0 0 2 ..."
+        let d = &f.domains[0];
+        assert_eq!(
+            (d.level, d.name.as_deref(), d.span.as_slice()),
+            (0, None, &[0, 1][..])
+        );
+        let [busy, idle, newidle] = d.lb;
+        assert_eq!(
+            (idle.count, idle.balanced, idle.nobusyg),
+            (15, 15, 15),
+            "first block is CPU_IDLE in v15"
+        );
+        assert_eq!(busy.count, 0);
+        assert_eq!(
+            (
+                newidle.count,
+                newidle.balanced,
+                newidle.imbalance,
+                newidle.gained
+            ),
+            (3, 2, 1, 1)
+        );
+        assert_eq!(f.domains[1].span, vec![0, 1, 2, 3]);
+        assert_eq!(d.tail[9], 2, "ttwu_wake_remote");
+        assert_eq!(f.domains[1].tail[9], 5, "ttwu_wake_remote");
+        assert_eq!(
+            derive_name(&d.span, 0, &lab_topology()).as_deref(),
+            Some("MC")
+        );
+        assert_eq!(
+            derive_name(&f.domains[1].span, 0, &lab_topology()).as_deref(),
+            Some("NUMA")
+        );
+    }
+
+    #[test]
+    fn v16_from_linux_6_12_puts_busy_first() {
+        let f = parse(V16).unwrap();
+        assert_eq!(f.version, 16);
+        // cpu0 domain0: "3 1 1 0 0 0 0 0 1 38 38 0 0 0 0 0 38 2 1 0 1 1 0 0 1 ..."
+        let [busy, idle, newidle] = f.domains[0].lb;
+        assert_eq!((busy.count, idle.count, newidle.count), (1, 38, 2));
+        assert_eq!(
+            (newidle.balanced, newidle.imbalance, newidle.gained),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn v17_from_linux_6_18_has_names_and_imbalance_kinds() {
+        let f = parse(V17).unwrap();
+        assert_eq!(f.version, 17);
+        let names: Vec<_> = f.domains.iter().map(|d| d.name.as_deref()).collect();
+        assert_eq!(names[..2], [Some("MC"), Some("NUMA")]);
+        // cpu3 domain0 idle block: "17 14 2 0 0 3 0 1 0 0 14"
+        let d = f
+            .domains
+            .iter()
+            .find(|d| d.cpu == 3 && d.level == 0)
+            .unwrap();
+        let idle = d.lb[1];
+        assert_eq!((idle.count, idle.balanced, idle.failed), (17, 14, 2));
+        assert_eq!(idle.imbalance_task, Some(3));
+        assert_eq!(idle.imbalance, 3);
+        assert_eq!((idle.gained, idle.nobusyg), (1, 14));
+        assert_eq!(d.span, vec![2, 3]);
+    }
+
+    #[test]
+    fn delta_sums_per_level_and_keeps_names() {
+        let topo = lab_topology();
+        let a = parse(V17).unwrap();
+        let mut b = a.clone();
+        for d in &mut b.domains {
+            d.lb[2].count += 10; // newidle
+            d.lb[2].gained += 1;
+            d.tail[0] += 2; // alb_count
+        }
+        let bal = delta(&a, &b, &topo);
+        assert_eq!(bal.version, 17);
+        assert_eq!(bal.domains.len(), 2);
+        let mc = &bal.domains[0];
+        assert_eq!(
+            (mc.name.as_deref(), mc.derived_name, mc.cpus),
+            (Some("MC"), false, 4)
+        );
+        assert_eq!(
+            (mc.newidle.count, mc.newidle.gained, mc.alb_count),
+            (40, 4, 8)
+        );
+        assert_eq!(mc.busy.count, 0);
+        // v15 has no names: derived from the span
+        let a = parse(V15).unwrap();
+        let bal = delta(&a, &a, &topo);
+        assert_eq!(bal.domains[0].name.as_deref(), Some("MC"));
+        assert!(bal.domains[0].derived_name);
+        assert_eq!(bal.domains[1].name.as_deref(), Some("NUMA"));
     }
 }

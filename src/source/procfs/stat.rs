@@ -51,7 +51,7 @@ pub fn fractions(prev: &CpuTicks, cur: &CpuTicks) -> Option<(f64, f64)> {
         return None;
     }
     let busy = cur.busy.checked_sub(prev.busy)?;
-    let steal = cur.steal.checked_sub(prev.steal).unwrap_or(0);
+    let steal = cur.steal.saturating_sub(prev.steal);
     let t = total as f64;
     Some(((busy as f64 / t).min(1.0), (steal as f64 / t).min(1.0)))
 }

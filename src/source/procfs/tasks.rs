@@ -161,10 +161,10 @@ impl TaskScanner {
                     acc.comm = stat.comm.clone();
                 }
                 acc.threads += 1;
-                if stat.state == 'R' {
-                    if let Some(c) = cpu.and_then(|c| out.cpus.get_mut(c as usize)) {
-                        c.runnable += 1;
-                    }
+                if stat.state == 'R'
+                    && let Some(c) = cpu.and_then(|c| out.cpus.get_mut(c as usize))
+                {
+                    c.runnable += 1;
                 }
                 let prev = self.threads.insert(
                     tid,
@@ -208,27 +208,27 @@ impl TaskScanner {
                         slot.rq_wait_ns += d_wait;
                     }
                 }
-                if let (Some(from), Some(to)) = (prev_cpu, cpu) {
-                    if from != to {
-                        acc.migrations += 1;
-                        if let Some(s) = out.cpus.get_mut(from as usize) {
-                            s.migrations_out += 1;
-                        }
-                        if let Some(s) = out.cpus.get_mut(to as usize) {
-                            s.migrations_in += 1;
-                        }
-                        match topo.distance(from, to) {
-                            Some(d) => {
-                                out.migrations.by_distance.add(d, 1);
-                                if matches!(d, Distance::CrossLlc | Distance::CrossNode) {
-                                    acc.cross_llc += 1;
-                                }
+                if let (Some(from), Some(to)) = (prev_cpu, cpu)
+                    && from != to
+                {
+                    acc.migrations += 1;
+                    if let Some(s) = out.cpus.get_mut(from as usize) {
+                        s.migrations_out += 1;
+                    }
+                    if let Some(s) = out.cpus.get_mut(to as usize) {
+                        s.migrations_in += 1;
+                    }
+                    match topo.distance(from, to) {
+                        Some(d) => {
+                            out.migrations.by_distance.add(d, 1);
+                            if matches!(d, Distance::CrossLlc | Distance::CrossNode) {
+                                acc.cross_llc += 1;
                             }
-                            None => out.migrations.unclassified += 1,
                         }
-                        if let (Some(a), Some(b)) = (topo.llc_of(from), topo.llc_of(to)) {
-                            out.migrations.llc_matrix[a as usize][b as usize] += 1;
-                        }
+                        None => out.migrations.unclassified += 1,
+                    }
+                    if let (Some(a), Some(b)) = (topo.llc_of(from), topo.llc_of(to)) {
+                        out.migrations.llc_matrix[a as usize][b as usize] += 1;
                     }
                 }
             }
