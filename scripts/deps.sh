@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install the Debian packages llctop needs to build and test (idempotent).
+# Used by ./setup.sh and .ci/run, so the list lives in one place.
+set -euo pipefail
+PKGS=(
+  gcc libc6-dev pkg-config   # linking, libc bindings
+  python3                    # tests/gen_fixtures.py (fixture check in CI)
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "deps: cargo not found: install Rust (https://rustup.rs), 1.88 or newer" >&2
+  exit 1
+fi
