@@ -6,6 +6,11 @@ use std::fmt::Write as _;
 
 /// Parse a cpulist such as `0-3,8,10-11` (also accepts strides `0-7:2`, as the kernel does).
 /// Returns the CPUs sorted and de-duplicated.
+///
+/// ```
+/// assert_eq!(llctop::cpulist::parse("0-3,64-67").unwrap(), [0, 1, 2, 3, 64, 65, 66, 67]);
+/// assert!(llctop::cpulist::parse("3-1").is_err());
+/// ```
 pub fn parse(text: &str) -> Result<Vec<u32>, String> {
     let text = text.trim();
     let mut cpus = Vec::new();
@@ -49,6 +54,10 @@ fn num(s: &str, part: &str) -> Result<u32, String> {
 }
 
 /// Format sorted CPUs as a compact cpulist (`0-3,64-67`).
+///
+/// ```
+/// assert_eq!(llctop::cpulist::format(&[0, 1, 2, 8, 10, 11]), "0-2,8,10-11");
+/// ```
 pub fn format(cpus: &[u32]) -> String {
     let mut out = String::new();
     let mut i = 0;

@@ -273,3 +273,54 @@ fn summary_line(s: &Snapshot) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("0.25"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn snapshot_counts_cover_the_duration() {
+        let s = Duration::from_secs;
+        assert_eq!(snapshot_count(Some(s(5)), s(1)), Some(5));
+        assert_eq!(
+            snapshot_count(Some(Duration::from_millis(2500)), s(1)),
+            Some(3)
+        );
+        assert_eq!(
+            snapshot_count(Some(Duration::from_millis(100)), s(1)),
+            Some(1)
+        );
+        assert_eq!(snapshot_count(None, s(1)), None);
+    }
+
+    #[test]
+    fn summary_line_marks_sampled_migrations() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/topology/epyc-7702p"
+        );
+        let t = topology::discover(&KernelRoot::new(fixture)).unwrap();
+        let mut snap = llctop::collect::empty_snapshot(&t);
+        snap.migrations = Some(llctop::snapshot::Migrations {
+            llc_matrix: vec![vec![0; 16]; 16],
+            ..Default::default()
+        });
+        llctop::collect::aggregate(&t, &mut snap);
+        let line = summary_line(&snap);
+        assert!(line.contains("mig~ smt 0 llc 0 xllc 0 xnode 0"), "{line}");
+        assert!(
+            line.contains("busy -% [llc "),
+            "no busy value is shown as -, not 0: {line}"
+        );
+    }
+}
