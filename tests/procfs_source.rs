@@ -132,6 +132,7 @@ fn known_moves_are_counted_and_classified() {
         th(100, 100, "app", 'S', 0, 10 * MS, 1000, 1.0),
         th(100, 101, "app-w1", 'S', 1, 20 * MS, 2000, 1.0),
         th(100, 102, "app-w2", 'S', 4, 30 * MS, 3000, 1.0),
+        th(100, 104, "app-idle", 'S', 6, 9 * MS, 900, 1.0),
         th(200, 200, "other", 'R', 8, 50 * MS, 0, 1.0),
         th(300, 300, "gone", 'S', 12, 5 * MS, 0, 1.0),
     ];
@@ -155,6 +156,7 @@ fn known_moves_are_counted_and_classified() {
         th(100, 101, "app-w1", 'S', 2, 22 * MS, 2200, 1.0), // same LLC
         th(100, 102, "app-w2", 'R', 8, 33 * MS, 3300, 1.0), // cpu4 node0 -> cpu8 node1
         th(100, 103, "app-new", 'S', 5, 4 * MS, 400, 100.5), // born in the interval
+        th(100, 104, "app-idle", 'S', 6, 9 * MS, 900, 1.0), // neither ran nor waited
         th(200, 200, "other", 'R', 9, 55 * MS, 0, 1.0),   // same LLC
         th(400, 400, "late", 'S', 13, 7 * MS, 0, 2.0),    // existed before but was missed
     ];
@@ -243,7 +245,7 @@ fn known_moves_are_counted_and_classified() {
     assert_eq!(t.precision, Precision::Sampled);
     assert_eq!(t.total, 3, "100, 200, 400 alive");
     let app = t.rows.iter().find(|r| r.pid == 100).unwrap();
-    assert_eq!((app.comm.as_str(), app.threads), ("app", 4));
+    assert_eq!((app.comm.as_str(), app.threads), ("app", 5));
     assert_eq!(app.cpu_time_ns, 10 * MS, "1 + 2 + 3 + 4 ms");
     assert_eq!(app.runtime_per_llc_ns, vec![3 * MS, 4 * MS, 3 * MS, 0]);
     assert_eq!(

@@ -19,11 +19,14 @@ use crate::preferred::PreferredLlc;
 use crate::snapshot::{Migrations, Precision, PreferredKind, ProcessStats, ProcessTable};
 use crate::topology::{Distance, Topology};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ThreadPrev {
     runtime_ns: u64,
     wait_ns: Option<u64>,
     cpu: Option<u32>,
+    state: char,
+    comm: String,
+    starttime: u64,
     generation: u64,
 }
 
@@ -78,6 +81,8 @@ pub struct TaskScanner {
     ns_per_tick: u64,
     ticks_per_s: u64,
     top: usize,
+    /// Whether per-task schedstat exists (CONFIG_SCHED_INFO); learnt on the first read.
+    sched_info: Option<bool>,
 }
 
 impl TaskScanner {
@@ -94,6 +99,7 @@ impl TaskScanner {
             ns_per_tick: 1_000_000_000 / tps,
             ticks_per_s: tps,
             top,
+            sched_info: None,
         }
     }
 
@@ -116,7 +122,6 @@ impl TaskScanner {
                 llc_matrix: vec![vec![0; nr_llc]; nr_llc],
                 ..Migrations::default()
             },
-            has_wait: true,
             ..TaskDelta::default()
         };
         let mut procs: Vec<(u32, ProcAcc)> = Vec::new();
@@ -132,49 +137,21 @@ impl TaskScanner {
             };
             for tid in tids {
                 let base = format!("/proc/{pid}/task/{tid}");
-                let stat = match root.parse::<Stat>(format!("{base}/stat")) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        self.note_error(&mut out, e);
-                        continue;
-                    }
+                let Some(t) = self.read_thread(root, &base, tid, &mut out) else {
+                    continue;
                 };
-                let sched = match root.parse::<Schedstat>(format!("{base}/schedstat")) {
-                    Ok(s) => Some(s),
-                    Err(e) if e.is_not_found() => {
-                        // CONFIG_SCHED_INFO off (or the thread just exited).
-                        out.has_wait = false;
-                        None
-                    }
-                    Err(e) => {
-                        self.note_error(&mut out, e);
-                        None
-                    }
-                };
-                let runtime_ns = match &sched {
-                    Some(s) => s.sum_exec_runtime,
-                    None => (stat.utime + stat.stime) * self.ns_per_tick,
-                };
-                let wait_ns = sched.as_ref().map(|s| s.run_delay);
-                let cpu = stat.processor.and_then(|c| u32::try_from(c).ok());
+                let (runtime_ns, wait_ns, cpu) = (t.runtime_ns, t.wait_ns, t.cpu);
                 if tid == pid || acc.comm.is_empty() {
-                    acc.comm = stat.comm.clone();
+                    acc.comm.clone_from(&t.comm);
                 }
                 acc.threads += 1;
-                if stat.state == 'R'
+                if t.state == 'R'
                     && let Some(c) = cpu.and_then(|c| out.cpus.get_mut(c as usize))
                 {
                     c.runnable += 1;
                 }
-                let prev = self.threads.insert(
-                    tid,
-                    ThreadPrev {
-                        runtime_ns,
-                        wait_ns,
-                        cpu,
-                        generation,
-                    },
-                );
+                let starttime = t.starttime;
+                let prev = self.threads.insert(tid, ThreadPrev { generation, ..t });
                 if !primed {
                     continue;
                 }
@@ -190,7 +167,7 @@ impl TaskScanner {
                         p.cpu,
                     ),
                     None => {
-                        let started_s = stat.starttime as f64 / self.ticks_per_s as f64;
+                        let started_s = starttime as f64 / self.ticks_per_s as f64;
                         if self.prev_uptime_s.is_some_and(|u| started_s + 0.01 >= u) {
                             (runtime_ns, wait_ns.unwrap_or(0), None)
                         } else {
@@ -237,6 +214,7 @@ impl TaskScanner {
             }
         }
 
+        out.has_wait = self.sched_info != Some(false);
         // Forget threads not seen in this scan.
         self.threads.retain(|_, t| t.generation == generation);
         self.prev_uptime_s = uptime_s;
@@ -281,6 +259,63 @@ impl TaskScanner {
             rows,
         };
         Ok(Some(out))
+    }
+
+    /// Read one thread. `schedstat` first: a known thread whose runtime and wait did not
+    /// change neither ran nor queued, so its CPU, state and name are as last seen and its
+    /// `stat` is not read again (halves the reads on machines with many idle threads).
+    /// `None` when the thread exited or could not be read.
+    fn read_thread(
+        &mut self,
+        root: &KernelRoot,
+        base: &str,
+        tid: u32,
+        out: &mut TaskDelta,
+    ) -> Option<ThreadPrev> {
+        let mut sched = None;
+        if self.sched_info != Some(false) {
+            match root.parse::<Schedstat>(format!("{base}/schedstat")) {
+                Ok(s) => {
+                    self.sched_info = Some(true);
+                    sched = Some(s);
+                }
+                Err(e) if e.is_not_found() => {
+                    if self.sched_info == Some(true) || !root.exists(format!("{base}/stat")) {
+                        return None; // the thread exited
+                    }
+                    self.sched_info = Some(false); // CONFIG_SCHED_INFO off
+                }
+                Err(e) => {
+                    self.note_error(out, e);
+                    return None;
+                }
+            }
+        }
+        if let (Some(s), Some(p)) = (&sched, self.threads.get(&tid))
+            && p.runtime_ns == s.sum_exec_runtime
+            && p.wait_ns == Some(s.run_delay)
+        {
+            return Some(p.clone());
+        }
+        let stat = match root.parse::<Stat>(format!("{base}/stat")) {
+            Ok(s) => s,
+            Err(e) => {
+                self.note_error(out, e);
+                return None;
+            }
+        };
+        Some(ThreadPrev {
+            runtime_ns: match &sched {
+                Some(s) => s.sum_exec_runtime,
+                None => (stat.utime + stat.stime) * self.ns_per_tick,
+            },
+            wait_ns: sched.map(|s| s.run_delay),
+            cpu: stat.processor.and_then(|c| u32::try_from(c).ok()),
+            state: stat.state,
+            comm: stat.comm,
+            starttime: stat.starttime,
+            generation: 0,
+        })
     }
 
     fn note_error(&self, out: &mut TaskDelta, e: KernelError) {
