@@ -5,6 +5,7 @@ set -euo pipefail
 PKGS=(
   gcc libc6-dev pkg-config   # linking, libc bindings
   python3                    # tests/gen_fixtures.py (fixture check in CI)
+  qemu-system-x86 busybox-static cpio   # the kernel lab (tests/lab/)
 )
 missing=()
 for p in "${PKGS[@]}"; do

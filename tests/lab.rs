@@ -1,0 +1,280 @@
+//! The kernel lab: llctop on real Debian kernels (6.1, 6.12) booted in QEMU as a
+//! 2-socket / 2-LLC / 2-node machine (tests/lab/lab.sh). One boot per kernel runs the
+//! scenario; each test below checks one aspect of its output and prints what it compared.
+//! A boot that fails, times out or never reports is a failure, never a skip.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use base64::Engine;
+use llctop::record::reader;
+use serde_json::Value;
+
+struct LabRun {
+    kernel: String,
+    console: String,
+    values: HashMap<String, String>,
+    blocks: HashMap<String, String>,
+    files: HashMap<String, Vec<u8>>,
+}
+
+impl LabRun {
+    fn value(&self, k: &str) -> &str {
+        self.values
+            .get(k)
+            .unwrap_or_else(|| panic!("{}: no @@LAB {k}\n{}", self.kernel, self.tail()))
+    }
+    fn block(&self, k: &str) -> &str {
+        self.blocks
+            .get(k)
+            .unwrap_or_else(|| panic!("{}: no block {k}\n{}", self.kernel, self.tail()))
+    }
+    fn file(&self, k: &str) -> &[u8] {
+        self.files
+            .get(k)
+            .unwrap_or_else(|| panic!("{}: no file {k}\n{}", self.kernel, self.tail()))
+    }
+    fn tail(&self) -> String {
+        let lines: Vec<&str> = self.console.lines().collect();
+        lines[lines.len().saturating_sub(80)..].join("\n")
+    }
+}
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The release binary the guest runs, built once per test process.
+fn release_binary() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "--locked", "--bin", "llctop"])
+            .current_dir(manifest())
+            .status()
+            .expect("run cargo build --release");
+        assert!(st.success(), "release build failed");
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| manifest().join("target"));
+        target.join("release/llctop")
+    })
+}
+
+fn parse(kernel: &str, console: String) -> LabRun {
+    let mut run = LabRun {
+        kernel: kernel.into(),
+        console: String::new(),
+        values: HashMap::new(),
+        blocks: HashMap::new(),
+        files: HashMap::new(),
+    };
+    let mut open: Option<(String, bool, Vec<String>)> = None;
+    for line in console.lines() {
+        // The serial console may prefix the first line with terminal escapes.
+        let l = line.find("@@").map_or(line, |i| &line[i..]);
+        if let Some((name, is_file, buf)) = open.as_mut() {
+            if l == format!("@@END {name}") {
+                if *is_file {
+                    let b64: String = buf.concat();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(b64.trim())
+                        .expect("base64 from guest");
+                    run.files.insert(name.clone(), bytes);
+                } else {
+                    run.blocks.insert(name.clone(), buf.join("\n") + "\n");
+                }
+                open = None;
+            } else {
+                buf.push(line.to_string());
+            }
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("@@LAB ") {
+            let (k, v) = rest.split_once(' ').unwrap_or((rest, ""));
+            run.values.insert(k.into(), v.into());
+        } else if let Some(name) = l.strip_prefix("@@BEGIN ") {
+            open = Some((name.into(), false, Vec::new()));
+        } else if let Some(name) = l.strip_prefix("@@FILE ") {
+            open = Some((name.into(), true, Vec::new()));
+        } else if let Some(rc) = l.strip_prefix("@@DONE ") {
+            run.values.insert("done".into(), rc.trim().into());
+        }
+    }
+    run.console = console;
+    run
+}
+
+fn boot(kernel: &str, scenario: &str) -> LabRun {
+    let bin = release_binary();
+    let out = Command::new(manifest().join("tests/lab/lab.sh"))
+        .args([
+            kernel,
+            manifest()
+                .join("tests/lab/scenarios")
+                .join(scenario)
+                .to_str()
+                .unwrap(),
+            bin.to_str().unwrap(),
+        ])
+        .output()
+        .expect("run tests/lab/lab.sh");
+    let console = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = parse(kernel, console);
+    assert!(
+        out.status.success() && run.values.get("done").map(String::as_str) == Some("0"),
+        "lab {kernel}/{scenario} failed (exit {:?}, scenario rc {:?})\n--- stderr\n{}\n--- console (tail)\n{}",
+        out.status.code(),
+        run.values.get("done"),
+        String::from_utf8_lossy(&out.stderr),
+        run.tail()
+    );
+    println!("lab {kernel}: booted {}", run.value("kernel"));
+    run
+}
+
+fn foundation(kernel: &str) -> &'static LabRun {
+    static K61: OnceLock<LabRun> = OnceLock::new();
+    static K612: OnceLock<LabRun> = OnceLock::new();
+    let cell = match kernel {
+        "6.1" => &K61,
+        "6.12" => &K612,
+        _ => unreachable!(),
+    };
+    cell.get_or_init(|| boot(kernel, "foundation.sh"))
+}
+
+fn cpus_of(v: &Value) -> Vec<Vec<u64>> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            g["cpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+fn check_topology(kernel: &str) {
+    let run = foundation(kernel);
+    let t: Value =
+        serde_json::from_str(run.block("topology")).expect("topology JSON from the guest");
+    let llcs = cpus_of(&t["llcs"]);
+    let nodes = cpus_of(&t["nodes"]);
+    println!("lab {kernel}: llcs {llcs:?} nodes {nodes:?}");
+    assert_eq!(llcs, vec![vec![0, 1], vec![2, 3]]);
+    assert_eq!(nodes, vec![vec![0, 1], vec![2, 3]]);
+    assert_eq!(t["llcs"][1]["node"], 1);
+    assert_eq!(t["nodes"][0]["distances"], serde_json::json!([10, 20]));
+    assert!(run.block("tree").starts_with("2 nodes · 2 LLCs · 4 CPUs"));
+}
+
+fn check_schedstat(kernel: &str, version: u32) {
+    let run = foundation(kernel);
+    assert_eq!(run.value("schedstat_version"), version.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.jsonl.gz");
+    std::fs::write(&path, run.file("recording")).unwrap();
+    let rec = reader::open(&path).unwrap();
+    let mut levels: HashMap<u32, (String, u64, u64, u64)> = HashMap::new();
+    for s in &rec.snapshots {
+        let b = s
+            .balance
+            .as_ref()
+            .expect("balance in every snapshot under load");
+        assert_eq!(b.version, version);
+        for d in &b.domains {
+            let e = levels
+                .entry(d.level)
+                .or_insert((d.name.clone().unwrap_or_default(), 0, 0, 0));
+            e.1 += d.busy.count;
+            e.2 += d.idle.count;
+            e.3 += d.newidle.count;
+        }
+    }
+    let mut lv: Vec<_> = levels.into_iter().collect();
+    lv.sort();
+    for (l, (name, busy, idle, newidle)) in &lv {
+        println!(
+            "lab {kernel}: schedstat v{version} domain{l} {name}: lb_count busy {busy} idle {idle} newidle {newidle}"
+        );
+    }
+    let names: Vec<&str> = lv.iter().map(|(_, v)| v.0.as_str()).collect();
+    assert_eq!(names, ["MC", "NUMA"], "levels named from their span");
+    let total: u64 = lv.iter().map(|(_, v)| v.1 + v.2 + v.3).sum();
+    assert!(total > 0, "load-balance counts under load must be non-zero");
+}
+
+fn check_recording_replays(kernel: &str) {
+    let run = foundation(kernel);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.jsonl.gz");
+    std::fs::write(&path, run.file("recording")).unwrap();
+    let rec = reader::open(&path).unwrap();
+    assert_eq!(rec.snapshots.len(), 4);
+    assert_eq!(rec.header.kernel.as_deref(), Some(run.value("kernel")));
+    assert_eq!(rec.header.topology.llcs.len(), 2);
+    let busy: Vec<f64> = rec.snapshots.iter().filter_map(|s| s.system.busy).collect();
+    println!("lab {kernel}: busy per snapshot {busy:.2?} (3 spinners on 4 CPUs)");
+    assert!(
+        busy.iter().all(|&b| b > 0.5),
+        "spinners keep the machine busy"
+    );
+    let migs: u64 = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| s.migrations.as_ref())
+        .map(|m| m.total())
+        .sum();
+    println!("lab {kernel}: {migs} sampled migrations recorded");
+    // The host's report of the copied-out file equals the guest's report of the original.
+    let out = Command::new(env!("CARGO_BIN_EXE_llctop"))
+        .arg("report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let host = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        host,
+        run.block("report"),
+        "replay on the host differs from the guest"
+    );
+}
+
+#[test]
+fn lab_6_1_topology() {
+    check_topology("6.1");
+}
+
+#[test]
+fn lab_6_12_topology() {
+    check_topology("6.12");
+}
+
+#[test]
+fn lab_6_1_schedstat_v15() {
+    check_schedstat("6.1", 15);
+}
+
+#[test]
+fn lab_6_12_schedstat_v16() {
+    check_schedstat("6.12", 16);
+}
+
+#[test]
+fn lab_6_1_recording_replays_on_host() {
+    check_recording_replays("6.1");
+}
+
+#[test]
+fn lab_6_12_recording_replays_on_host() {
+    check_recording_replays("6.12");
+}
