@@ -3,7 +3,8 @@
 # Used by ./setup.sh and .ci/run, so the list lives in one place.
 set -euo pipefail
 PKGS=(
-  gcc libc6-dev pkg-config   # linking, libc bindings
+  gcc libc6-dev pkg-config make   # linking, libc bindings, libbpf-sys build
+  clang libelf-dev zlib1g-dev     # BPF program (bpf/*.bpf.c) and libbpf
   python3                    # tests/gen_fixtures.py (fixture check in CI)
   qemu-system-x86 busybox-static cpio   # the kernel lab (tests/lab/)
 )

@@ -27,13 +27,13 @@ pub fn unix_ns() -> u64 {
 
 pub struct Collector {
     topo: Topology,
-    sources: Vec<Box<dyn Source + Send>>,
+    sources: Vec<Box<dyn Source>>,
     seq: u64,
     prev_mono: Option<u64>,
 }
 
 impl Collector {
-    pub fn new(topo: Topology, sources: Vec<Box<dyn Source + Send>>) -> Self {
+    pub fn new(topo: Topology, sources: Vec<Box<dyn Source>>) -> Self {
         Collector {
             topo,
             sources,
@@ -131,9 +131,38 @@ fn sum_opt<T: Copy + std::ops::Add<Output = T>>(it: impl Iterator<Item = Option<
     it.flatten().reduce(|a, b| a + b)
 }
 
+/// The `p` quantile (0..1) of a log2 histogram, as the upper bound of its bucket (ns).
+pub fn hist_quantile(hist: &[u64], p: f64) -> Option<u64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let want = (p * total as f64).ceil().max(1.0) as u64;
+    let mut acc = 0;
+    for (i, &n) in hist.iter().enumerate() {
+        acc += n;
+        if acc >= want {
+            return Some(1u64 << (i + 1).min(63));
+        }
+    }
+    None
+}
+
 fn group(id: u32, cpus: &[&CpuStats]) -> GroupStats {
     let busy: Vec<f64> = cpus.iter().filter_map(|c| c.busy).collect();
+    let mut hist: Option<Vec<u64>> = None;
+    for h in cpus.iter().filter_map(|c| c.rq_wait_hist.as_ref()) {
+        let acc = hist.get_or_insert_with(Vec::new);
+        if acc.len() < h.len() {
+            acc.resize(h.len(), 0);
+        }
+        for (a, b) in acc.iter_mut().zip(h) {
+            *a += b;
+        }
+    }
     GroupStats {
+        rq_wait_p50_ns: hist.as_deref().and_then(|h| hist_quantile(h, 0.5)),
+        rq_wait_p99_ns: hist.as_deref().and_then(|h| hist_quantile(h, 0.99)),
         id,
         cpus: cpus.len() as u32,
         busy: (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64),
@@ -271,5 +300,30 @@ mod tests {
         );
         let sys = s.system.busy.unwrap();
         assert!((sys - 7.0 / 15.0).abs() < 1e-9);
+        assert_eq!(
+            s.llcs[0].rq_wait_p50_ns, None,
+            "no histogram, no percentile"
+        );
+    }
+
+    #[test]
+    fn wait_percentiles_from_log2_histograms() {
+        // 90 waits in [1024, 2048) ns, 10 in [2^20, 2^21) ns
+        let mut h = vec![0u64; 21];
+        h[10] = 90;
+        h[20] = 10;
+        assert_eq!(hist_quantile(&h, 0.5), Some(2048));
+        assert_eq!(hist_quantile(&h, 0.9), Some(2048));
+        assert_eq!(hist_quantile(&h, 0.99), Some(1 << 21));
+        assert_eq!(hist_quantile(&[0, 0], 0.5), None);
+        let t = crate::topology::tests::sample();
+        let mut s = empty_snapshot(&t);
+        s.cpus[0].rq_wait_hist = Some(vec![0, 3]);
+        s.cpus[1].rq_wait_hist = Some(vec![0, 0, 0, 1]);
+        aggregate(&t, &mut s);
+        assert_eq!(
+            (s.llcs[0].rq_wait_p50_ns, s.llcs[0].rq_wait_p99_ns),
+            (Some(4), Some(16))
+        );
     }
 }

@@ -130,7 +130,7 @@ fn run(mut cli: Cli) -> Result<(), Error> {
     }
 }
 
-fn sources(cli: &Cli, root: &KernelRoot) -> Vec<Box<dyn Source + Send>> {
+fn sources(cli: &Cli, root: &KernelRoot) -> Vec<Box<dyn Source>> {
     match cli.source {
         // Only procfs exists so far; `auto` will prefer BPF once it is there.
         SourceKind::Auto | SourceKind::Procfs => {

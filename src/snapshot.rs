@@ -37,6 +37,9 @@ pub struct Snapshot {
     pub balance: Option<Balance>,
     #[serde(default)]
     pub numa: Option<NumaStats>,
+    /// Detail events of the interval (rate-limited sample) and how many were dropped.
+    #[serde(default)]
+    pub events: Option<EventLog>,
     /// The state of every source and sub-source that contributed (or failed to).
     #[serde(default)]
     pub sources: Vec<SourceStatus>,
@@ -100,6 +103,10 @@ pub struct CpuStats {
     pub rq_wait_ns: Option<u64>,
     /// Runnable tasks (running or queued) seen on this CPU at the end of the interval.
     pub runnable: Option<u32>,
+    /// Run-queue waits ending on this CPU by log2 bucket: `[i]` counts waits in
+    /// [2^i, 2^(i+1)) ns; trailing empty buckets are omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rq_wait_hist: Option<Vec<u64>>,
 }
 
 /// Aggregate over the CPUs of an LLC or a node.
@@ -121,6 +128,12 @@ pub struct GroupStats {
     pub migrations_within: Option<u64>,
     pub rq_wait_ns: Option<u64>,
     pub runnable: Option<u32>,
+    /// Median / 99th percentile run-queue wait of the group's CPUs, from the summed
+    /// log2 histograms (upper bound of the bucket), ns.
+    #[serde(default)]
+    pub rq_wait_p50_ns: Option<u64>,
+    #[serde(default)]
+    pub rq_wait_p99_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,6 +197,48 @@ impl Migrations {
     }
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventLog {
+    /// Events not delivered (rate limit or full ring buffer) in the interval.
+    pub dropped: u64,
+    pub events: Vec<DetailEvent>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A new task's first CPU (`sched_wakeup_new`); `from_cpu` is the parent's CPU.
+    Placement,
+    /// A cross-LLC or cross-node migration.
+    Migration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    Wakeup,
+    LoadBalance,
+    ActiveBalance,
+    Numa,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetailEvent {
+    pub kind: EventKind,
+    /// CLOCK_MONOTONIC, ns.
+    pub mono_ns: u64,
+    pub pid: u32,
+    pub tgid: u32,
+    pub comm: String,
+    pub from_cpu: i32,
+    pub to_cpu: i32,
+    pub distance: Option<Distance>,
+    pub cause: Option<Cause>,
+    /// How many CPUs the task may run on.
+    pub nr_cpus_allowed: u32,
+}
+
 /// Where a preferred LLC comes from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -221,6 +276,9 @@ pub struct ProcessStats {
     pub llc_spread: u32,
     pub migrations: u64,
     pub cross_llc_migrations: u64,
+    /// Migrations of its threads by distance (exact sources only).
+    #[serde(default)]
+    pub migrations_by_distance: Option<ByDistance>,
     pub rq_wait_ns: u64,
     /// cgroup v2 path (or the v1 memory-controller path), when known.
     #[serde(default)]

@@ -16,8 +16,10 @@ use procfs_core::{ProcessCGroups, Uptime};
 
 use crate::kroot::{KernelError, KernelRoot};
 use crate::preferred::PreferredLlc;
-use crate::snapshot::{Migrations, Precision, PreferredKind, ProcessStats, ProcessTable};
-use crate::topology::{Distance, Topology};
+use crate::snapshot::{
+    ByDistance, Migrations, Precision, PreferredKind, ProcessStats, ProcessTable,
+};
+use crate::topology::Topology;
 
 #[derive(Debug, Clone)]
 struct ThreadPrev {
@@ -69,7 +71,7 @@ struct ProcAcc {
     cpu_time_ns: u64,
     per_llc: Vec<u64>,
     migrations: u64,
-    cross_llc: u64,
+    by_distance: ByDistance,
     wait_ns: u64,
 }
 
@@ -198,9 +200,7 @@ impl TaskScanner {
                     match topo.distance(from, to) {
                         Some(d) => {
                             out.migrations.by_distance.add(d, 1);
-                            if matches!(d, Distance::CrossLlc | Distance::CrossNode) {
-                                acc.cross_llc += 1;
-                            }
+                            acc.by_distance.add(d, 1);
                         }
                         None => out.migrations.unclassified += 1,
                     }
@@ -239,7 +239,8 @@ impl TaskScanner {
                 preferred_kind: PreferredKind::Emulated,
                 preferred_hit: pref.hit,
                 migrations: acc.migrations,
-                cross_llc_migrations: acc.cross_llc,
+                cross_llc_migrations: acc.by_distance.cross_llc + acc.by_distance.cross_node,
+                migrations_by_distance: Some(acc.by_distance),
                 rq_wait_ns: acc.wait_ns,
                 cgroup: None,
             });

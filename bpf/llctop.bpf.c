@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * llctop's in-kernel aggregation. Every scheduler event is counted here (no sampling)
+ * into per-CPU or atomically updated maps; userspace reads cumulative values once per
+ * interval and takes deltas. Nothing per event goes to userspace except a rate-limited
+ * ring buffer of detail events (placements, cross-LLC migrations) with a drop counter.
+ *
+ * Each hook exists twice: tp_btf/ (preferred) and raw_tp/ (fallback when the kernel
+ * refuses tp_btf); userspace enables one set with set_autoload(). Both read task fields
+ * with CO-RE (BPF_CORE_READ), so the same code serves 6.1 … 7.x.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define MAX_CPUS 4096
+#define TASK_RUNNING 0
+#define TASK_WAKING 0x0200
+#define WAIT_BUCKETS 32
+
+/* Distance classes, in the order of the snapshot's ByDistance. */
+enum { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
+/* Causes, in the order of the snapshot's ByCause. */
+enum { C_WAKEUP, C_LB, C_ACTIVE, C_NUMA, C_OTHER, NR_CAUSE };
+enum { EV_PLACEMENT = 1, EV_MIGRATION = 2 };
+
+struct cpu_topo {
+	u32 core;
+	u32 llc;
+	u32 node;
+	/* First CPU of the LLC: the kernel's sd_llc_id, to compare p->preferred_llc. */
+	u32 llc_first_cpu;
+	u32 valid;
+};
+
+/* Filled by userspace from llctop's topology before load. */
+const volatile struct cpu_topo topo[MAX_CPUS];
+const volatile u32 nr_llc = 1;
+const volatile u32 nr_cpu_ids = 1;
+/* Detail events allowed per CPU per 100 ms. */
+const volatile u32 event_budget = 64;
+
+struct cpu_stat {
+	u64 busy_ns;          /* non-idle runtime of completed slices */
+	u64 last_switch_ns;   /* when the current slice began */
+	u64 switches;
+	u64 rq_wait_ns;
+	u64 rq_wait_cnt;
+	u32 curr_pid;         /* running since last_switch_ns (0 = idle) */
+	u32 curr_tgid;
+	u64 mig_dist[NR_DIST];
+	u64 mig_cause[NR_CAUSE];
+	u64 mig_unclassified;
+	u64 wakeup_new;
+	u64 pref_hit;         /* switch-ins on the task's kernel-preferred LLC */
+	u64 pref_miss;
+	u64 events_dropped;
+	u64 budget_window;
+	u32 budget_used;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cpu_stat);
+} cpu_stats SEC(".maps");
+
+/* Migrations onto / away from each CPU (any CPU may record them: atomics). */
+struct cpu_mig {
+	u64 in;
+	u64 out;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS); /* set to nr_cpu_ids before load */
+	__type(key, u32);
+	__type(value, struct cpu_mig);
+} cpu_mig SEC(".maps");
+
+/* llc_matrix[from * nr_llc + to] */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to nr_llc * nr_llc before load */
+	__type(key, u32);
+	__type(value, u64);
+} llc_matrix SEC(".maps");
+
+/* Run-queue wait histogram per CPU: bucket i counts waits in [2^i, 2^(i+1)) ns. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WAIT_BUCKETS);
+	__type(key, u32);
+	__type(value, u64);
+} wait_hist SEC(".maps");
+
+/* When each runnable-but-not-running task started waiting. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, u64);
+} wait_start SEC(".maps");
+
+struct proc_stat {
+	u64 wait_ns;
+	u64 mig_dist[NR_DIST];
+	u64 mig_unclassified;
+	u64 pref_hit;
+	u64 pref_miss;
+	s64 preferred_llc; /* last seen p->preferred_llc (kernel CPU id of the LLC), -1 none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, u32); /* tgid */
+	__type(value, struct proc_stat);
+} proc_stats SEC(".maps");
+
+struct proc_llc_key {
+	u32 tgid;
+	u32 llc;
+};
+
+/* Completed runtime of each process on each LLC. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct proc_llc_key);
+	__type(value, u64);
+} proc_llc_runtime SEC(".maps");
+
+/* Tasks about to be moved by NUMA balancing (set by sched_move/swap_numa). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} numa_pending SEC(".maps");
+
+struct event {
+	u8 kind;
+	u8 dist;   /* EV_MIGRATION: distance class */
+	u8 cause;  /* EV_MIGRATION: cause */
+	u8 pad;
+	u32 pid;
+	u32 tgid;
+	s32 from_cpu; /* EV_PLACEMENT: the CPU of the parent (current) */
+	s32 to_cpu;
+	u32 nr_cpus_allowed;
+	u64 ts;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+static __always_inline struct cpu_stat *this_cpu(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_stats, &zero);
+}
+
+static __always_inline u32 task_cpu(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		return BPF_CORE_READ(p, thread_info.cpu);
+	struct task_struct___cpu *q = (void *)p;
+	return BPF_CORE_READ(q, cpu);
+}
+
+static __always_inline u32 task_state(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->__state))
+		return BPF_CORE_READ(p, __state);
+	struct task_struct___pre514 *q = (void *)p;
+	return (u32)BPF_CORE_READ(q, state);
+}
+
+static __always_inline const volatile struct cpu_topo *topo_of(u32 cpu)
+{
+	if (cpu >= MAX_CPUS)
+		return NULL;
+	const volatile struct cpu_topo *t = &topo[cpu];
+	return t->valid ? t : NULL;
+}
+
+static __always_inline struct proc_stat *proc_of(u32 tgid)
+{
+	struct proc_stat *ps = bpf_map_lookup_elem(&proc_stats, &tgid);
+	if (ps)
+		return ps;
+	struct proc_stat init = { .preferred_llc = -1 };
+	bpf_map_update_elem(&proc_stats, &tgid, &init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&proc_stats, &tgid);
+}
+
+/* Rate limiter for detail events: event_budget per CPU per 100 ms. */
+static __always_inline bool take_budget(struct cpu_stat *cs, u64 now)
+{
+	u64 window = now / 100000000ULL;
+	if (cs->budget_window != window) {
+		cs->budget_window = window;
+		cs->budget_used = 0;
+	}
+	if (cs->budget_used >= event_budget) {
+		cs->events_dropped++;
+		return false;
+	}
+	cs->budget_used++;
+	return true;
+}
+
+static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct task_struct *p,
+				 s32 from, s32 to, u8 dist, u8 cause)
+{
+	if (!take_budget(cs, now))
+		return;
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		cs->events_dropped++;
+		return;
+	}
+	e->kind = kind;
+	e->dist = dist;
+	e->cause = cause;
+	e->pad = 0;
+	e->pid = BPF_CORE_READ(p, pid);
+	e->tgid = BPF_CORE_READ(p, tgid);
+	e->from_cpu = from;
+	e->to_cpu = to;
+	e->nr_cpus_allowed = BPF_CORE_READ(p, nr_cpus_allowed);
+	e->ts = now;
+	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	u64 now = bpf_ktime_get_ns();
+	u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_stat *cs = this_cpu();
+	if (!cs)
+		return 0;
+	u32 prev_pid = BPF_CORE_READ(prev, pid);
+	u32 next_pid = BPF_CORE_READ(next, pid);
+	const volatile struct cpu_topo *t = topo_of(cpu);
+
+	/* Close the slice that just ended. */
+	if (cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0) {
+		u64 ran = now - cs->last_switch_ns;
+		cs->busy_ns += ran;
+		if (t) {
+			struct proc_llc_key k = { .tgid = BPF_CORE_READ(prev, tgid), .llc = t->llc };
+			u64 *v = bpf_map_lookup_elem(&proc_llc_runtime, &k);
+			if (!v) {
+				u64 zero = 0;
+				bpf_map_update_elem(&proc_llc_runtime, &k, &zero, BPF_NOEXIST);
+				v = bpf_map_lookup_elem(&proc_llc_runtime, &k);
+			}
+			if (v)
+				__sync_fetch_and_add(v, ran);
+		}
+	}
+	cs->last_switch_ns = now;
+	cs->curr_pid = next_pid;
+	cs->curr_tgid = next_pid ? BPF_CORE_READ(next, tgid) : 0;
+	cs->switches++;
+
+	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
+	if (prev_pid != 0 && (preempt || task_state(prev) == TASK_RUNNING))
+		bpf_map_update_elem(&wait_start, &prev_pid, &now, BPF_ANY);
+
+	if (next_pid == 0)
+		return 0;
+	u32 next_tgid = cs->curr_tgid;
+	u64 *ts = bpf_map_lookup_elem(&wait_start, &next_pid);
+	if (ts) {
+		u64 start = *ts;
+		bpf_map_delete_elem(&wait_start, &next_pid);
+		if (now > start) {
+			u64 d = now - start;
+			cs->rq_wait_ns += d;
+			cs->rq_wait_cnt++;
+			u32 b = 0;
+			u64 x = d;
+			/* log2 bucket, bounded loop for the verifier */
+			for (int i = 0; i < WAIT_BUCKETS - 1 && x > 1; i++) {
+				x >>= 1;
+				b++;
+			}
+			u64 *h = bpf_map_lookup_elem(&wait_hist, &b);
+			if (h)
+				(*h)++;
+			struct proc_stat *ps = proc_of(next_tgid);
+			if (ps)
+				__sync_fetch_and_add(&ps->wait_ns, d);
+		}
+	}
+
+	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+). */
+	if (bpf_core_field_exists(next->preferred_llc) && t) {
+		int pref = BPF_CORE_READ(next, preferred_llc);
+		if (pref >= 0) {
+			struct proc_stat *ps = proc_of(next_tgid);
+			bool hit = (u32)pref == t->llc_first_cpu;
+			if (hit)
+				cs->pref_hit++;
+			else
+				cs->pref_miss++;
+			if (ps) {
+				ps->preferred_llc = pref;
+				__sync_fetch_and_add(hit ? &ps->pref_hit : &ps->pref_miss, 1);
+			}
+		}
+	}
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	u32 pid = BPF_CORE_READ(p, pid);
+	u64 now = bpf_ktime_get_ns();
+	if (pid)
+		bpf_map_update_elem(&wait_start, &pid, &now, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_wakeup_new(struct task_struct *p)
+{
+	struct cpu_stat *cs = this_cpu();
+	u64 now = bpf_ktime_get_ns();
+	on_wakeup(p);
+	if (!cs)
+		return 0;
+	cs->wakeup_new++;
+	emit(cs, now, EV_PLACEMENT, p, bpf_get_smp_processor_id(), task_cpu(p), 0, 0);
+	return 0;
+}
+
+static __always_inline bool current_is_stopper(void)
+{
+	char comm[16];
+	if (bpf_get_current_comm(&comm, sizeof(comm)))
+		return false;
+	/* "migration/N": the stopper thread (active balance, affinity, exec, NUMA moves) */
+	return comm[0] == 'm' && comm[1] == 'i' && comm[2] == 'g' && comm[3] == 'r' &&
+	       comm[4] == 'a' && comm[5] == 't' && comm[6] == 'i' && comm[7] == 'o' &&
+	       comm[8] == 'n' && comm[9] == '/';
+}
+
+static __always_inline int on_migrate(struct task_struct *p, int dest)
+{
+	struct cpu_stat *cs = this_cpu();
+	if (!cs)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u32 pid = BPF_CORE_READ(p, pid);
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	u32 from = task_cpu(p);
+	u32 to = (u32)dest;
+	if (from == to)
+		return 0;
+
+	u8 cause;
+	if (bpf_map_lookup_elem(&numa_pending, &pid)) {
+		bpf_map_delete_elem(&numa_pending, &pid);
+		cause = C_NUMA;
+	} else if (task_state(p) & TASK_WAKING) {
+		cause = C_WAKEUP;
+	} else if (current_is_stopper()) {
+		cause = C_ACTIVE;
+	} else {
+		cause = C_LB;
+	}
+	cs->mig_cause[cause]++;
+
+	struct cpu_mig *m = bpf_map_lookup_elem(&cpu_mig, &from);
+	if (m)
+		__sync_fetch_and_add(&m->out, 1);
+	m = bpf_map_lookup_elem(&cpu_mig, &to);
+	if (m)
+		__sync_fetch_and_add(&m->in, 1);
+
+	const volatile struct cpu_topo *a = topo_of(from);
+	const volatile struct cpu_topo *b = topo_of(to);
+	struct proc_stat *ps = proc_of(tgid);
+	if (!a || !b) {
+		cs->mig_unclassified++;
+		if (ps)
+			__sync_fetch_and_add(&ps->mig_unclassified, 1);
+		return 0;
+	}
+	u8 d;
+	if (a->node != b->node)
+		d = D_XNODE;
+	else if (a->llc != b->llc)
+		d = D_XLLC;
+	else if (a->core == b->core)
+		d = D_SMT;
+	else
+		d = D_LLC;
+	cs->mig_dist[d]++;
+	if (ps)
+		__sync_fetch_and_add(&ps->mig_dist[d], 1);
+	if (a->llc < nr_llc && b->llc < nr_llc) {
+		u32 idx = a->llc * nr_llc + b->llc;
+		u64 *cell = bpf_map_lookup_elem(&llc_matrix, &idx);
+		if (cell)
+			__sync_fetch_and_add(cell, 1);
+	}
+	if (d >= D_XLLC)
+		emit(cs, now, EV_MIGRATION, p, from, to, d, cause);
+	return 0;
+}
+
+static __always_inline int mark_numa(struct task_struct *p)
+{
+	u32 pid = BPF_CORE_READ(p, pid);
+	u8 one = 1;
+	bpf_map_update_elem(&numa_pending, &pid, &one, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_exit(struct task_struct *p)
+{
+	u32 pid = BPF_CORE_READ(p, pid);
+	bpf_map_delete_elem(&wait_start, &pid);
+	bpf_map_delete_elem(&numa_pending, &pid);
+	return 0;
+}
+
+/* ---- tp_btf (BTF-typed raw tracepoints): preferred ---- */
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(btf_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(btf_wakeup_new, struct task_struct *p)
+{
+	return on_wakeup_new(p);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(btf_migrate, struct task_struct *p, int dest_cpu)
+{
+	return on_migrate(p, dest_cpu);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_exit, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+SEC("tp_btf/sched_move_numa")
+int BPF_PROG(btf_move_numa, struct task_struct *p, int src_cpu, int dst_cpu)
+{
+	return mark_numa(p);
+}
+
+SEC("tp_btf/sched_swap_numa")
+int BPF_PROG(btf_swap_numa, struct task_struct *src, int src_cpu, struct task_struct *dst, int dst_cpu)
+{
+	mark_numa(src);
+	return mark_numa(dst);
+}
+
+/* ---- raw_tp: fallback with the same handlers ---- */
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(raw_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(raw_wakeup_new, struct task_struct *p)
+{
+	return on_wakeup_new(p);
+}
+
+SEC("raw_tp/sched_migrate_task")
+int BPF_PROG(raw_migrate, struct task_struct *p, int dest_cpu)
+{
+	return on_migrate(p, dest_cpu);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_exit, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+SEC("raw_tp/sched_move_numa")
+int BPF_PROG(raw_move_numa, struct task_struct *p, int src_cpu, int dst_cpu)
+{
+	return mark_numa(p);
+}
+
+SEC("raw_tp/sched_swap_numa")
+int BPF_PROG(raw_swap_numa, struct task_struct *src, int src_cpu, struct task_struct *dst, int dst_cpu)
+{
+	mark_numa(src);
+	return mark_numa(dst);
+}

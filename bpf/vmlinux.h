@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Minimal CO-RE subset of the kernel types llctop's BPF program touches.
+ *
+ * Every struct is marked preserve_access_index, so libbpf relocates field offsets
+ * against the running kernel's BTF at load time; only the fields used here need to
+ * exist, and their order/size here does not matter. Fields that exist only on some
+ * kernels are tested with bpf_core_field_exists() and live in ___flavor structs.
+ * Kept by hand (not `bpftool btf dump`) so the build needs neither bpftool nor the build
+ * machine's kernel, and compiles in milliseconds.
+ */
+#ifndef __LLCTOP_VMLINUX_H__
+#define __LLCTOP_VMLINUX_H__
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __s8 s8;
+typedef __u8 u8;
+typedef __s16 s16;
+typedef __u16 u16;
+typedef __s32 s32;
+typedef __u32 u32;
+typedef __s64 s64;
+typedef __u64 u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef int pid_t;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+
+#ifndef __ksym
+#define __ksym __attribute__((section(".ksyms")))
+#endif
+
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct thread_info {
+	u32 cpu;
+};
+
+struct task_struct {
+	struct thread_info thread_info;
+	unsigned int __state;
+	unsigned int flags;
+	int on_rq;
+	pid_t pid;
+	pid_t tgid;
+	int nr_cpus_allowed;
+	char comm[16];
+	/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE); probed with
+	 * bpf_core_field_exists(). */
+	int preferred_llc;
+};
+
+/* Kernels before 5.14 called the state field `state` (a long). */
+struct task_struct___pre514 {
+	long state;
+};
+
+/* Kernels before 5.16 (or without THREAD_INFO_IN_TASK) keep the CPU in task_struct. */
+struct task_struct___cpu {
+	unsigned int cpu;
+};
+
+struct trace_entry {
+	unsigned short type;
+	unsigned char flags;
+	unsigned char preempt_count;
+	int pid;
+};
+
+#pragma clang attribute pop
+
+#endif /* __LLCTOP_VMLINUX_H__ */
