@@ -43,8 +43,10 @@ const volatile u32 nr_cpu_ids = 1;
 /* Detail events allowed per CPU per 100 ms. */
 const volatile u32 event_budget = 64;
 
+/* Set to 1 by the switch hook when task_struct has preferred_llc (v7.2+). */
+u32 kernel_preferred_llc = 0;
+
 struct cpu_stat {
-	u64 busy_ns;          /* non-idle runtime of completed slices */
 	u64 last_switch_ns;   /* when the current slice began */
 	u64 switches;
 	u64 rq_wait_ns;
@@ -257,7 +259,6 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	/* Close the slice that just ended. */
 	if (cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0) {
 		u64 ran = now - cs->last_switch_ns;
-		cs->busy_ns += ran;
 		if (t) {
 			struct proc_llc_key k = { .tgid = BPF_CORE_READ(prev, tgid), .llc = t->llc };
 			u64 *v = bpf_map_lookup_elem(&proc_llc_runtime, &k);
@@ -308,6 +309,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+). */
 	if (bpf_core_field_exists(next->preferred_llc) && t) {
+		kernel_preferred_llc = 1;
 		int pref = BPF_CORE_READ(next, preferred_llc);
 		if (pref >= 0) {
 			struct proc_stat *ps = proc_of(next_tgid);
@@ -424,6 +426,8 @@ static __always_inline int on_migrate(struct task_struct *p, int dest)
 
 static __always_inline int mark_numa(struct task_struct *p)
 {
+	if (!p) /* sched_swap_numa's dst_tsk may be NULL */
+		return 0;
 	u32 pid = BPF_CORE_READ(p, pid);
 	u8 one = 1;
 	bpf_map_update_elem(&numa_pending, &pid, &one, BPF_ANY);

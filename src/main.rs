@@ -12,8 +12,10 @@ use llctop::collect::Collector;
 use llctop::kroot::KernelRoot;
 use llctop::record::{self, Header};
 use llctop::snapshot::Snapshot;
-use llctop::source::Source;
+use llctop::snapshot::SourceStatus;
+use llctop::source::bpf::BpfSource;
 use llctop::source::procfs::ProcfsSource;
+use llctop::source::{FixedStatus, Source};
 use llctop::topology::{self, Distance, Topology};
 
 #[derive(Parser, Debug)]
@@ -45,7 +47,11 @@ struct Cli {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum SourceKind {
+    /// BPF when it loads, else procfs (the reason is shown).
     Auto,
+    /// BPF or fail.
+    Bpf,
+    /// procfs sampling only.
     Procfs,
 }
 
@@ -130,12 +136,23 @@ fn run(mut cli: Cli) -> Result<(), Error> {
     }
 }
 
-fn sources(cli: &Cli, root: &KernelRoot) -> Vec<Box<dyn Source>> {
-    match cli.source {
-        // Only procfs exists so far; `auto` will prefer BPF once it is there.
-        SourceKind::Auto | SourceKind::Procfs => {
-            vec![Box::new(ProcfsSource::new(root.clone(), cli.top))]
-        }
+/// Build the sources for `--source`. BPF runs first so that procfs (busy, schedstat,
+/// NUMA) can use its process rows.
+fn sources(cli: &Cli, root: &KernelRoot, topo: &Topology) -> Result<Vec<Box<dyn Source>>, Error> {
+    let procfs = || ProcfsSource::new(root.clone(), cli.top);
+    if cli.source == SourceKind::Procfs {
+        return Ok(vec![Box::new(procfs())]);
+    }
+    match BpfSource::load(root.clone(), topo, cli.top) {
+        Ok(bpf) => Ok(vec![Box::new(bpf), Box::new(procfs().without_task_scan())]),
+        Err(e) if cli.source == SourceKind::Bpf => Err(e.into()),
+        Err(e) => Ok(vec![
+            Box::new(FixedStatus(SourceStatus::absent(
+                "bpf",
+                format!("{e}; using procfs sampling"),
+            ))),
+            Box::new(procfs()),
+        ]),
     }
 }
 
@@ -166,7 +183,7 @@ fn record_cmd(
 ) -> Result<(), Error> {
     let flag = stop_flag()?;
     let (host, kernel) = record::host_and_kernel(&root);
-    let mut collector = Collector::new(topo.clone(), sources(cli, &root));
+    let mut collector = Collector::new(topo.clone(), sources(cli, &root, &topo)?);
     // The baseline tick's source states go into the header.
     let sources = collector.baseline();
     let header = Header {
@@ -210,7 +227,7 @@ fn live(
 ) -> Result<(), Error> {
     let flag = stop_flag()?;
     println!("{}", topo.summary());
-    let mut collector = Collector::new(topo, sources(cli, &root));
+    let mut collector = Collector::new(topo.clone(), sources(cli, &root, &topo)?);
     let mut first = true;
     let limit = snapshot_count(duration, cli.interval);
     collector.run(cli.interval, signalled(flag), |snap| {

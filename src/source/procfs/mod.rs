@@ -22,6 +22,9 @@ const SAMPLED_NOTE: &str = "sampled: migrations are CPU changes seen between sca
 
 pub struct ProcfsSource {
     root: KernelRoot,
+    /// Scan every thread (sampled migrations, processes). Off when an exact source (BPF)
+    /// provides those; the cgroups for NUMA counters then come from its process rows.
+    scan_tasks: bool,
     prev_stat: Option<stat::StatSample>,
     tasks: tasks::TaskScanner,
     prev_schedstat: Option<schedstat::SchedstatFile>,
@@ -33,11 +36,18 @@ impl ProcfsSource {
     pub fn new(root: KernelRoot, top: usize) -> Self {
         ProcfsSource {
             root,
+            scan_tasks: true,
             prev_stat: None,
             tasks: tasks::TaskScanner::new(top),
             prev_schedstat: None,
             numa: numa::NumaReader::new(),
         }
+    }
+
+    /// Leave processes and migrations to another source (see `scan_tasks`).
+    pub fn without_task_scan(mut self) -> Self {
+        self.scan_tasks = false;
+        self
     }
 
     fn sample_stat(&mut self, snap: &mut Snapshot) {
@@ -168,7 +178,18 @@ impl Source for ProcfsSource {
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         self.sample_stat(snap);
-        let cgroups = self.sample_tasks(topo, snap);
+        let cgroups = if self.scan_tasks {
+            self.sample_tasks(topo, snap)
+        } else {
+            let pids = snap
+                .processes
+                .as_ref()
+                .map(|t| t.rows.iter().map(|r| r.pid).collect::<Vec<_>>());
+            pids.unwrap_or_default()
+                .into_iter()
+                .map(|p| tasks::read_cgroup(&self.root, p))
+                .collect()
+        };
         self.sample_schedstat(topo, snap);
         let numa = self.numa.read(&self.root, topo, &cgroups);
         snap.numa = numa.stats;

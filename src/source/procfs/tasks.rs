@@ -330,7 +330,8 @@ impl TaskScanner {
     }
 }
 
-fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
+/// The cgroups of a process (v2 path, and the v1 memory-controller path on hybrid systems).
+pub fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
     let Ok(groups) = root.parse::<ProcessCGroups>(format!("/proc/{pid}/cgroup")) else {
         return CgroupRef::default();
     };
