@@ -1,0 +1,155 @@
+//! `llctop-workload`: small, deterministic scheduler workloads for llctop's tests and the
+//! kernel lab (it is copied into the lab guest). Not part of the product.
+//!
+//! - `hop A B N`: a single-threaded process pins itself to CPU A, prints `ready`, waits
+//!   for a line on stdin, then alternates its affinity between B and A N times — exactly
+//!   N migrations of this process, each verified with sched_getcpu — and prints `done N`.
+//! - `pinned-threads CPUS T SECS`: starts T threads all allowed on CPUS (e.g. `0,2`),
+//!   each spinning for SECS seconds, and prints the CPU each thread started on — the
+//!   stream placement case (shared/seeds/001) in miniature.
+//! - `churn SECS`: threads that sleep and wake in a ring, for context switches and
+//!   wakeup migrations.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays within its size for cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn current_cpu() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { libc::sched_getcpu() }
+}
+
+fn spin_for(d: Duration) {
+    let end = Instant::now() + d;
+    let mut x = 0u64;
+    while Instant::now() < end {
+        x = x.wrapping_add(1);
+        std::hint::black_box(x);
+    }
+}
+
+fn hop(a: usize, b: usize, n: u64) -> Result<(), String> {
+    set_affinity(&[a]).map_err(|e| format!("pin to {a}: {e}"))?;
+    spin_for(Duration::from_millis(5));
+    if current_cpu() != a as i32 {
+        return Err(format!("not on cpu {a} after pinning"));
+    }
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    for i in 0..n {
+        let target = if i % 2 == 0 { b } else { a };
+        set_affinity(&[target]).map_err(|e| format!("pin to {target}: {e}"))?;
+        if current_cpu() != target as i32 {
+            return Err(format!("hop {i}: not on cpu {target}"));
+        }
+        spin_for(Duration::from_micros(200));
+    }
+    println!("done {n}");
+    Ok(())
+}
+
+fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    s.split(',')
+        .map(|c| c.trim().parse::<usize>().map_err(|e| format!("{c}: {e}")))
+        .collect()
+}
+
+fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), String> {
+    set_affinity(cpus).map_err(|e| e.to_string())?;
+    let d = Duration::from_secs_f64(secs);
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let first = current_cpu();
+                spin_for(d);
+                first
+            })
+        })
+        .collect();
+    let firsts: Vec<i32> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(-1))
+        .collect();
+    println!(
+        "started-on {}",
+        firsts
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    Ok(())
+}
+
+fn churn(secs: f64) -> Result<(), String> {
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let (tx2, rx2) = std::sync::mpsc::channel::<u64>();
+    let t = std::thread::spawn(move || {
+        while let Ok(v) = rx.recv() {
+            if tx2.send(v + 1).is_err() {
+                break;
+            }
+        }
+    });
+    let mut v = 0;
+    while Instant::now() < end {
+        tx.send(v).map_err(|e| e.to_string())?;
+        v = rx2.recv().map_err(|e| e.to_string())?;
+    }
+    drop(tx);
+    let _ = t.join();
+    println!("round-trips {v}");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let res = match a.as_slice() {
+        ["hop", x, y, n] => match (x.parse(), y.parse(), n.parse()) {
+            (Ok(x), Ok(y), Ok(n)) => hop(x, y, n),
+            _ => Err("hop A B N: numbers expected".into()),
+        },
+        ["pinned-threads", cpus, t, s] => match (parse_cpus(cpus), t.parse(), s.parse()) {
+            (Ok(c), Ok(t), Ok(s)) => pinned_threads(&c, t, s),
+            _ => Err("pinned-threads CPUS THREADS SECS".into()),
+        },
+        ["churn", s] => s
+            .parse()
+            .map_err(|_| "churn SECS".to_string())
+            .and_then(churn),
+        _ => {
+            Err("usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | churn SECS".into())
+        }
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("llctop-workload: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
