@@ -130,7 +130,7 @@ fn totals_match_perf_software_counters_within_one_percent() {
     let open = |ev: Software| -> Vec<Counter> {
         cpus.iter()
             .map(|&c| {
-                Counter::new(ev.clone(), (Proc::ALL, Cpu(c)), Opts::default())
+                Counter::new(ev, (Proc::ALL, Cpu(c)), Opts::default())
                     .expect("perf_event_open as root")
             })
             .collect()
