@@ -46,13 +46,14 @@ fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The release binary the guest runs, built once per test process.
+/// The release binaries the guest runs (llctop, llctop-workload), built once per test
+/// process; returns the directory holding them.
 fn release_binary() -> &'static PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let st = Command::new(cargo)
-            .args(["build", "--release", "--locked", "--bin", "llctop"])
+            .args(["build", "--release", "--locked", "--bins"])
             .current_dir(manifest())
             .status()
             .expect("run cargo build --release");
@@ -60,7 +61,7 @@ fn release_binary() -> &'static PathBuf {
         let target = std::env::var("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|_| manifest().join("target"));
-        target.join("release/llctop")
+        target.join("release")
     })
 }
 
@@ -109,17 +110,12 @@ fn parse(kernel: &str, console: String) -> LabRun {
 }
 
 fn boot(kernel: &str, scenario: &str) -> LabRun {
-    let bin = release_binary();
+    let dir = release_binary();
     let out = Command::new(manifest().join("tests/lab/lab.sh"))
-        .args([
-            kernel,
-            manifest()
-                .join("tests/lab/scenarios")
-                .join(scenario)
-                .to_str()
-                .unwrap(),
-            bin.to_str().unwrap(),
-        ])
+        .arg(kernel)
+        .arg(manifest().join("tests/lab/scenarios").join(scenario))
+        .arg(dir.join("llctop"))
+        .arg(dir.join("llctop-workload"))
         .output()
         .expect("run tests/lab/lab.sh");
     let console = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -145,6 +141,17 @@ fn foundation(kernel: &str) -> &'static LabRun {
         _ => unreachable!(),
     };
     cell.get_or_init(|| boot(kernel, "foundation.sh"))
+}
+
+fn bpf_run(kernel: &str) -> &'static LabRun {
+    static K61: OnceLock<LabRun> = OnceLock::new();
+    static K612: OnceLock<LabRun> = OnceLock::new();
+    let cell = match kernel {
+        "6.1" => &K61,
+        "6.12" => &K612,
+        _ => unreachable!(),
+    };
+    cell.get_or_init(|| boot(kernel, "bpf.sh"))
 }
 
 fn cpus_of(v: &Value) -> Vec<Vec<u64>> {
@@ -277,4 +284,129 @@ fn lab_6_1_recording_replays_on_host() {
 #[test]
 fn lab_6_12_recording_replays_on_host() {
     check_recording_replays("6.12");
+}
+
+fn bpf_recording(run: &LabRun) -> reader::Recording {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bpf.jsonl.gz");
+    std::fs::write(&path, run.file("bpf_recording")).unwrap();
+    reader::open(&path).unwrap()
+}
+
+/// Forced hops of one process, summed over the recording, by distance.
+fn hops_of(rec: &reader::Recording, pid: u32) -> llctop::snapshot::ByDistance {
+    let mut total = llctop::snapshot::ByDistance::default();
+    for s in &rec.snapshots {
+        for r in s
+            .processes
+            .iter()
+            .flat_map(|t| &t.rows)
+            .filter(|r| r.pid == pid)
+        {
+            let by = r
+                .migrations_by_distance
+                .expect("exact per-process distances");
+            for d in llctop::topology::Distance::ALL {
+                total.add(d, by.get(d));
+            }
+        }
+    }
+    total
+}
+
+fn check_bpf_migrations(kernel: &str) {
+    let run = bpf_run(kernel);
+    let rec = bpf_recording(run);
+    let bpf = rec.snapshots[0]
+        .sources
+        .iter()
+        .find(|s| s.name == "bpf")
+        .expect("bpf source state");
+    println!(
+        "lab {kernel}: bpf source {:?}: {}",
+        bpf.state,
+        bpf.reason.as_deref().unwrap_or("")
+    );
+    assert_eq!(bpf.state, llctop::snapshot::SourceState::Active);
+    for s in &rec.snapshots {
+        assert_eq!(
+            s.migrations.as_ref().unwrap().precision,
+            llctop::snapshot::Precision::Exact
+        );
+    }
+    let xnode_pid: u32 = run.value("hop_xnode_pid").parse().unwrap();
+    let llc_pid: u32 = run.value("hop_llc_pid").parse().unwrap();
+    let x = hops_of(&rec, xnode_pid);
+    let l = hops_of(&rec, llc_pid);
+    println!("lab {kernel}: hopper 0<->2 (other LLC, other node): {x:?}");
+    println!("lab {kernel}: hopper 0<->1 (same LLC): {l:?}");
+    assert_eq!(
+        (x.cross_node, x.total()),
+        (100, 100),
+        "0<->2 hops are cross-node, exactly 100"
+    );
+    assert_eq!(
+        (l.llc, l.total()),
+        (100, 100),
+        "0<->1 hops are same-LLC, exactly 100"
+    );
+    // machine totals include background noise but at least the hops
+    let mut all = llctop::snapshot::ByDistance::default();
+    for s in &rec.snapshots {
+        let m = s.migrations.as_ref().unwrap();
+        for d in llctop::topology::Distance::ALL {
+            all.add(d, m.by_distance.get(d));
+        }
+        let matrix_total: u64 = m.llc_matrix.iter().flatten().sum();
+        assert_eq!(
+            matrix_total,
+            m.by_distance.total(),
+            "the LLC matrix holds every classified move"
+        );
+    }
+    println!("lab {kernel}: all migrations in the recording: {all:?}");
+    assert!(all.cross_node >= 100 && all.llc >= 100);
+}
+
+fn check_bpf_placement(kernel: &str) {
+    let run = bpf_run(kernel);
+    let rec = bpf_recording(run);
+    let tgid: u32 = run.value("pinned_threads_pid").parse().unwrap();
+    let placements: Vec<&llctop::snapshot::DetailEvent> = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| s.events.as_ref())
+        .flat_map(|e| &e.events)
+        .filter(|e| {
+            e.kind == llctop::snapshot::EventKind::Placement && e.tgid == tgid && e.pid != tgid
+        })
+        .collect();
+    let cpus: Vec<i32> = placements.iter().map(|e| e.to_cpu).collect();
+    println!("lab {kernel}: 4 threads allowed on cpus 0,2 were placed on {cpus:?}");
+    assert_eq!(placements.len(), 4, "one placement per thread");
+    assert!(
+        placements
+            .iter()
+            .all(|e| e.nr_cpus_allowed == 2 && (e.to_cpu == 0 || e.to_cpu == 2))
+    );
+}
+
+#[test]
+fn lab_6_1_bpf_counts_forced_hops_exactly() {
+    check_bpf_migrations("6.1");
+}
+
+#[test]
+fn lab_6_12_bpf_counts_forced_hops_exactly() {
+    check_bpf_migrations("6.12");
+}
+
+#[test]
+fn lab_6_1_bpf_placements_recorded() {
+    check_bpf_placement("6.1");
+}
+
+#[test]
+fn lab_6_12_bpf_placements_recorded() {
+    check_bpf_placement("6.12");
 }

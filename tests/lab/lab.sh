@@ -3,11 +3,12 @@
 # machine (cpus 0-1: package 0, L3 #0, node 0; cpus 2-3: package 1, L3 #1, node 1), run a
 # scenario script inside with llctop, and print the guest's serial console on stdout.
 #
-# usage: tests/lab/lab.sh KERNEL SCENARIO LLCTOP_BIN
+# usage: tests/lab/lab.sh KERNEL SCENARIO LLCTOP_BIN [EXTRA_BIN...]
 #   KERNEL    6.1 | 6.12 | 6.18   (Debian 12 generic 6.1, Debian 12 cloud 6.12,
 #                                  trixie-backports cloud 6.18)
 #   SCENARIO  a shell script run by the guest's /init (see scenarios/)
 #   LLCTOP_BIN  the llctop binary to put in the guest (its shared libraries are copied)
+#   EXTRA_BIN   more programs for the guest's /bin (e.g. llctop-workload), with their libraries
 #
 # Kernels are downloaded as .deb (no install) and unpacked into the cache
 # ($LLCTOP_LAB_CACHE, default ~/.cache/llctop-lab) and reused. Exit status: QEMU's
@@ -17,6 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 kernel=${1:?kernel}
 scenario=${2:?scenario}
 bin=${3:?llctop binary}
+shift 3
+extra=("$@")
 cache=${LLCTOP_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llctop-lab}
 mkdir -p "$cache"
 
@@ -96,9 +99,10 @@ trap 'rm -rf "$work"' EXIT
 root="$work/root"
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,lab}
 cp /bin/busybox "$root/bin/busybox"
-# llctop and the shared libraries it needs, at the same paths.
+# llctop, the extra programs and the shared libraries they need, at the same paths.
 cp "$bin" "$root/bin/llctop"
-for lib in $(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+for b in "${extra[@]}"; do cp "$b" "$root/bin/"; done
+for lib in $(ldd "$bin" "${extra[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $1 !~ /:$/ {print $1}' | sort -u); do
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
 done
