@@ -16,6 +16,14 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/*
+ * Field reads: tp_btf hands us trusted BTF pointers that can be dereferenced directly
+ * (a plain load, CO-RE-relocated); raw_tp pointers need bpf_probe_read_kernel, which
+ * BPF_CORE_READ does. Handlers take `direct` as a compile-time constant, so each
+ * wrapper keeps only its own kind of read.
+ */
+#define RD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
+
 #define MAX_CPUS 4096
 #define TASK_RUNNING 0
 #define TASK_WAKING 0x0200
@@ -101,7 +109,15 @@ struct {
 	__type(value, u64);
 } wait_hist SEC(".maps");
 
-/* When each runnable-but-not-running task started waiting. */
+/* When each runnable-but-not-running task started waiting: task-local storage on the
+ * tp_btf path (no hashing), a hash keyed by pid on the raw_tp path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, u64);
+} wait_ts SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -171,20 +187,65 @@ static __always_inline struct cpu_stat *this_cpu(void)
 	return bpf_map_lookup_elem(&cpu_stats, &zero);
 }
 
-static __always_inline u32 task_cpu(struct task_struct *p)
+static __always_inline u32 task_cpu(struct task_struct *p, const bool direct)
 {
 	if (bpf_core_field_exists(p->thread_info.cpu))
-		return BPF_CORE_READ(p, thread_info.cpu);
+		return RD(direct, p, thread_info.cpu);
 	struct task_struct___cpu *q = (void *)p;
-	return BPF_CORE_READ(q, cpu);
+	return RD(direct, q, cpu);
 }
 
-static __always_inline u32 task_state(struct task_struct *p)
+static __always_inline u32 task_state(struct task_struct *p, const bool direct)
 {
 	if (bpf_core_field_exists(p->__state))
-		return BPF_CORE_READ(p, __state);
+		return RD(direct, p, __state);
 	struct task_struct___pre514 *q = (void *)p;
-	return (u32)BPF_CORE_READ(q, state);
+	return (u32)RD(direct, q, state);
+}
+
+/* floor(log2(v)) for v > 0, in five steps */
+static __always_inline u32 log2_u64(u64 v)
+{
+	u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+/* Record that task p (pid) starts waiting now. */
+static __always_inline void wait_begin(struct task_struct *p, u32 pid, u64 now, const bool direct)
+{
+	if (direct) {
+		u64 *ts = bpf_task_storage_get(&wait_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (ts)
+			*ts = now;
+	} else {
+		bpf_map_update_elem(&wait_start, &pid, &now, BPF_ANY);
+	}
+}
+
+/* Take (and clear) the time task p started waiting, 0 if it was not waiting. */
+static __always_inline u64 wait_end(struct task_struct *p, u32 pid, const bool direct)
+{
+	u64 start = 0;
+	if (direct) {
+		u64 *ts = bpf_task_storage_get(&wait_ts, p, 0, 0);
+		if (ts) {
+			start = *ts;
+			*ts = 0;
+		}
+	} else {
+		u64 *ts = bpf_map_lookup_elem(&wait_start, &pid);
+		if (ts) {
+			start = *ts;
+			bpf_map_delete_elem(&wait_start, &pid);
+		}
+	}
+	return start;
 }
 
 static __always_inline const volatile struct cpu_topo *topo_of(u32 cpu)
@@ -222,7 +283,7 @@ static __always_inline bool take_budget(struct cpu_stat *cs, u64 now)
 }
 
 static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct task_struct *p,
-				 s32 from, s32 to, u8 dist, u8 cause)
+				 s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
 	if (!take_budget(cs, now))
 		return;
@@ -235,32 +296,33 @@ static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct t
 	e->dist = dist;
 	e->cause = cause;
 	e->pad = 0;
-	e->pid = BPF_CORE_READ(p, pid);
-	e->tgid = BPF_CORE_READ(p, tgid);
+	e->pid = RD(direct, p, pid);
+	e->tgid = RD(direct, p, tgid);
 	e->from_cpu = from;
 	e->to_cpu = to;
-	e->nr_cpus_allowed = BPF_CORE_READ(p, nr_cpus_allowed);
+	e->nr_cpus_allowed = RD(direct, p, nr_cpus_allowed);
 	e->ts = now;
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+				     const bool direct)
 {
 	u64 now = bpf_ktime_get_ns();
 	u32 cpu = bpf_get_smp_processor_id();
 	struct cpu_stat *cs = this_cpu();
 	if (!cs)
 		return 0;
-	u32 prev_pid = BPF_CORE_READ(prev, pid);
-	u32 next_pid = BPF_CORE_READ(next, pid);
+	u32 prev_pid = RD(direct, prev, pid);
+	u32 next_pid = RD(direct, next, pid);
 	const volatile struct cpu_topo *t = topo_of(cpu);
 
 	/* Close the slice that just ended. */
 	if (cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0) {
 		u64 ran = now - cs->last_switch_ns;
 		if (t) {
-			struct proc_llc_key k = { .tgid = BPF_CORE_READ(prev, tgid), .llc = t->llc };
+			struct proc_llc_key k = { .tgid = RD(direct, prev, tgid), .llc = t->llc };
 			u64 *v = bpf_map_lookup_elem(&proc_llc_runtime, &k);
 			if (!v) {
 				u64 zero = 0;
@@ -273,31 +335,25 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	}
 	cs->last_switch_ns = now;
 	cs->curr_pid = next_pid;
-	cs->curr_tgid = next_pid ? BPF_CORE_READ(next, tgid) : 0;
+	cs->curr_tgid = next_pid ? RD(direct, next, tgid) : 0;
 	cs->switches++;
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
-	if (prev_pid != 0 && (preempt || task_state(prev) == TASK_RUNNING))
-		bpf_map_update_elem(&wait_start, &prev_pid, &now, BPF_ANY);
+	if (prev_pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
+		wait_begin(prev, prev_pid, now, direct);
 
 	if (next_pid == 0)
 		return 0;
 	u32 next_tgid = cs->curr_tgid;
-	u64 *ts = bpf_map_lookup_elem(&wait_start, &next_pid);
-	if (ts) {
-		u64 start = *ts;
-		bpf_map_delete_elem(&wait_start, &next_pid);
+	u64 start = wait_end(next, next_pid, direct);
+	if (start) {
 		if (now > start) {
 			u64 d = now - start;
 			cs->rq_wait_ns += d;
 			cs->rq_wait_cnt++;
-			u32 b = 0;
-			u64 x = d;
-			/* log2 bucket, bounded loop for the verifier */
-			for (int i = 0; i < WAIT_BUCKETS - 1 && x > 1; i++) {
-				x >>= 1;
-				b++;
-			}
+			u32 b = log2_u64(d);
+			if (b >= WAIT_BUCKETS)
+				b = WAIT_BUCKETS - 1;
 			u64 *h = bpf_map_lookup_elem(&wait_hist, &b);
 			if (h)
 				(*h)++;
@@ -310,7 +366,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+). */
 	if (bpf_core_field_exists(next->preferred_llc) && t) {
 		kernel_preferred_llc = 1;
-		int pref = BPF_CORE_READ(next, preferred_llc);
+		int pref = RD(direct, next, preferred_llc);
 		if (pref >= 0) {
 			struct proc_stat *ps = proc_of(next_tgid);
 			bool hit = (u32)pref == t->llc_first_cpu;
@@ -327,24 +383,23 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	return 0;
 }
 
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(struct task_struct *p, const bool direct)
 {
-	u32 pid = BPF_CORE_READ(p, pid);
-	u64 now = bpf_ktime_get_ns();
+	u32 pid = RD(direct, p, pid);
 	if (pid)
-		bpf_map_update_elem(&wait_start, &pid, &now, BPF_ANY);
+		wait_begin(p, pid, bpf_ktime_get_ns(), direct);
 	return 0;
 }
 
-static __always_inline int on_wakeup_new(struct task_struct *p)
+static __always_inline int on_wakeup_new(struct task_struct *p, const bool direct)
 {
 	struct cpu_stat *cs = this_cpu();
 	u64 now = bpf_ktime_get_ns();
-	on_wakeup(p);
+	on_wakeup(p, direct);
 	if (!cs)
 		return 0;
 	cs->wakeup_new++;
-	emit(cs, now, EV_PLACEMENT, p, bpf_get_smp_processor_id(), task_cpu(p), 0, 0);
+	emit(cs, now, EV_PLACEMENT, p, bpf_get_smp_processor_id(), task_cpu(p, direct), 0, 0, direct);
 	return 0;
 }
 
@@ -359,15 +414,15 @@ static __always_inline bool current_is_stopper(void)
 	       comm[8] == 'n' && comm[9] == '/';
 }
 
-static __always_inline int on_migrate(struct task_struct *p, int dest)
+static __always_inline int on_migrate(struct task_struct *p, int dest, const bool direct)
 {
 	struct cpu_stat *cs = this_cpu();
 	if (!cs)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
-	u32 pid = BPF_CORE_READ(p, pid);
-	u32 tgid = BPF_CORE_READ(p, tgid);
-	u32 from = task_cpu(p);
+	u32 pid = RD(direct, p, pid);
+	u32 tgid = RD(direct, p, tgid);
+	u32 from = task_cpu(p, direct);
 	u32 to = (u32)dest;
 	if (from == to)
 		return 0;
@@ -376,7 +431,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest)
 	if (bpf_map_lookup_elem(&numa_pending, &pid)) {
 		bpf_map_delete_elem(&numa_pending, &pid);
 		cause = C_NUMA;
-	} else if (task_state(p) & TASK_WAKING) {
+	} else if (task_state(p, direct) & TASK_WAKING) {
 		cause = C_WAKEUP;
 	} else if (current_is_stopper()) {
 		cause = C_ACTIVE;
@@ -420,24 +475,26 @@ static __always_inline int on_migrate(struct task_struct *p, int dest)
 			__sync_fetch_and_add(cell, 1);
 	}
 	if (d >= D_XLLC)
-		emit(cs, now, EV_MIGRATION, p, from, to, d, cause);
+		emit(cs, now, EV_MIGRATION, p, from, to, d, cause, direct);
 	return 0;
 }
 
-static __always_inline int mark_numa(struct task_struct *p)
+static __always_inline int mark_numa(struct task_struct *p, const bool direct)
 {
 	if (!p) /* sched_swap_numa's dst_tsk may be NULL */
 		return 0;
-	u32 pid = BPF_CORE_READ(p, pid);
+	u32 pid = RD(direct, p, pid);
 	u8 one = 1;
 	bpf_map_update_elem(&numa_pending, &pid, &one, BPF_ANY);
 	return 0;
 }
 
-static __always_inline int on_exit(struct task_struct *p)
+static __always_inline int on_exit(struct task_struct *p, const bool direct)
 {
-	u32 pid = BPF_CORE_READ(p, pid);
-	bpf_map_delete_elem(&wait_start, &pid);
+	/* task storage goes away with the task; the hash entry must be removed */
+	u32 pid = RD(direct, p, pid);
+	if (!direct)
+		bpf_map_delete_elem(&wait_start, &pid);
 	bpf_map_delete_elem(&numa_pending, &pid);
 	return 0;
 }
@@ -447,44 +504,44 @@ static __always_inline int on_exit(struct task_struct *p)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(preempt, prev, next, true);
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(btf_wakeup, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, true);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(btf_wakeup_new, struct task_struct *p)
 {
-	return on_wakeup_new(p);
+	return on_wakeup_new(p, true);
 }
 
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(btf_migrate, struct task_struct *p, int dest_cpu)
 {
-	return on_migrate(p, dest_cpu);
+	return on_migrate(p, dest_cpu, true);
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_exit, struct task_struct *p)
 {
-	return on_exit(p);
+	return on_exit(p, true);
 }
 
 SEC("tp_btf/sched_move_numa")
 int BPF_PROG(btf_move_numa, struct task_struct *p, int src_cpu, int dst_cpu)
 {
-	return mark_numa(p);
+	return mark_numa(p, true);
 }
 
 SEC("tp_btf/sched_swap_numa")
 int BPF_PROG(btf_swap_numa, struct task_struct *src, int src_cpu, struct task_struct *dst, int dst_cpu)
 {
-	mark_numa(src);
-	return mark_numa(dst);
+	mark_numa(src, true);
+	return mark_numa(dst, true);
 }
 
 /* ---- raw_tp: fallback with the same handlers ---- */
@@ -492,42 +549,42 @@ int BPF_PROG(btf_swap_numa, struct task_struct *src, int src_cpu, struct task_st
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(preempt, prev, next, false);
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(raw_wakeup, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, false);
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_wakeup_new, struct task_struct *p)
 {
-	return on_wakeup_new(p);
+	return on_wakeup_new(p, false);
 }
 
 SEC("raw_tp/sched_migrate_task")
 int BPF_PROG(raw_migrate, struct task_struct *p, int dest_cpu)
 {
-	return on_migrate(p, dest_cpu);
+	return on_migrate(p, dest_cpu, false);
 }
 
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(raw_exit, struct task_struct *p)
 {
-	return on_exit(p);
+	return on_exit(p, false);
 }
 
 SEC("raw_tp/sched_move_numa")
 int BPF_PROG(raw_move_numa, struct task_struct *p, int src_cpu, int dst_cpu)
 {
-	return mark_numa(p);
+	return mark_numa(p, false);
 }
 
 SEC("raw_tp/sched_swap_numa")
 int BPF_PROG(raw_swap_numa, struct task_struct *src, int src_cpu, struct task_struct *dst, int dst_cpu)
 {
-	mark_numa(src);
-	return mark_numa(dst);
+	mark_numa(src, false);
+	return mark_numa(dst, false);
 }

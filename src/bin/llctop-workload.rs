@@ -9,6 +9,8 @@
 //!   stream placement case (shared/seeds/001) in miniature.
 //! - `churn SECS`: threads that sleep and wake in a ring, for context switches and
 //!   wakeup migrations.
+//! - `bpf-stats`: the kernel's run count and run time of every loaded llctop BPF program
+//!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -125,6 +127,19 @@ fn churn(secs: f64) -> Result<(), String> {
     Ok(())
 }
 
+fn bpf_stats() -> Result<(), String> {
+    println!("{:<16} {:>12} {:>14} {:>10}", "program", "run_cnt", "run_time_ns", "ns/event");
+    for p in libbpf_rs::query::ProgInfoIter::default() {
+        let name = p.name.to_string_lossy();
+        if !(name.starts_with("btf_") || name.starts_with("raw_")) {
+            continue;
+        }
+        let avg = if p.run_cnt > 0 { p.run_time_ns as f64 / p.run_cnt as f64 } else { 0.0 };
+        println!("{:<16} {:>12} {:>14} {:>10.1}", name, p.run_cnt, p.run_time_ns, avg);
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -141,8 +156,9 @@ fn main() -> ExitCode {
             .parse()
             .map_err(|_| "churn SECS".to_string())
             .and_then(churn),
+        ["bpf-stats"] => bpf_stats(),
         _ => {
-            Err("usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | churn SECS".into())
+            Err("usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | churn SECS | bpf-stats".into())
         }
     };
     match res {

@@ -1,0 +1,40 @@
+//! As an unprivileged user llctop falls back to procfs and says why. When the tests run
+//! as root, the user is dropped to nobody with setpriv (util-linux); otherwise the test
+//! runs as the invoking (unprivileged) user.
+
+use std::process::Command;
+
+#[test]
+fn unprivileged_user_falls_back_to_procfs_with_the_reason() {
+    let bin = env!("CARGO_BIN_EXE_llctop");
+    // SAFETY: no arguments.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let out = cmd.args(["live", "--duration", "1s"]).output().expect("run llctop (setpriv from util-linux when root)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("bpf Absent: BPF not permitted: run as root or grant cap_bpf,cap_perfmon; using procfs sampling"),
+        "{text}"
+    );
+    assert!(text.contains("mig~"), "sampled migrations are marked: {text}");
+
+    // --source bpf refuses instead of falling back.
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let out = cmd.args(["--source", "bpf", "live", "--duration", "1s"]).output().expect("run llctop");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("BPF not permitted"));
+}
