@@ -13,16 +13,20 @@ use llctop::collect::{aggregate, empty_snapshot};
 use llctop::kroot::KernelRoot;
 use llctop::snapshot::Snapshot;
 use llctop::source::Source;
-use llctop::source::bpf::{BpfSource, LoadError};
+use llctop::source::bpf::{BpfSource, LoadError, Mode};
 use llctop::topology::{self, Topology};
 use perf_event_open::config::{Cpu, Opts, Proc};
 use perf_event_open::count::Counter;
 use perf_event_open::event::sw::Software;
 
 fn load() -> Option<(Topology, BpfSource)> {
+    load_modes(&[Mode::TpBtf, Mode::RawTp])
+}
+
+fn load_modes(modes: &[Mode]) -> Option<(Topology, BpfSource)> {
     let root = KernelRoot::default();
     let topo = topology::discover(&root).expect("topology");
-    match BpfSource::load(root, &topo, 100_000) {
+    match BpfSource::load_modes(root, &topo, 100_000, modes) {
         Ok(b) => Some((topo, b)),
         Err(e) if e.0 == LoadError::permission().0 => {
             println!("SKIP: the kernel refused BPF (EPERM): {e}");
@@ -83,9 +87,21 @@ fn two_cpus(topo: &Topology) -> (u32, u32) {
 
 #[test]
 fn forced_hops_are_counted_exactly_with_their_distance() {
-    let Some((topo, mut bpf)) = load() else {
+    let Some((topo, bpf)) = load() else { return };
+    assert_eq!(bpf.mode(), Mode::TpBtf, "tp_btf loads on this kernel");
+    forced_hops(topo, bpf);
+}
+
+#[test]
+fn raw_tp_fallback_counts_the_same() {
+    let Some((topo, bpf)) = load_modes(&[Mode::RawTp]) else {
         return;
     };
+    assert_eq!(bpf.mode(), Mode::RawTp);
+    forced_hops(topo, bpf);
+}
+
+fn forced_hops(topo: Topology, mut bpf: BpfSource) {
     let (a, b) = two_cpus(&topo);
     let want = topo.distance(a, b).expect("classified");
     const N: u32 = 300;

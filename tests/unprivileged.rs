@@ -11,30 +11,55 @@ fn unprivileged_user_falls_back_to_procfs_with_the_reason() {
     let root = unsafe { libc::geteuid() } == 0;
     let mut cmd = if root {
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin]);
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            bin,
+        ]);
         c
     } else {
         Command::new(bin)
     };
-    let out = cmd.args(["live", "--duration", "1s"]).output().expect("run llctop (setpriv from util-linux when root)");
+    let out = cmd
+        .args(["live", "--duration", "1s"])
+        .output()
+        .expect("run llctop (setpriv from util-linux when root)");
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         text.contains("bpf Absent: BPF not permitted: run as root or grant cap_bpf,cap_perfmon; using procfs sampling"),
         "{text}"
     );
-    assert!(text.contains("mig~"), "sampled migrations are marked: {text}");
+    assert!(
+        text.contains("mig~"),
+        "sampled migrations are marked: {text}"
+    );
 
     // --source bpf refuses instead of falling back.
     let mut cmd = if root {
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin]);
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            bin,
+        ]);
         c
     } else {
         Command::new(bin)
     };
-    let out = cmd.args(["--source", "bpf", "live", "--duration", "1s"]).output().expect("run llctop");
+    let out = cmd
+        .args(["--source", "bpf", "live", "--duration", "1s"])
+        .output()
+        .expect("run llctop");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("BPF not permitted"));
 }

@@ -128,14 +128,24 @@ fn churn(secs: f64) -> Result<(), String> {
 }
 
 fn bpf_stats() -> Result<(), String> {
-    println!("{:<16} {:>12} {:>14} {:>10}", "program", "run_cnt", "run_time_ns", "ns/event");
+    println!(
+        "{:<16} {:>12} {:>14} {:>10}",
+        "program", "run_cnt", "run_time_ns", "ns/event"
+    );
     for p in libbpf_rs::query::ProgInfoIter::default() {
         let name = p.name.to_string_lossy();
         if !(name.starts_with("btf_") || name.starts_with("raw_")) {
             continue;
         }
-        let avg = if p.run_cnt > 0 { p.run_time_ns as f64 / p.run_cnt as f64 } else { 0.0 };
-        println!("{:<16} {:>12} {:>14} {:>10.1}", name, p.run_cnt, p.run_time_ns, avg);
+        let avg = if p.run_cnt > 0 {
+            p.run_time_ns as f64 / p.run_cnt as f64
+        } else {
+            0.0
+        };
+        println!(
+            "{:<16} {:>12} {:>14} {:>10.1}",
+            name, p.run_cnt, p.run_time_ns, avg
+        );
     }
     Ok(())
 }

@@ -171,9 +171,19 @@ pub struct BpfSource {
 impl BpfSource {
     /// Load and attach, trying tp_btf then raw_tp, with and without the NUMA hooks.
     pub fn load(root: KernelRoot, topo: &Topology, top: usize) -> Result<Self, LoadError> {
+        Self::load_modes(root, topo, top, &[Mode::TpBtf, Mode::RawTp])
+    }
+
+    /// Like [`load`](Self::load), trying only `modes` (tests force the raw_tp fallback).
+    pub fn load_modes(
+        root: KernelRoot,
+        topo: &Topology,
+        top: usize,
+        modes: &[Mode],
+    ) -> Result<Self, LoadError> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
         let mut last = String::new();
-        for mode in [Mode::TpBtf, Mode::RawTp] {
+        for &mode in modes {
             for numa in [true, false] {
                 match Self::try_load(topo, mode, numa) {
                     Ok((skel, ringbuf, pending)) => {
