@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use base64::Engine;
 use llctop::record::reader;
@@ -132,26 +132,25 @@ fn boot(kernel: &str, scenario: &str) -> LabRun {
     run
 }
 
+/// One boot per (kernel, scenario) per test process, shared by the tests that check it.
+/// Boots run one at a time (the machine has two cores).
+fn run(kernel: &str, scenario: &str) -> &'static LabRun {
+    type Runs = Mutex<HashMap<(String, String), &'static LabRun>>;
+    static RUNS: OnceLock<Runs> = OnceLock::new();
+    let mut runs = RUNS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    runs.entry((kernel.into(), scenario.into()))
+        .or_insert_with(|| Box::leak(Box::new(boot(kernel, scenario))))
+}
+
 fn foundation(kernel: &str) -> &'static LabRun {
-    static K61: OnceLock<LabRun> = OnceLock::new();
-    static K612: OnceLock<LabRun> = OnceLock::new();
-    let cell = match kernel {
-        "6.1" => &K61,
-        "6.12" => &K612,
-        _ => unreachable!(),
-    };
-    cell.get_or_init(|| boot(kernel, "foundation.sh"))
+    run(kernel, "foundation.sh")
 }
 
 fn bpf_run(kernel: &str) -> &'static LabRun {
-    static K61: OnceLock<LabRun> = OnceLock::new();
-    static K612: OnceLock<LabRun> = OnceLock::new();
-    let cell = match kernel {
-        "6.1" => &K61,
-        "6.12" => &K612,
-        _ => unreachable!(),
-    };
-    cell.get_or_init(|| boot(kernel, "bpf.sh"))
+    run(kernel, "bpf.sh")
 }
 
 fn cpus_of(v: &Value) -> Vec<Vec<u64>> {

@@ -4,12 +4,11 @@
 
 use std::process::Command;
 
-#[test]
-fn unprivileged_user_falls_back_to_procfs_with_the_reason() {
+/// llctop run as nobody (as root: via setpriv), or as the invoking unprivileged user.
+fn unprivileged() -> Command {
     let bin = env!("CARGO_BIN_EXE_llctop");
     // SAFETY: no arguments.
-    let root = unsafe { libc::geteuid() } == 0;
-    let mut cmd = if root {
+    if unsafe { libc::geteuid() } == 0 {
         let mut c = Command::new("setpriv");
         c.args([
             "--reuid=65534",
@@ -21,8 +20,12 @@ fn unprivileged_user_falls_back_to_procfs_with_the_reason() {
         c
     } else {
         Command::new(bin)
-    };
-    let out = cmd
+    }
+}
+
+#[test]
+fn unprivileged_user_falls_back_to_procfs_with_the_reason() {
+    let out = unprivileged()
         .args(["live", "--duration", "1s"])
         .output()
         .expect("run llctop (setpriv from util-linux when root)");
@@ -41,25 +44,15 @@ fn unprivileged_user_falls_back_to_procfs_with_the_reason() {
         text.contains("mig~"),
         "sampled migrations are marked: {text}"
     );
+}
 
-    // --source bpf refuses instead of falling back.
-    let mut cmd = if root {
-        let mut c = Command::new("setpriv");
-        c.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            bin,
-        ]);
-        c
-    } else {
-        Command::new(bin)
-    };
-    let out = cmd
+#[test]
+fn source_bpf_refuses_instead_of_falling_back() {
+    let out = unprivileged()
         .args(["--source", "bpf", "live", "--duration", "1s"])
         .output()
         .expect("run llctop");
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("BPF not permitted"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("BPF not permitted"), "{err}");
 }
