@@ -1,4 +1,4 @@
-//! `llctop record` on the live machine (no privileges needed: procfs source).
+//! `llctop record` on the live machine (no privileges needed).
 //! - a 5 s recording under load agrees with /proc/stat read around it (per CPU, ≤ 2 points);
 //! - its sampled migrations say they are sampled;
 //! - SIGKILL leaves a file that reads back up to its last complete line (plain and .gz).
@@ -50,6 +50,9 @@ fn five_second_recording_matches_proc_stat() {
         "5s",
         "--interval",
         "1s",
+        // the procfs path, whose migrations are sampled (as root, auto would pick BPF)
+        "--source",
+        "procfs",
     ])
     .output()
     .unwrap();
