@@ -172,6 +172,21 @@ def devvm():
     return m
 
 
+def lab_2s():
+    # The kernel lab's QEMU machine: 2 sockets x 2 cores, no SMT, one L3 per socket,
+    # one node per socket (tests/lab/lab.sh).
+    m = Machine("qemu-lab-2s2llc", 4)
+    for c in range(4):
+        pkg = c // 2
+        l3 = [2 * pkg, 2 * pkg + 1]
+        m.cpus[c] = dict(package=pkg, core_id=c % 2, node=pkg, smt=[c],
+                         caches=[(1, "Data", 32, [c]), (1, "Instruction", 32, [c]),
+                                 (2, "Unified", 4096, [c]), (3, "Unified", 16384, l3)],
+                         sched_llc=l3, llc_size_kb=16384)
+    set_nodes(m, lambda c: m.cpus[c]["node"], lambda a, b: 10 if a == b else 20)
+    return m
+
+
 def alderlake():
     # Hybrid Intel i9-12900K: 8 P-cores with SMT (cpus 0-15, siblings adjacent), 8 E-cores
     # (cpus 16-23) in two clusters of 4 sharing an L2; one 30 MiB L3 for all.
@@ -243,6 +258,7 @@ def main():
         x86_smt("xeon-8480-2s-snc4", 2, 56, 56, 48, 32, 2048, 107520, nodes_per_socket=4,
                 snc_distance=12, cross_distance=21),
         offline_cpus(),
+        lab_2s(),
         alderlake(),
         arm_no_l3(),
         arm_no_cache_dirs(),

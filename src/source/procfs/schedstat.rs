@@ -406,41 +406,13 @@ mod real_samples {
     const V17: &str =
         include_str!("../../../tests/fixtures/schedstat/v17-debian-6.18.15-2s2llc.txt");
 
+    /// The lab machine's topology, from its generated sysfs fixture.
     fn lab_topology() -> Topology {
-        use crate::topology::{Cpu, Llc, LlcBasis, Node};
-        let cpus = (0..4)
-            .map(|c| Cpu {
-                cpu: c,
-                online: true,
-                core: Some(c),
-                core_id: Some(c % 2),
-                package: Some(c / 2),
-                die: Some(0),
-                cluster: None,
-                llc: Some(c / 2),
-                node: Some(c / 2),
-                smt_siblings: vec![c],
-            })
-            .collect();
-        let llcs = (0..2)
-            .map(|l| Llc {
-                id: l,
-                cpus: vec![2 * l, 2 * l + 1],
-                node: Some(l),
-                level: Some(3),
-                size_kb: Some(16384),
-                basis: LlcBasis::Cache,
-                cache_cpus: None,
-            })
-            .collect();
-        let nodes = (0..2)
-            .map(|n| Node {
-                id: n,
-                cpus: vec![2 * n, 2 * n + 1],
-                distances: vec![],
-            })
-            .collect();
-        Topology { cpus, llcs, nodes }
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/topology/qemu-lab-2s2llc"
+        );
+        crate::topology::discover(&crate::kroot::KernelRoot::new(dir)).unwrap()
     }
 
     #[test]
