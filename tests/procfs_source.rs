@@ -12,7 +12,7 @@ use llctop::collect::Collector;
 use llctop::kroot::KernelRoot;
 use llctop::snapshot::{Precision, PreferredKind, SourceState};
 use llctop::source::procfs::ProcfsSource;
-use llctop::topology;
+use llctop::topology::{self, Topology};
 
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
@@ -25,6 +25,20 @@ fn copy_dir(from: &Path, to: &Path) {
             fs::copy(e.path(), dst).unwrap();
         }
     }
+}
+
+/// A temporary kernel root with a copy of a topology fixture's /sys, its topology, and
+/// room for a hand-made /proc.
+fn writable_root(fixture: &str) -> (tempfile::TempDir, KernelRoot, Topology) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/topology")
+        .join(fixture)
+        .join("sys");
+    copy_dir(&src, &dir.path().join("sys"));
+    let kroot = KernelRoot::new(dir.path());
+    let topo = topology::discover(&kroot).unwrap();
+    (dir, kroot, topo)
 }
 
 fn put(root: &Path, rel: &str, text: &str) {
@@ -118,13 +132,8 @@ fn th(
 
 #[test]
 fn known_moves_are_counted_and_classified() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, kroot, topo) = writable_root("offline-2s-32cpu");
     let root = dir.path();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/offline-2s-32cpu/sys");
-    copy_dir(&fixture, &root.join("sys"));
-    let kroot = KernelRoot::new(root);
-    let topo = topology::discover(&kroot).unwrap();
     assert_eq!(topo.llcs.len(), 4);
 
     const MS: u64 = 1_000_000;
@@ -287,13 +296,8 @@ fn known_moves_are_counted_and_classified() {
 
 #[test]
 fn schedstat_balance_appears_when_the_file_does() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, kroot, topo) = writable_root("devvm-2cpu");
     let root = dir.path();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/devvm-2cpu/sys");
-    copy_dir(&fixture, &root.join("sys"));
-    let kroot = KernelRoot::new(root);
-    let topo = topology::discover(&kroot).unwrap();
     write_proc(root, &[], 10.0, &[(0, 1, 1), (1, 1, 1)], 1);
     let line = |n: u64| {
         let mut v = vec![0u64; 45];
