@@ -7,7 +7,9 @@
 
 pub mod collect;
 pub mod cpulist;
+pub mod knobs;
 pub mod kroot;
+pub mod mounts;
 pub mod preferred;
 pub mod record;
 pub mod snapshot;

@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use procfs_core::VmStat;
-use procfs_core::process::MountInfos;
 
 use super::tasks::CgroupRef;
 use crate::kroot::KernelRoot;
@@ -231,23 +230,13 @@ impl NumaReader {
     }
 }
 
+/// The cgroup mounts, as root-prefixed paths.
 fn find_mounts(root: &KernelRoot) -> CgroupMounts {
-    let mut m = CgroupMounts::default();
-    let Ok(infos) = root.parse::<MountInfos>("/proc/self/mountinfo") else {
-        return m;
-    };
-    for mi in infos.0 {
-        let place = root.path(&mi.mount_point);
-        if mi.fs_type == "cgroup2" && m.v2.is_none() {
-            m.v2 = Some(place);
-        } else if mi.fs_type == "cgroup"
-            && mi.super_options.contains_key("memory")
-            && m.v1_memory.is_none()
-        {
-            m.v1_memory = Some(place);
-        }
+    let m = crate::mounts::Mounts::discover(root);
+    CgroupMounts {
+        v2: m.cgroup2.map(|p| root.path(p)),
+        v1_memory: m.memory_v1.map(|p| root.path(p)),
     }
-    m
 }
 
 #[cfg(test)]

@@ -1,0 +1,376 @@
+//! Sched domains and what a relax_domain_level value means on this machine.
+//!
+//! The kernel's domains are read from `/sys/kernel/debug/sched/domains/cpuN/domainM/`
+//! (`name`, `flags`, and `level` since v6.10), which exists only while `sched/verbose` is
+//! on; the knob session turns it on just for the read. Without it (lockdown, no root) the
+//! domains are derived from the CPU topology and their levels estimated from the default
+//! topology table (SMT, CLS, MC, PKG, NODE, NUMA…), and every note says so.
+//!
+//! relax_domain_level clears SD_BALANCE_NEWIDLE and SD_BALANCE_WAKE on domains whose
+//! level is `>= value` since v6.10 and `> value` before (kernel-interfaces §3).
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kroot::KernelRoot;
+use crate::topology::Topology;
+
+use super::ValueNote;
+
+pub const DOMAINS_DIR: &str = "/sys/kernel/debug/sched/domains";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Domain {
+    /// `domainM` index (bottom-up, after degenerate domains were removed).
+    pub index: u32,
+    pub name: String,
+    /// `sd->level`; estimated when the kernel does not expose it (see `DomainInfo`).
+    pub level: u32,
+    /// Flag names, empty when unknown.
+    pub flags: Vec<String>,
+    /// CPUs in the domain's span, when known.
+    #[serde(default)]
+    pub span: Vec<u32>,
+}
+
+impl Domain {
+    pub fn shares_llc(&self) -> bool {
+        self.flags
+            .iter()
+            .any(|f| f == "SD_SHARE_LLC" || f == "SD_SHARE_PKG_RESOURCES")
+    }
+
+    pub fn balances_newidle(&self) -> bool {
+        self.flags.iter().any(|f| f == "SD_BALANCE_NEWIDLE")
+    }
+}
+
+/// The domains of one CPU and where they came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DomainInfo {
+    pub cpu: u32,
+    pub domains: Vec<Domain>,
+    /// Read from debugfs (`true`) or derived from topology.
+    pub from_kernel: bool,
+    /// Levels were read from `level` files (v6.10+), not estimated from names.
+    pub exact_levels: bool,
+    /// Why domains or levels are estimated.
+    pub note: Option<String>,
+}
+
+/// Read the domains of `cpu` from debugfs (`None` when the directory is absent).
+pub fn read_kernel(root: &KernelRoot, cpu: u32) -> Option<DomainInfo> {
+    let dir = format!("{DOMAINS_DIR}/cpu{cpu}");
+    let idx = root.numbered_entries(&dir, "domain").ok()?;
+    if idx.is_empty() {
+        return None;
+    }
+    let mut domains = Vec::new();
+    let mut exact = true;
+    let mut estimate = LevelEstimate::default();
+    for m in idx {
+        let d = format!("{dir}/domain{m}");
+        let name = root
+            .read_trimmed(format!("{d}/name"))
+            .unwrap_or_else(|_| "?".into());
+        let flags = root
+            .read_trimmed(format!("{d}/flags"))
+            .map(|f| f.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let level = match root.read_value::<u32>(format!("{d}/level")) {
+            Ok(l) => l,
+            Err(_) => {
+                exact = false;
+                estimate.level(&name)
+            }
+        };
+        domains.push(Domain {
+            index: m,
+            name,
+            level,
+            flags,
+            span: Vec::new(),
+        });
+    }
+    Some(DomainInfo {
+        cpu,
+        domains,
+        from_kernel: true,
+        exact_levels: exact,
+        note: (!exact).then(|| {
+            "levels estimated from domain names (this kernel has no domains/*/level; v6.10+)"
+                .to_string()
+        }),
+    })
+}
+
+/// Domains of `cpu` derived from the CPU topology: SMT (threads of a core), MC (the
+/// LLC), PKG (the package), then NUMA (all nodes) — each only where it spans more than
+/// its child, as the kernel's degeneration would leave them.
+pub fn from_topology(topo: &Topology, cpu: u32, reason: &str) -> DomainInfo {
+    let me = topo.cpus.iter().find(|c| c.cpu == cpu && c.online);
+    let mut spans: Vec<(&str, Vec<u32>)> = Vec::new();
+    if let Some(me) = me {
+        let llc: Vec<u32> = me
+            .llc
+            .and_then(|l| topo.llcs.get(l as usize))
+            .map(|l| l.cpus.clone())
+            .unwrap_or_default();
+        let pkg: Vec<u32> = topo
+            .cpus
+            .iter()
+            .filter(|c| c.online && c.package == me.package)
+            .map(|c| c.cpu)
+            .collect();
+        let all: Vec<u32> = topo
+            .cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.cpu)
+            .collect();
+        spans.push(("SMT", me.smt_siblings.clone()));
+        spans.push(("MC", llc));
+        spans.push(("PKG", pkg));
+        if topo.nodes.len() > 1 {
+            spans.push(("NUMA", all));
+        }
+    }
+    let mut estimate = LevelEstimate::default();
+    let mut domains = Vec::new();
+    let mut prev_len = 1;
+    for (name, span) in spans {
+        let level = estimate.level(name);
+        if span.len() > prev_len {
+            prev_len = span.len();
+            domains.push(Domain {
+                index: domains.len() as u32,
+                name: name.to_string(),
+                level,
+                flags: Vec::new(),
+                span,
+            });
+        }
+    }
+    DomainInfo {
+        cpu,
+        domains,
+        from_kernel: false,
+        exact_levels: false,
+        note: Some(format!(
+            "domains derived from topology, levels estimated ({reason})"
+        )),
+    }
+}
+
+/// `sd->level` from a domain name, by the default x86/arm64 topology table: SMT 0, CLS 1,
+/// MC 2, PKG (DIE before 6.7) 3, NODE 4, then one level per NUMA distance.
+#[derive(Default)]
+struct LevelEstimate {
+    numa_seen: u32,
+}
+
+impl LevelEstimate {
+    fn level(&mut self, name: &str) -> u32 {
+        match name {
+            "SMT" => 0,
+            "CLS" => 1,
+            "MC" => 2,
+            "PKG" | "DIE" => 3,
+            "NODE" => 4,
+            _ => {
+                self.numa_seen += 1;
+                4 + self.numa_seen
+            }
+        }
+    }
+}
+
+/// The kernel's comparison for relax_domain_level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Semantics {
+    /// v6.10+: domains with `level >= value` stop newidle/wake balancing.
+    AtOrAbove,
+    /// Before v6.10: domains with `level > value`.
+    Above,
+}
+
+impl Semantics {
+    pub fn for_release(release: Option<(u32, u32)>) -> Semantics {
+        match release {
+            Some((maj, min)) if (maj, min) < (6, 10) => Semantics::Above,
+            _ => Semantics::AtOrAbove,
+        }
+    }
+
+    fn cleared(self, level: u32, value: i64) -> bool {
+        match self {
+            Semantics::AtOrAbove => i64::from(level) >= value,
+            Semantics::Above => i64::from(level) > value,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Semantics::AtOrAbove => "domains with level >= value (v6.10+)",
+            Semantics::Above => "domains with level > value (before v6.10)",
+        }
+    }
+}
+
+/// `(major, minor)` of the running kernel, from `/proc/sys/kernel/osrelease`.
+pub fn kernel_release(root: &KernelRoot) -> Option<(u32, u32)> {
+    let r = root.read_trimmed("/proc/sys/kernel/osrelease").ok()?;
+    let mut it = r.split(['.', '-']);
+    let maj = it.next()?.parse().ok()?;
+    let min = it.next()?.parse().ok()?;
+    Some((maj, min))
+}
+
+/// What each relax_domain_level value does to these domains, and the named values
+/// (`default`, `llc`, `node`) accepted as input.
+pub fn relax_notes(info: &DomainInfo, sem: Semantics) -> (Vec<ValueNote>, Vec<ValueNote>) {
+    let max = info.domains.iter().map(|d| d.level).max().unwrap_or(0);
+    let estimated = if info.exact_levels {
+        ""
+    } else {
+        " (levels estimated)"
+    };
+    let mut notes = vec![ValueNote {
+        value: "-1".into(),
+        meaning: "no request: the boot default (relax_domain_level= on the command line, else every domain balances)".into(),
+    }];
+    let mut last = String::new();
+    for v in 0..=i64::from(max) + 1 {
+        let (kept, cleared): (Vec<&Domain>, Vec<&Domain>) =
+            info.domains.iter().partition(|d| !sem.cleared(d.level, v));
+        let names = |ds: &[&Domain]| {
+            if ds.is_empty() {
+                "none".to_string()
+            } else {
+                ds.iter()
+                    .map(|d| format!("{}(L{})", d.name, d.level))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+        };
+        let mut meaning = String::new();
+        let _ = write!(
+            meaning,
+            "newidle/wake balancing kept in {}; cleared in {}{estimated}",
+            names(&kept),
+            names(&cleared)
+        );
+        if meaning == last {
+            continue; // same outcome as the previous value
+        }
+        last = meaning.clone();
+        notes.push(ValueNote {
+            value: v.to_string(),
+            meaning,
+        });
+    }
+    let mut aliases = vec![ValueNote {
+        value: "-1".into(),
+        meaning: "default".into(),
+    }];
+    // The LLC domain: the highest one sharing the LLC, else the one named MC.
+    let llc = info
+        .domains
+        .iter()
+        .rev()
+        .find(|d| d.shares_llc())
+        .or_else(|| info.domains.iter().find(|d| d.name == "MC"));
+    if let Some(d) = llc {
+        aliases.push(ValueNote {
+            value: keep_through(d.level, sem).to_string(),
+            meaning: "llc".into(),
+        });
+    }
+    if let Some(d) = info
+        .domains
+        .iter()
+        .rev()
+        .find(|d| d.name != "NUMA" && d.name != "NODE")
+    {
+        aliases.push(ValueNote {
+            value: keep_through(d.level, sem).to_string(),
+            meaning: "node".into(),
+        });
+    }
+    (notes, aliases)
+}
+
+/// The smallest value that keeps balancing in the domain at `level` and below.
+fn keep_through(level: u32, sem: Semantics) -> i64 {
+    match sem {
+        Semantics::AtOrAbove => i64::from(level) + 1,
+        Semantics::Above => i64::from(level),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lab_like() -> DomainInfo {
+        DomainInfo {
+            cpu: 0,
+            domains: vec![
+                Domain {
+                    index: 0,
+                    name: "MC".into(),
+                    level: 2,
+                    flags: vec!["SD_BALANCE_NEWIDLE".into(), "SD_SHARE_LLC".into()],
+                    span: vec![],
+                },
+                Domain {
+                    index: 1,
+                    name: "NUMA".into(),
+                    level: 5,
+                    flags: vec!["SD_BALANCE_NEWIDLE".into(), "SD_NUMA".into()],
+                    span: vec![],
+                },
+            ],
+            from_kernel: true,
+            exact_levels: true,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn relax_values_follow_the_kernel_version() {
+        let info = lab_like();
+        let (notes, aliases) = relax_notes(&info, Semantics::AtOrAbove);
+        let llc = aliases.iter().find(|a| a.meaning == "llc").unwrap();
+        assert_eq!(llc.value, "3", "v6.10+: MC at level 2 kept by 3");
+        let three = notes.iter().find(|n| n.value == "3").unwrap();
+        assert!(
+            three
+                .meaning
+                .contains("kept in MC(L2); cleared in NUMA(L5)"),
+            "{}",
+            three.meaning
+        );
+        // Values with the same outcome are listed once.
+        assert!(!notes.iter().any(|n| n.value == "4"));
+        let (_, old) = relax_notes(&info, Semantics::Above);
+        assert_eq!(
+            old.iter().find(|a| a.meaning == "llc").unwrap().value,
+            "2",
+            "before 6.10: MC at level 2 kept by 2"
+        );
+        assert_eq!(Semantics::for_release(Some((6, 1))), Semantics::Above);
+        assert_eq!(Semantics::for_release(Some((6, 12))), Semantics::AtOrAbove);
+    }
+
+    #[test]
+    fn derives_domains_from_topology() {
+        let t = crate::topology::tests::sample();
+        let info = from_topology(&t, 0, "test");
+        let names: Vec<&str> = info.domains.iter().map(|d| d.name.as_str()).collect();
+        assert!(names.contains(&"MC"), "{names:?}");
+        assert!(!info.from_kernel && !info.exact_levels);
+    }
+}

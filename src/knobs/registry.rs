@@ -1,0 +1,614 @@
+//! The knob registry: every knob this kernel offers, discovered at runtime through the
+//! kernel root — the feature names from the features file (or BTF under lockdown), the
+//! debugfs directories as the kernel lists them, the cgroups that carry a control file.
+//! Each knob gets its current value and whether it can be written, probed by opening it
+//! for writing (which changes nothing), so a refusal is reported with the kernel's reason.
+//!
+//! The registry is also the write allowlist: the session writes only to paths of knobs
+//! found here (plus cgroup knobs resolved inside their mount by [`Registry::resolve`]).
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::kroot::{KernelError, KernelRoot};
+use crate::mounts::Mounts;
+use crate::topology::Topology;
+
+use super::domains::{self, DomainInfo, Semantics};
+use super::features::{self, FeatureRead};
+use super::{Access, Bit, Family, Knob, KnobType, catalog, cgroup};
+
+const SCHED_DIR: &str = "/sys/kernel/debug/sched";
+const NUMA_SYSCTL: &str = "/proc/sys/kernel/numa_balancing";
+const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
+const CPUSET_RELAX: &str = "cpuset.sched_relax_domain_level";
+const CGROUP_NUMA: &str = "cpu.numa_load_balance";
+
+/// Something llctop looked for and this kernel does not offer, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Missing {
+    pub what: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Registry {
+    pub knobs: Vec<Knob>,
+    pub missing: Vec<Missing>,
+    /// The domains relax_domain_level notes were computed from.
+    pub domains: Option<DomainInfo>,
+    pub semantics: Semantics,
+    #[serde(skip)]
+    root: KernelRoot,
+    #[serde(skip)]
+    mounts: Mounts,
+    #[serde(skip)]
+    topo: Option<Topology>,
+}
+
+/// The reason a kernel file could not be opened, in the operator's terms.
+pub fn refusal(e: &KernelError) -> String {
+    let debugfs = e.path().to_string_lossy().contains("/sys/kernel/debug");
+    match e.errno() {
+        Some(libc::EPERM) if debugfs => {
+            "EPERM: kernel lockdown (debugfs files with write permission cannot be opened)".into()
+        }
+        Some(libc::EPERM) => "EPERM: not permitted (needs root / CAP_SYS_ADMIN)".into(),
+        Some(libc::EACCES) => "EACCES: permission denied (run as root)".into(),
+        Some(libc::ENOENT) => "ENOENT: not present on this kernel".into(),
+        Some(libc::EROFS) => "EROFS: read-only file system".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Why a debugfs path is absent: debugfs not mounted, no root, or an older kernel.
+pub fn debugfs_absence(root: &KernelRoot, path: &str) -> String {
+    match root.list_dir("/sys/kernel/debug") {
+        Ok(entries) if entries.is_empty() => {
+            "debugfs is not mounted (mount -t debugfs none /sys/kernel/debug)".into()
+        }
+        Err(e) if e.errno() == Some(libc::EACCES) => {
+            "/sys/kernel/debug is readable by root only (run as root)".into()
+        }
+        Err(e) if e.is_not_found() => "no /sys/kernel/debug (kernel without debugfs)".into(),
+        _ if !root.exists(SCHED_DIR) => {
+            "no /sys/kernel/debug/sched (kernel before 5.13, or without CONFIG_SCHED_DEBUG before 6.15)"
+                .into()
+        }
+        _ => format!("{path}: not present on this kernel"),
+    }
+}
+
+impl Registry {
+    /// Discover every knob under `root`. Reads only; domains are read from debugfs only
+    /// if `sched/verbose` already exposes them (see `Session::read_domains`).
+    pub fn discover(root: &KernelRoot, topo: Option<&Topology>) -> Registry {
+        let mut r = Registry {
+            knobs: Vec::new(),
+            missing: Vec::new(),
+            domains: None,
+            semantics: Semantics::for_release(domains::kernel_release(root)),
+            root: root.clone(),
+            mounts: Mounts::discover(root),
+            topo: topo.cloned(),
+        };
+        r.features();
+        r.domain_knobs();
+        r.numa();
+        r.llc_balancing();
+        r.tunables();
+        r
+    }
+
+    pub fn root(&self) -> &KernelRoot {
+        &self.root
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Knob> {
+        self.knobs.iter().find(|k| k.id == id)
+    }
+
+    /// A registered knob, or a cgroup knob (`cgroup.numa_load_balance@/path`,
+    /// `relax_domain_level@/path`) resolved inside its mount and added to the registry.
+    pub fn resolve(&mut self, id: &str) -> Result<&Knob, String> {
+        if let Some(i) = self.knobs.iter().position(|k| k.id == id) {
+            return Ok(&self.knobs[i]);
+        }
+        let Some((base, cg)) = id.split_once('@') else {
+            return Err(format!("no knob {id:?} on this kernel (llctop knobs list)"));
+        };
+        let (mount, file) = match base {
+            "cgroup.numa_load_balance" => (self.mounts.cgroup2.clone(), CGROUP_NUMA),
+            "relax_domain_level" => (self.mounts.cpuset_v1.clone(), CPUSET_RELAX),
+            _ => return Err(format!("no knob {id:?} on this kernel (llctop knobs list)")),
+        };
+        let Some(mount) = mount else {
+            return Err(format!(
+                "{id}: the cgroup hierarchy for {file} is not mounted"
+            ));
+        };
+        let (norm, path) = cgroup::resolve(&self.root, &mount, cg, file)?;
+        let canonical_id = format!("{base}@{norm}");
+        if let Some(i) = self.knobs.iter().position(|k| k.id == canonical_id) {
+            return Ok(&self.knobs[i]);
+        }
+        let knob = if base == "relax_domain_level" {
+            self.relax_knob(canonical_id, path)
+        } else {
+            self.cgroup_numa_knob(canonical_id, path)
+        };
+        self.knobs.push(knob);
+        Ok(self.knobs.last().expect("just pushed"))
+    }
+
+    /// Re-read every knob's value and access (after writes, or periodically).
+    pub fn refresh(&mut self) {
+        let domains = self.domains.take();
+        let mut fresh = Registry::discover(&self.root, self.topo.as_ref());
+        // Keep knobs resolved on demand (cgroups beyond the walk).
+        for k in &self.knobs {
+            if fresh.get(&k.id).is_none() && k.id.contains('@') {
+                let _ = fresh.resolve(&k.id);
+            }
+        }
+        if let Some(d) = domains.filter(|d| d.from_kernel) {
+            fresh.set_domains(d);
+        }
+        *self = fresh;
+    }
+
+    /// Use `info` (read from the kernel) for the relax_domain_level notes and range.
+    pub fn set_domains(&mut self, info: DomainInfo) {
+        self.domains = Some(info);
+        let ids: Vec<String> = self
+            .knobs
+            .iter()
+            .filter(|k| k.id == "relax_domain_level" || k.id.starts_with("relax_domain_level@"))
+            .map(|k| k.id.clone())
+            .collect();
+        for id in ids {
+            if let Some(i) = self.knobs.iter().position(|k| k.id == id) {
+                let (notes, aliases, kind) = self.relax_meaning();
+                let k = &mut self.knobs[i];
+                k.notes = notes;
+                k.aliases = aliases;
+                if matches!(k.kind, KnobType::Int { .. }) {
+                    k.kind = kind;
+                }
+            }
+        }
+    }
+
+    /// Read the current canonical value of a knob from the kernel.
+    pub fn read_value(&self, knob: &Knob) -> Result<String, String> {
+        let raw = self
+            .root
+            .read(&knob.path)
+            .map_err(|e| format!("{}: {}", knob.path.display(), refusal(&e)))?;
+        knob.kind.decode(&raw).ok_or_else(|| {
+            format!(
+                "{}: unexpected content {:?} for {}",
+                knob.path.display(),
+                raw.trim(),
+                knob.kind.summary()
+            )
+        })
+    }
+
+    fn access(&self, path: &Path) -> Access {
+        match OpenOptions::new().write(true).open(self.root.path(path)) {
+            Ok(_) => Access::Writable,
+            Err(source) => Access::ReadOnly(refusal(&KernelError::Io {
+                path: path.to_path_buf(),
+                source,
+            })),
+        }
+    }
+
+    /// A knob for a plain file: value, access, catalog entry.
+    fn file_knob(&self, id: &str, family: Family, path: PathBuf, kind: KnobType) -> Knob {
+        let cat = catalog::knob(id.split('@').next().unwrap_or(id));
+        let (value, value_reason) = match self.root.read(&path) {
+            Ok(raw) => match kind.decode(&raw) {
+                Some(v) => (Some(v), None),
+                None => (None, Some(format!("unexpected content {:?}", raw.trim()))),
+            },
+            Err(e) => (None, Some(refusal(&e))),
+        };
+        Knob {
+            id: id.to_string(),
+            family,
+            access: self.access(&path),
+            path,
+            kind,
+            value,
+            value_source: None,
+            value_reason,
+            default: cat.default.map(str::to_string),
+            description: cat.description.to_string(),
+            reference: cat.reference.map(str::to_string),
+            notes: Vec::new(),
+            aliases: Vec::new(),
+        }
+    }
+
+    fn features(&mut self) {
+        match features::read(&self.root) {
+            FeatureRead::File { path, features } => {
+                let access = self.access(Path::new(path));
+                for (name, on) in features {
+                    let cat = catalog::feature(&name);
+                    self.knobs.push(Knob {
+                        id: format!("feature.{name}"),
+                        family: Family::Feature,
+                        path: path.into(),
+                        kind: KnobType::Feature { name },
+                        value: Some(if on { "on" } else { "off" }.into()),
+                        value_source: None,
+                        value_reason: None,
+                        default: cat.default.map(str::to_string),
+                        access: access.clone(),
+                        description: cat.description.into(),
+                        reference: cat.reference.map(str::to_string),
+                        notes: Vec::new(),
+                        aliases: Vec::new(),
+                    });
+                }
+            }
+            FeatureRead::Decoded {
+                path,
+                features,
+                refused,
+            } => {
+                for (name, on) in features {
+                    let cat = catalog::feature(&name);
+                    self.knobs.push(Knob {
+                        id: format!("feature.{name}"),
+                        family: Family::Feature,
+                        path: path.into(),
+                        kind: KnobType::Feature { name },
+                        value: Some(if on { "on" } else { "off" }.into()),
+                        value_source: Some(
+                            "decoded from .sysctl_sched_features in sched/debug with __SCHED_FEAT_* from BTF"
+                                .into(),
+                        ),
+                        value_reason: None,
+                        default: cat.default.map(str::to_string),
+                        access: Access::ReadOnly(refused.clone()),
+                        description: cat.description.into(),
+                        reference: cat.reference.map(str::to_string),
+                        notes: Vec::new(),
+                        aliases: Vec::new(),
+                    });
+                }
+            }
+            FeatureRead::Unavailable { reason } => self.missing.push(Missing {
+                what: "sched features".into(),
+                reason,
+            }),
+        }
+    }
+
+    fn domain_knobs(&mut self) {
+        let verbose = format!("{SCHED_DIR}/verbose");
+        if self.root.exists(&verbose) {
+            let k = self.file_knob(
+                "sched.verbose",
+                Family::Domain,
+                verbose.into(),
+                KnobType::Bool,
+            );
+            self.knobs.push(k);
+        }
+        // Domains as the kernel shows them, when verbose already exposes them.
+        let cpu0 = self.first_cpu();
+        if let Some(info) = domains::read_kernel(&self.root, cpu0) {
+            self.domains = Some(info);
+        }
+        let debugfs_relax = format!("{SCHED_DIR}/relax_domain_level");
+        if self.root.exists(&debugfs_relax) {
+            let k = self.relax_knob("relax_domain_level".into(), debugfs_relax.into());
+            self.knobs.push(k);
+            return;
+        }
+        if let Some(mount) = self.mounts.cpuset_v1.clone() {
+            for cg in cgroup::walk_with_file(&self.root, &mount, CPUSET_RELAX) {
+                let id = if cg == "/" {
+                    "relax_domain_level".to_string()
+                } else {
+                    format!("relax_domain_level@{cg}")
+                };
+                let k = self.relax_knob(id, cgroup::join(&mount, &cg).join(CPUSET_RELAX));
+                self.knobs.push(k);
+            }
+            if self.get("relax_domain_level").is_some() {
+                return;
+            }
+        }
+        // No runtime interface: the boot value, read-only, with the reason.
+        let cmdline = self.root.read("/proc/cmdline").ok();
+        let boot = cmdline.as_deref().and_then(|c| {
+            c.split_whitespace()
+                .find_map(|w| w.strip_prefix("relax_domain_level="))
+                .map(str::to_string)
+        });
+        let mut k = self.relax_knob("relax_domain_level".into(), "/proc/cmdline".into());
+        k.value = Some(boot.clone().unwrap_or_else(|| "-1".into()));
+        k.value_source = Some(match boot {
+            Some(_) => "boot parameter relax_domain_level= in /proc/cmdline".into(),
+            None => "no relax_domain_level= in /proc/cmdline: the default, -1".into(),
+        });
+        k.value_reason = None;
+        k.access = Access::ReadOnly(
+            "no runtime interface on this kernel: no sched/relax_domain_level in debugfs (an RFC, not merged) and no cgroup v1 cpuset mount (cgroup v2 has no equivalent; since 6.12 cpuset v1 also needs CONFIG_CPUSETS_V1); only the boot parameter relax_domain_level= sets it"
+                .into(),
+        );
+        self.knobs.push(k);
+    }
+
+    pub(crate) fn first_cpu(&self) -> u32 {
+        self.topo
+            .as_ref()
+            .and_then(|t| t.cpus.iter().find(|c| c.online).map(|c| c.cpu))
+            .unwrap_or(0)
+    }
+
+    /// Notes, aliases and the valid range for relax_domain_level from the domains.
+    fn relax_meaning(&self) -> (Vec<super::ValueNote>, Vec<super::ValueNote>, KnobType) {
+        let info = self.domains.clone().or_else(|| {
+            self.topo.as_ref().map(|t| {
+                domains::from_topology(
+                    t,
+                    self.first_cpu(),
+                    "sched/domains is not readable: sched/verbose is off or locked",
+                )
+            })
+        });
+        match info {
+            Some(info) => {
+                let (notes, aliases) = domains::relax_notes(&info, self.semantics);
+                // The kernel accepts -1 ..= sched_domain_level_max + 1; with exact levels
+                // the top level is known, else leave the range to the kernel's EINVAL.
+                let max = if info.exact_levels {
+                    info.domains
+                        .iter()
+                        .map(|d| i64::from(d.level))
+                        .max()
+                        .unwrap_or(0)
+                        + 1
+                } else {
+                    16
+                };
+                (notes, aliases, KnobType::Int { min: -1, max })
+            }
+            None => (Vec::new(), Vec::new(), KnobType::Int { min: -1, max: 16 }),
+        }
+    }
+
+    fn relax_knob(&self, id: String, path: PathBuf) -> Knob {
+        let (mut notes, aliases, kind) = self.relax_meaning();
+        notes.insert(
+            0,
+            super::ValueNote {
+                value: "semantics".into(),
+                meaning: format!(
+                    "this kernel clears balancing on {}",
+                    self.semantics.describe()
+                ),
+            },
+        );
+        let mut k = self.file_knob(&id, Family::Domain, path, kind);
+        k.notes = notes;
+        k.aliases = aliases;
+        k
+    }
+
+    fn cgroup_numa_knob(&self, id: String, path: PathBuf) -> Knob {
+        self.file_knob(&id, Family::Numa, path, KnobType::Bool)
+    }
+
+    fn numa(&mut self) {
+        let cgroups: Vec<String> = match &self.mounts.cgroup2 {
+            Some(m) => cgroup::walk_with_file(&self.root, m, CGROUP_NUMA),
+            None => Vec::new(),
+        };
+        if self.root.exists(NUMA_SYSCTL) {
+            let mut bits = vec![
+                Bit {
+                    value: 1,
+                    name: "normal".into(),
+                },
+                Bit {
+                    value: 2,
+                    name: "memory_tiering".into(),
+                },
+            ];
+            // Mode 4 only means something where the kernel has per-cgroup control.
+            if !cgroups.is_empty() {
+                bits.push(Bit {
+                    value: 4,
+                    name: "cgroup".into(),
+                });
+            }
+            let k = self.file_knob(
+                "numa_balancing",
+                Family::Numa,
+                NUMA_SYSCTL.into(),
+                KnobType::Bitmask { bits },
+            );
+            self.knobs.push(k);
+        } else {
+            self.missing.push(Missing {
+                what: "numa_balancing".into(),
+                reason: "no /proc/sys/kernel/numa_balancing (kernel without CONFIG_NUMA_BALANCING)"
+                    .into(),
+            });
+        }
+        if let Some(m) = self.mounts.cgroup2.clone() {
+            for cg in &cgroups {
+                let k = self.cgroup_numa_knob(
+                    format!("cgroup.numa_load_balance@{cg}"),
+                    cgroup::join(&m, cg).join(CGROUP_NUMA),
+                );
+                self.knobs.push(k);
+            }
+        }
+        if cgroups.is_empty() {
+            self.missing.push(Missing {
+                what: "per-cgroup NUMA balancing".into(),
+                reason: match &self.mounts.cgroup2 {
+                    Some(_) => {
+                        "no cgroup has cpu.numa_load_balance (an RFC, not in mainline)".into()
+                    }
+                    None => "no cgroup2 mount".into(),
+                },
+            });
+        }
+        self.debugfs_dir("numa_balancing", Family::Numa, |name| KnobType::Int {
+            min: 0,
+            max: if name == "scan_size_mb" {
+                1 << 20
+            } else {
+                u32::MAX as i64
+            },
+        });
+    }
+
+    fn llc_balancing(&mut self) {
+        self.debugfs_dir("llc_balancing", Family::LlcBalancing, |name| match name {
+            "enabled" => KnobType::Bool,
+            _ => KnobType::Int {
+                min: 0,
+                max: u32::MAX as i64,
+            },
+        });
+    }
+
+    /// Every file of `sched/<dir>/` as a knob `<dir>.<file>`; absence is explained.
+    fn debugfs_dir(&mut self, dir: &str, family: Family, kind: impl Fn(&str) -> KnobType) {
+        let path = format!("{SCHED_DIR}/{dir}");
+        match self.root.list_dir(&path) {
+            Ok(names) => {
+                for name in names {
+                    let k = self.file_knob(
+                        &format!("{dir}.{name}"),
+                        family,
+                        PathBuf::from(&path).join(&name),
+                        kind(&name),
+                    );
+                    self.knobs.push(k);
+                }
+            }
+            Err(_) => {
+                let why = if self.root.exists(SCHED_DIR) {
+                    match dir {
+                        "llc_balancing" => {
+                            "no sched/llc_balancing/ (cache-aware scheduling needs v7.2+ with CONFIG_SCHED_CACHE)".to_string()
+                        }
+                        _ => format!("no sched/{dir}/ (kernel without CONFIG_NUMA_BALANCING)"),
+                    }
+                } else {
+                    debugfs_absence(&self.root, &path)
+                };
+                self.missing.push(Missing {
+                    what: format!("sched/{dir}"),
+                    reason: why,
+                });
+            }
+        }
+    }
+
+    fn tunables(&mut self) {
+        let u32_max = u32::MAX as i64;
+        let files: [(&str, KnobType); 3] = [
+            (
+                "migration_cost_ns",
+                KnobType::Int {
+                    min: 0,
+                    max: u32_max,
+                },
+            ),
+            (
+                "nr_migrate",
+                KnobType::Int {
+                    min: 0,
+                    max: u32_max,
+                },
+            ),
+            (
+                "base_slice_ns",
+                KnobType::Int {
+                    min: 0,
+                    max: u32_max,
+                },
+            ),
+        ];
+        let mut absent = Vec::new();
+        for (name, kind) in files {
+            let path = format!("{SCHED_DIR}/{name}");
+            if self.root.exists(&path) {
+                let k =
+                    self.file_knob(&format!("sched.{name}"), Family::Tunable, path.into(), kind);
+                self.knobs.push(k);
+            } else {
+                absent.push(name);
+            }
+        }
+        let scaling = format!("{SCHED_DIR}/tunable_scaling");
+        if self.root.exists(&scaling) {
+            let k = self.file_knob(
+                "sched.tunable_scaling",
+                Family::Tunable,
+                scaling.into(),
+                KnobType::Enum {
+                    choices: vec!["none".into(), "log".into(), "linear".into()],
+                    numbered: true,
+                },
+            );
+            self.knobs.push(k);
+        }
+        // preempt lists its own choices: read them, never assume them.
+        let preempt = format!("{SCHED_DIR}/preempt");
+        if let Ok(text) = self.root.read(&preempt) {
+            let choices: Vec<String> = text
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+                .collect();
+            if !choices.is_empty() {
+                let k = self.file_knob(
+                    "sched.preempt",
+                    Family::Tunable,
+                    preempt.into(),
+                    KnobType::Enum {
+                        choices,
+                        numbered: false,
+                    },
+                );
+                self.knobs.push(k);
+            }
+        }
+        if !absent.is_empty() {
+            self.missing.push(Missing {
+                what: format!("sched/{{{}}}", absent.join(",")),
+                reason: debugfs_absence(&self.root, SCHED_DIR),
+            });
+        }
+        if self.root.exists(SCHEDSTATS) {
+            let k = self.file_knob(
+                "kernel.sched_schedstats",
+                Family::Tunable,
+                SCHEDSTATS.into(),
+                KnobType::Bool,
+            );
+            self.knobs.push(k);
+        } else {
+            self.missing.push(Missing {
+                what: "kernel.sched_schedstats".into(),
+                reason: "no /proc/sys/kernel/sched_schedstats (kernel without CONFIG_SCHEDSTATS)"
+                    .into(),
+            });
+        }
+    }
+}

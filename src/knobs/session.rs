@@ -1,0 +1,550 @@
+//! The safe write path — the only code in llctop that writes to the kernel.
+//!
+//! Every change goes through [`Session::write_knob`]:
+//! 1. the knob must be in the registry (the allowlist; cgroup knobs resolved inside their
+//!    mount), the session must not be read-only, and the knob must be writable;
+//! 2. the value is validated by the knob's type and range before anything is written;
+//! 3. the current value is read and journaled (the first original wins) *before* writing;
+//! 4. the value is written in one `write()`, then read back — a different value is an
+//!    error;
+//! 5. a [`KnobEvent`] records old/new/time for the recording, and the change joins the
+//!    undo stack.
+//!
+//! Dropping a session restores every knob it changed, in reverse order, unless the
+//! operator asked to keep them (`--keep-changes`); unwinding panics drop it too. After a
+//! SIGKILL the journal still has the originals for `llctop knobs restore`.
+
+use std::io::Write as _;
+use std::path::{Component, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::journal::{Entry, Journal, JournalError};
+use super::registry::Registry;
+use super::{Knob, domains};
+
+/// What a knob event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobAction {
+    /// The operator set a value (or a profile did).
+    Set,
+    /// Undo of the last change.
+    Undo,
+    /// Back to the journaled original (exit, `knobs restore`).
+    Restore,
+    /// llctop's own temporary change (sched/verbose while reading domains).
+    Internal,
+}
+
+/// One knob change, as written to recordings (`"type":"knob"` lines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnobEvent {
+    pub id: String,
+    pub path: PathBuf,
+    pub action: KnobAction,
+    pub old: String,
+    pub new: String,
+    /// The bytes written.
+    pub written: String,
+    /// The value read back after writing.
+    pub read_back: String,
+    pub unix_ns: u64,
+    pub mono_ns: u64,
+    /// Profile name or other grouping.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// A failed knob operation. Each names the knob or path and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum KnobError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{id}: invalid value: {reason}")]
+    Invalid { id: String, reason: String },
+    #[error("{id}: read-only session (--read-only): nothing is written")]
+    ReadOnlySession { id: String },
+    #[error("{id}: not writable: {reason}")]
+    NotWritable { id: String, reason: String },
+    #[error("{id}: cannot read the current value: {reason}")]
+    Read { id: String, reason: String },
+    #[error("{}: writing {written:?} failed: {cause}", path.display())]
+    Write {
+        path: PathBuf,
+        written: String,
+        cause: String,
+    },
+    #[error("{}: wrote {wrote:?} but read back {read:?}", path.display())]
+    ReadBack {
+        path: PathBuf,
+        wrote: String,
+        read: String,
+    },
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl KnobError {
+    /// Exit status for scripts (README "Exit codes").
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            KnobError::NotFound(_) => 3,
+            KnobError::Invalid { .. } => 4,
+            KnobError::ReadOnlySession { .. } | KnobError::NotWritable { .. } => 5,
+            KnobError::Read { .. } | KnobError::Write { .. } | KnobError::Refused(_) => 6,
+            KnobError::ReadBack { .. } => 7,
+            KnobError::Journal(_) => 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// No writes at all.
+    pub read_only: bool,
+    /// Leave changes in place when the session ends (journal entries stay).
+    pub keep_changes: bool,
+}
+
+/// One applied change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub id: String,
+    pub old: String,
+    pub new: String,
+}
+
+/// An undo step: one `set`, or a whole profile.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub label: String,
+    pub changes: Vec<Change>,
+}
+
+pub struct Session {
+    registry: Registry,
+    journal: Journal,
+    opts: Options,
+    steps: Vec<Step>,
+    /// Knobs this session changed, in first-change order.
+    touched: Vec<String>,
+    events: Vec<KnobEvent>,
+    finished: bool,
+}
+
+impl Session {
+    pub fn new(registry: Registry, journal: Journal, opts: Options) -> Session {
+        Session {
+            registry,
+            journal,
+            opts,
+            steps: Vec::new(),
+            touched: Vec::new(),
+            events: Vec::new(),
+            finished: false,
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    pub fn options(&self) -> Options {
+        self.opts
+    }
+
+    /// Events since the last call (for the recording).
+    pub fn take_events(&mut self) -> Vec<KnobEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Undo steps, oldest first.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Set one knob (validated, journaled, read back); one undo step.
+    pub fn set(&mut self, id: &str, input: &str) -> Result<Change, KnobError> {
+        let knob = self.knob(id)?;
+        let value = knob.parse_input(input).map_err(|e| KnobError::Invalid {
+            id: knob.id.clone(),
+            reason: e.0,
+        })?;
+        let change = self.write_knob(&knob, &value, KnobAction::Set, None)?;
+        self.steps.push(Step {
+            label: knob.id.clone(),
+            changes: vec![change.clone()],
+        });
+        Ok(change)
+    }
+
+    /// Set several knobs as one step: all are validated first; if a write fails, the
+    /// ones already written are put back and nothing of the step remains.
+    pub fn apply(
+        &mut self,
+        label: &str,
+        settings: &[(String, String)],
+    ) -> Result<Vec<Change>, KnobError> {
+        let mut planned = Vec::new();
+        for (id, input) in settings {
+            let knob = self.knob(id)?;
+            self.check_writable(&knob)?;
+            let value = knob.parse_input(input).map_err(|e| KnobError::Invalid {
+                id: knob.id.clone(),
+                reason: e.0,
+            })?;
+            planned.push((knob, value));
+        }
+        let mut done: Vec<(Knob, Change)> = Vec::new();
+        for (knob, value) in planned {
+            match self.write_knob(&knob, &value, KnobAction::Set, Some(label)) {
+                Ok(c) => done.push((knob, c)),
+                Err(e) => {
+                    for (k, c) in done.into_iter().rev() {
+                        let _ = self.write_knob(&k, &c.old, KnobAction::Undo, Some(label));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let changes: Vec<Change> = done.into_iter().map(|(_, c)| c).collect();
+        self.steps.push(Step {
+            label: label.to_string(),
+            changes: changes.clone(),
+        });
+        Ok(changes)
+    }
+
+    /// Undo the last step (a set or a profile), newest change first.
+    pub fn undo(&mut self) -> Result<Option<Step>, KnobError> {
+        let Some(step) = self.steps.pop() else {
+            return Ok(None);
+        };
+        for c in step.changes.iter().rev() {
+            let knob = self.knob(&c.id)?;
+            if let Err(e) = self.write_knob(&knob, &c.old, KnobAction::Undo, Some(&step.label)) {
+                self.steps.push(step);
+                return Err(e);
+            }
+        }
+        Ok(Some(step))
+    }
+
+    /// Put every knob this session changed back to its journaled original. Returns the
+    /// restored ids and the failures (each failure leaves its journal entry in place).
+    pub fn restore_session(&mut self) -> (Vec<String>, Vec<KnobError>) {
+        let ids: Vec<String> = self.touched.iter().rev().cloned().collect();
+        let r = self.restore_ids(&ids);
+        self.steps.clear();
+        r
+    }
+
+    /// Restore every journaled knob of this sysroot (`llctop knobs restore`), or only
+    /// `only` if given.
+    pub fn restore_journal(
+        &mut self,
+        only: &[String],
+    ) -> Result<(Vec<String>, Vec<KnobError>), KnobError> {
+        let root = self.registry.root().root().to_path_buf();
+        let ids: Vec<String> = self
+            .journal
+            .entries_for(&root)?
+            .into_iter()
+            .rev()
+            .map(|e| e.id)
+            .filter(|id| only.is_empty() || only.contains(id))
+            .collect();
+        Ok(self.restore_ids(&ids))
+    }
+
+    fn restore_ids(&mut self, ids: &[String]) -> (Vec<String>, Vec<KnobError>) {
+        let root = self.registry.root().root().to_path_buf();
+        let mut ok = Vec::new();
+        let mut failed = Vec::new();
+        for id in ids {
+            let entry = match self.journal.get(&root, id) {
+                Ok(Some(e)) => e,
+                Ok(None) => continue, // already back at its original
+                Err(e) => {
+                    failed.push(e.into());
+                    continue;
+                }
+            };
+            let res = self.knob(id).and_then(|knob| {
+                // A journal is only a hint: it may only restore a registered knob at the
+                // path the registry has for it.
+                if knob.path != entry.path {
+                    return Err(KnobError::Refused(format!(
+                        "{id}: journal path {} is not the knob's path {}",
+                        entry.path.display(),
+                        knob.path.display()
+                    )));
+                }
+                self.write_knob(&knob, &entry.original, KnobAction::Restore, None)
+            });
+            match res {
+                Ok(_) => ok.push(id.clone()),
+                Err(e) => failed.push(e),
+            }
+        }
+        (ok, failed)
+    }
+
+    /// Read the sched domains from the kernel for relax_domain_level's notes, turning
+    /// `sched/verbose` on just for the read when it is off (and putting it back).
+    /// Returns why the kernel's domains could not be read, if so.
+    pub fn read_domains(&mut self) -> Option<String> {
+        if self
+            .registry
+            .domains
+            .as_ref()
+            .is_some_and(|d| d.from_kernel)
+        {
+            return None;
+        }
+        let cpu = self.registry.first_cpu();
+        let Some(verbose) = self.registry.get("sched.verbose").cloned() else {
+            return Some("no sched/verbose in debugfs".into());
+        };
+        if self.opts.read_only {
+            return Some("sched/verbose is off and --read-only forbids turning it on".into());
+        }
+        if let super::Access::ReadOnly(r) = &verbose.access {
+            return Some(format!("sched/verbose: {r}"));
+        }
+        let before = match self.registry.read_value(&verbose) {
+            Ok(v) => v,
+            Err(e) => return Some(e),
+        };
+        if let Err(e) = self.write_knob(
+            &verbose,
+            "1",
+            KnobAction::Internal,
+            Some("read sched domains"),
+        ) {
+            return Some(e.to_string());
+        }
+        let info = domains::read_kernel(self.registry.root(), cpu);
+        let back = self.write_knob(
+            &verbose,
+            &before,
+            KnobAction::Internal,
+            Some("read sched domains"),
+        );
+        if let Err(e) = back {
+            eprintln!("llctop: putting sched/verbose back failed: {e}");
+        }
+        match info {
+            Some(info) => {
+                self.registry.set_domains(info);
+                None
+            }
+            None => Some("sched/domains did not appear with verbose on".into()),
+        }
+    }
+
+    /// End the session: restore (unless keeping changes) and report. Idempotent.
+    pub fn finish(&mut self) -> (Vec<String>, Vec<KnobError>) {
+        if self.finished {
+            return (Vec::new(), Vec::new());
+        }
+        self.finished = true;
+        if self.opts.keep_changes || self.opts.read_only {
+            return (Vec::new(), Vec::new());
+        }
+        self.restore_session()
+    }
+
+    /// Knobs changed in this session that are still not at their original value.
+    pub fn pending(&self) -> Vec<String> {
+        let root = self.registry.root().root();
+        self.touched
+            .iter()
+            .filter(|id| matches!(self.journal.get(root, id), Ok(Some(_))))
+            .cloned()
+            .collect()
+    }
+
+    fn knob(&mut self, id: &str) -> Result<Knob, KnobError> {
+        self.registry
+            .resolve(id)
+            .cloned()
+            .map_err(KnobError::NotFound)
+    }
+
+    fn check_writable(&self, knob: &Knob) -> Result<(), KnobError> {
+        if self.opts.read_only {
+            return Err(KnobError::ReadOnlySession {
+                id: knob.id.clone(),
+            });
+        }
+        if let super::Access::ReadOnly(reason) = &knob.access {
+            return Err(KnobError::NotWritable {
+                id: knob.id.clone(),
+                reason: reason.clone(),
+            });
+        }
+        if knob
+            .path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
+            || !knob.path.is_absolute()
+        {
+            return Err(KnobError::Refused(format!(
+                "{}: {} is not a plain kernel path",
+                knob.id,
+                knob.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The one place that writes: validated canonical `value` → journal → write → read back.
+    fn write_knob(
+        &mut self,
+        knob: &Knob,
+        value: &str,
+        action: KnobAction,
+        label: Option<&str>,
+    ) -> Result<Change, KnobError> {
+        self.check_writable(knob)?;
+        // Re-validate: restore and undo values come from the journal / history.
+        let value = knob
+            .kind
+            .parse_input(value)
+            .map_err(|e| KnobError::Invalid {
+                id: knob.id.clone(),
+                reason: e.0,
+            })?;
+        let old = self
+            .registry
+            .read_value(knob)
+            .map_err(|reason| KnobError::Read {
+                id: knob.id.clone(),
+                reason,
+            })?;
+        let change = Change {
+            id: knob.id.clone(),
+            old: old.clone(),
+            new: value.clone(),
+        };
+        let root_dir = self.registry.root().root().to_path_buf();
+        if old == value {
+            // Nothing to write; a restore to the original still clears the journal.
+            if action == KnobAction::Restore {
+                self.journal.remove(&root_dir, &knob.id)?;
+            }
+            return Ok(change);
+        }
+        let added = self.journal.record(Entry {
+            root: root_dir.clone(),
+            id: knob.id.clone(),
+            path: knob.path.clone(),
+            original: old.clone(),
+            restore_bytes: knob.kind.encode(&old),
+            changed_unix_ns: crate::collect::unix_ns(),
+            pid: std::process::id(),
+        })?;
+        if action != KnobAction::Internal && !self.touched.contains(&knob.id) {
+            self.touched.push(knob.id.clone());
+        }
+        let bytes = knob.kind.encode(&value);
+        let full = self.registry.root().path(&knob.path);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&full)
+            .and_then(|mut f| {
+                let n = f.write(bytes.as_bytes())?;
+                if n != bytes.len() {
+                    return Err(std::io::Error::other(format!(
+                        "short write: {n} of {} bytes",
+                        bytes.len()
+                    )));
+                }
+                Ok(())
+            });
+        if let Err(e) = written {
+            // Nothing changed: drop the journal entry this write added.
+            if added && self.registry.read_value(knob).as_deref() == Ok(old.as_str()) {
+                let _ = self.journal.remove(&root_dir, &knob.id);
+            }
+            return Err(KnobError::Write {
+                path: knob.path.clone(),
+                written: bytes,
+                cause: write_cause(&e, &knob.path),
+            });
+        }
+        let read = self
+            .registry
+            .read_value(knob)
+            .map_err(|reason| KnobError::Read {
+                id: knob.id.clone(),
+                reason,
+            })?;
+        self.events.push(KnobEvent {
+            id: knob.id.clone(),
+            path: knob.path.clone(),
+            action,
+            old: old.clone(),
+            new: value.clone(),
+            written: bytes.clone(),
+            read_back: read.clone(),
+            unix_ns: crate::collect::unix_ns(),
+            mono_ns: crate::collect::mono_ns(),
+            label: label.map(str::to_string),
+        });
+        if let Some(k) = self.registry.knobs.iter_mut().find(|k| k.id == knob.id) {
+            k.value = Some(read.clone());
+            k.value_source = None;
+        }
+        if read != value {
+            return Err(KnobError::ReadBack {
+                path: knob.path.clone(),
+                wrote: bytes,
+                read,
+            });
+        }
+        if let Ok(Some(entry)) = self.journal.get(&root_dir, &knob.id)
+            && entry.original == read
+        {
+            self.journal.remove(&root_dir, &knob.id)?;
+        }
+        Ok(change)
+    }
+}
+
+fn write_cause(e: &std::io::Error, path: &std::path::Path) -> String {
+    let debugfs = path.to_string_lossy().contains("/sys/kernel/debug");
+    match e.raw_os_error() {
+        Some(libc::EPERM) if debugfs => "EPERM: kernel lockdown".into(),
+        Some(libc::EPERM) => "EPERM: not permitted (needs root / CAP_SYS_ADMIN)".into(),
+        Some(libc::EACCES) => "EACCES: permission denied".into(),
+        Some(libc::EINVAL) => "EINVAL: the kernel refused the value".into(),
+        Some(libc::ENOENT) => "ENOENT: the knob vanished".into(),
+        Some(libc::EBUSY) => "EBUSY: the kernel is busy (e.g. CPU offline)".into(),
+        _ => e.to_string(),
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let (restored, failed) = self.finish();
+        if !restored.is_empty() {
+            eprintln!("llctop: restored {}", restored.join(", "));
+        }
+        for e in failed {
+            eprintln!("llctop: could not restore: {e} (llctop knobs restore retries)");
+        }
+    }
+}
