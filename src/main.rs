@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use llctop::collect::Collector;
+use llctop::knobs::{self, Session, journal, journal::Journal, profile, session};
 use llctop::kroot::KernelRoot;
 use llctop::record::{self, Header};
 use llctop::snapshot::Snapshot;
@@ -41,6 +42,20 @@ struct Cli {
     #[arg(long, global = true, default_value_t = 64)]
     top: usize,
 
+    /// Never write to the kernel (knob changes are refused).
+    #[arg(long, global = true)]
+    read_only: bool,
+
+    /// Leave knob changes in place on exit (they stay journaled: `llctop knobs restore`
+    /// puts the originals back later).
+    #[arg(long, global = true)]
+    keep_changes: bool,
+
+    /// The knob journal (default: /run/llctop/journal.json as root, else
+    /// $XDG_STATE_HOME/llctop/journal.json).
+    #[arg(long, global = true, env = "LLCTOP_JOURNAL", value_name = "FILE")]
+    journal: Option<PathBuf>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -72,6 +87,8 @@ enum Command {
         /// Ctrl-C / SIGTERM).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
+        #[command(flatten)]
+        changes: Changes,
     },
     /// Summarise a recording.
     Report { file: PathBuf },
@@ -80,7 +97,54 @@ enum Command {
         /// Stop after this long.
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
+        #[command(flatten)]
+        changes: Changes,
     },
+    /// Kernel policy knobs: list, read, change (journaled), restore.
+    Knobs {
+        #[command(subcommand)]
+        command: KnobsCommand,
+    },
+}
+
+/// Knob changes for the duration of a `live` or `record` run; restored when it ends
+/// (unless --keep-changes) and recorded as knob events.
+#[derive(clap::Args, Debug, Default)]
+struct Changes {
+    /// Set a knob for this run: ID=VALUE (repeatable).
+    #[arg(long = "set", value_name = "ID=VALUE")]
+    set: Vec<String>,
+    /// Apply a profile for this run (llctop knobs profiles).
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum KnobsCommand {
+    /// Every knob of this kernel with its value and writability.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one knob's current value (`--json`: everything about it).
+    Get {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a knob does, its values on this machine, and why it is read-only if it is.
+    Describe { id: String },
+    /// Change a knob. The original is journaled; `llctop knobs restore` puts it back.
+    Set { id: String, value: String },
+    /// Put journaled originals back (all, or the given ids) — e.g. after a crash.
+    Restore { ids: Vec<String> },
+    /// The profiles available (shipped and $XDG_CONFIG_HOME/llctop/profiles).
+    Profiles {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a profile as one step (journaled; `llctop knobs restore` reverts it).
+    Apply { name: String },
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -98,7 +162,12 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if matches!(cli.command, Some(Command::Knobs { .. }))
+        && let Some(Command::Knobs { command }) = cli.command.take()
+    {
+        return ExitCode::from(knobs_cmd(&cli, command));
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -128,12 +197,239 @@ fn run(mut cli: Cli) -> Result<(), Error> {
             print!("{}", record::report::render(&rec));
             Ok(())
         }
-        Some(Command::Record { output, duration }) => {
-            record_cmd(&cli, root, topo, &output, duration)
-        }
-        Some(Command::Live { duration }) => live(&cli, root, topo, duration),
-        None => live(&cli, root, topo, None),
+        Some(Command::Record {
+            output,
+            duration,
+            changes,
+        }) => record_cmd(&cli, root, topo, &output, duration, &changes),
+        Some(Command::Live { duration, changes }) => live(&cli, root, topo, duration, &changes),
+        None => live(&cli, root, topo, None, &Changes::default()),
+        Some(Command::Knobs { .. }) => Err("knobs is handled before the pipeline".into()),
     }
+}
+
+/// A knob session for this command line: the registry of `root`, the journal, and the
+/// --read-only / --keep-changes options.
+fn knob_session(cli: &Cli, root: &KernelRoot, topo: Option<&Topology>, keep: bool) -> Session {
+    let registry = knobs::Registry::discover(root, topo);
+    let journal = Journal::new(cli.journal.clone().unwrap_or_else(journal::default_path));
+    Session::new(
+        registry,
+        journal,
+        session::Options {
+            read_only: cli.read_only,
+            keep_changes: keep || cli.keep_changes,
+        },
+    )
+}
+
+/// `llctop knobs …`: prints results on stdout, errors on stderr; returns the exit code
+/// (0 ok, 1 other error, 3 unknown knob, 4 invalid value, 5 not writable / read-only,
+/// 6 the kernel refused or a read failed, 7 read-back mismatch, 8 journal error).
+fn knobs_cmd(cli: &Cli, command: KnobsCommand) -> u8 {
+    let root = KernelRoot::new(&cli.sysroot);
+    let topo = topology::discover(&root).ok();
+    // One-shot commands keep their changes: the journal remembers the originals.
+    let mut s = knob_session(cli, &root, topo.as_ref(), true);
+    let fail = |e: &dyn std::fmt::Display, code: u8| {
+        eprintln!("llctop: {e}");
+        code
+    };
+    match command {
+        KnobsCommand::List { json } => {
+            if let Some(why) = s.read_domains() {
+                s.registry_mut().missing.push(knobs::registry::Missing {
+                    what: "sched domains".into(),
+                    reason: format!("{why}; relax_domain_level levels estimated from topology"),
+                });
+            }
+            if json {
+                match serde_json::to_string_pretty(s.registry()) {
+                    Ok(t) => println!("{t}"),
+                    Err(e) => return fail(&e, 1),
+                }
+            } else {
+                print!("{}", knobs::render::list(s.registry()));
+            }
+            0
+        }
+        KnobsCommand::Get { id, json } => {
+            s.read_domains();
+            let reg = s.registry_mut();
+            let knob = match reg.resolve(&id) {
+                Ok(k) => k.clone(),
+                Err(e) => return fail(&e, 3),
+            };
+            if json {
+                return match serde_json::to_string_pretty(&knob) {
+                    Ok(t) => {
+                        println!("{t}");
+                        0
+                    }
+                    Err(e) => fail(&e, 1),
+                };
+            }
+            match reg.read_value(&knob) {
+                Ok(v) => {
+                    println!("{v}");
+                    0
+                }
+                Err(e) => match &knob.value {
+                    // The lockdown fallback knows the value without opening the file.
+                    Some(v) if knob.value_source.is_some() => {
+                        println!("{v}");
+                        0
+                    }
+                    _ => fail(&e, 6),
+                },
+            }
+        }
+        KnobsCommand::Describe { id } => {
+            s.read_domains();
+            match s.registry_mut().resolve(&id) {
+                Ok(k) => {
+                    print!("{}", knobs::render::describe(k));
+                    0
+                }
+                Err(e) => fail(&e, 3),
+            }
+        }
+        KnobsCommand::Set { id, value } => {
+            s.read_domains();
+            match s.set(&id, &value) {
+                Ok(c) => {
+                    print_change(&s, &c);
+                    0
+                }
+                Err(e) => fail(&e, e.exit_code()),
+            }
+        }
+        KnobsCommand::Apply { name } => {
+            let profile = match profile::find(&name, profile::user_dir().as_deref()) {
+                Ok(p) => p,
+                Err(e) => return fail(&e, 3),
+            };
+            s.read_domains();
+            match apply_profile(&mut s, &profile) {
+                Ok(()) => 0,
+                Err(e) => fail(&e, e.exit_code()),
+            }
+        }
+        KnobsCommand::Restore { ids } => match s.restore_journal(&ids) {
+            Ok((ok, failed)) => {
+                for e in s.take_events() {
+                    println!("{}: {} -> {} (restored)", e.id, e.old, e.new);
+                }
+                if ok.is_empty() && failed.is_empty() {
+                    println!(
+                        "nothing to restore (journal {})",
+                        s.journal().path().display()
+                    );
+                }
+                let mut code = 0;
+                for e in &failed {
+                    code = fail(e, e.exit_code());
+                }
+                code
+            }
+            Err(e) => fail(&e, e.exit_code()),
+        },
+        KnobsCommand::Profiles { json } => {
+            let (all, errors) = profile::load_all(profile::user_dir().as_deref());
+            for e in &errors {
+                eprintln!("llctop: {e}");
+            }
+            if json {
+                match serde_json::to_string_pretty(&all) {
+                    Ok(t) => println!("{t}"),
+                    Err(e) => return fail(&e, 1),
+                }
+            } else {
+                print!("{}", knobs::render::profiles(&all));
+            }
+            u8::from(!errors.is_empty())
+        }
+    }
+}
+
+fn print_change(s: &Session, c: &session::Change) {
+    if c.old == c.new {
+        println!("{}: already {}", c.id, c.new);
+    } else if s.options().keep_changes {
+        println!(
+            "{}: {} -> {} (read back; journaled in {}: `llctop knobs restore` puts back the original)",
+            c.id,
+            c.old,
+            c.new,
+            s.journal().path().display()
+        );
+    } else {
+        println!(
+            "{}: {} -> {} (read back; restored on exit)",
+            c.id, c.old, c.new
+        );
+    }
+}
+
+fn apply_profile(s: &mut Session, p: &profile::Profile) -> Result<(), session::KnobError> {
+    let (plan, skipped) = p.plan(s.registry_mut());
+    for sk in skipped {
+        println!("{}: skipped {sk}", p.name);
+    }
+    for c in s.apply(&p.name, &plan)? {
+        print_change(s, &c);
+    }
+    Ok(())
+}
+
+/// Apply `--profile` and `--set` for a run (after `read_domains`, so named values such as
+/// `relax_domain_level=llc` resolve on this machine).
+fn apply_changes(s: &mut Session, changes: &Changes) -> Result<(), Error> {
+    if changes.profile.is_none() && changes.set.is_empty() {
+        return Ok(());
+    }
+    s.read_domains();
+    if let Some(name) = &changes.profile {
+        let p = profile::find(name, profile::user_dir().as_deref())?;
+        apply_profile(s, &p)?;
+    }
+    for kv in &changes.set {
+        let Some((id, value)) = kv.split_once('=') else {
+            return Err(format!("--set {kv:?}: expected ID=VALUE").into());
+        };
+        let c = s.set(id.trim(), value.trim())?;
+        print_change(s, &c);
+    }
+    Ok(())
+}
+
+/// End a run's knob session: restore (unless kept) and say what happened.
+fn finish_session(s: &mut Session) {
+    let (restored, failed) = s.finish();
+    if !restored.is_empty() {
+        eprintln!("llctop: restored {}", restored.join(", "));
+    }
+    for e in &failed {
+        eprintln!("llctop: could not restore: {e} (`llctop knobs restore` retries)");
+    }
+    let kept = s.pending();
+    if s.options().keep_changes && !kept.is_empty() {
+        eprintln!(
+            "llctop: kept {} (--keep-changes); `llctop knobs restore` puts the originals back",
+            kept.join(", ")
+        );
+    }
+}
+
+/// Write the session's new knob events to the recording.
+fn write_knob_events(
+    k: &mut Option<Session>,
+    w: &mut record::Writer,
+) -> Result<(), record::RecordError> {
+    for ev in k.as_mut().map(|s| s.take_events()).unwrap_or_default() {
+        w.write_knob(&ev)?;
+    }
+    Ok(())
 }
 
 /// Build the sources for `--source`. BPF runs first so that procfs (busy, schedstat,
@@ -180,6 +476,7 @@ fn record_cmd(
     topo: Topology,
     output: &std::path::Path,
     duration: Option<Duration>,
+    changes: &Changes,
 ) -> Result<(), Error> {
     let flag = stop_flag()?;
     let (host, kernel) = record::host_and_kernel(&root);
@@ -194,23 +491,35 @@ fn record_cmd(
         kernel,
         start_unix_ns: llctop::collect::unix_ns(),
         interval_ns: cli.interval.as_nanos() as u64,
-        topology: topo,
+        topology: topo.clone(),
         sources,
         command: std::env::args().collect(),
     };
     let mut writer = record::Writer::create(output, &header)?;
+    let mut knobs = run_session(cli, &root, &topo, changes)?;
     let mut error: Option<record::RecordError> = None;
+    write_knob_events(&mut knobs, &mut writer)?;
     let limit = snapshot_count(duration, cli.interval);
+    let mut n = 0;
     collector.run(cli.interval, signalled(flag), |snap| {
-        match writer.write_snapshot(&snap) {
-            Ok(()) => limit.is_none_or(|l| snap.seq + 1 < l),
+        let res = writer
+            .write_snapshot(&snap)
+            .and_then(|()| write_knob_events(&mut knobs, &mut writer));
+        match res {
+            Ok(()) => {
+                n += 1;
+                limit.is_none_or(|l| snap.seq + 1 < l)
+            }
             Err(e) => {
                 error = Some(e);
                 false
             }
         }
     });
-    let n = writer.lines().saturating_sub(1);
+    if let Some(k) = knobs.as_mut() {
+        finish_session(k);
+    }
+    write_knob_events(&mut knobs, &mut writer)?;
     writer.finish()?;
     if let Some(e) = error {
         return Err(e.into());
@@ -224,10 +533,12 @@ fn live(
     root: KernelRoot,
     topo: Topology,
     duration: Option<Duration>,
+    changes: &Changes,
 ) -> Result<(), Error> {
     let flag = stop_flag()?;
     println!("{}", topo.summary());
     let mut collector = Collector::new(topo.clone(), sources(cli, &root, &topo)?);
+    let mut knobs = run_session(cli, &root, &topo, changes)?;
     let mut first = true;
     let limit = snapshot_count(duration, cli.interval);
     collector.run(cli.interval, signalled(flag), |snap| {
@@ -242,7 +553,27 @@ fn live(
         println!("{}", summary_line(&snap));
         limit.is_none_or(|l| snap.seq + 1 < l)
     });
+    if let Some(k) = knobs.as_mut() {
+        finish_session(k);
+    }
     Ok(())
+}
+
+/// The knob session of a `live`/`record` run with `--set`/`--profile` applied; `None`
+/// when the run changes nothing. A failed change ends the run (what was applied is
+/// restored when the session drops).
+fn run_session(
+    cli: &Cli,
+    root: &KernelRoot,
+    topo: &Topology,
+    changes: &Changes,
+) -> Result<Option<Session>, Error> {
+    if changes.profile.is_none() && changes.set.is_empty() {
+        return Ok(None);
+    }
+    let mut s = knob_session(cli, root, Some(topo), false);
+    apply_changes(&mut s, changes)?;
+    Ok(Some(s))
 }
 
 /// One line per tick: busy overall and per LLC, migrations by distance, top process.

@@ -9,43 +9,11 @@ use std::fs;
 use std::path::Path;
 
 use llctop::collect::Collector;
-use llctop::kroot::KernelRoot;
 use llctop::snapshot::{Precision, PreferredKind, SourceState};
 use llctop::source::procfs::ProcfsSource;
-use llctop::topology::{self, Topology};
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
-/// A temporary kernel root with a copy of a topology fixture's /sys, its topology, and
-/// room for a hand-made /proc.
-fn writable_root(fixture: &str) -> (tempfile::TempDir, KernelRoot, Topology) {
-    let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/topology")
-        .join(fixture)
-        .join("sys");
-    copy_dir(&src, &dir.path().join("sys"));
-    let kroot = KernelRoot::new(dir.path());
-    let topo = topology::discover(&kroot).unwrap();
-    (dir, kroot, topo)
-}
-
-fn put(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, text).unwrap();
-}
+mod common;
+use common::{put, writable_root};
 
 fn tps() -> u64 {
     // SAFETY: no preconditions.

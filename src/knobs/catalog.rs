@@ -114,9 +114,9 @@ pub fn feature(name: &str) -> Entry {
             Some("off"),
         ),
         "RT_PUSH_IPI" => e(
-            "RT: push overloaded RT tasks by IPI to the CPU that has them, avoiding rq-lock contention.",
+            "RT: push overloaded RT tasks by IPI to the CPU that has them, avoiding rq-lock contention. The default differs by kernel (off on non-RT kernels in the 7.x era).",
             None,
-            Some("on"),
+            None,
         ),
         "RT_RUNTIME_SHARE" => e(
             "RT: let RT runqueues borrow runtime from each other.",

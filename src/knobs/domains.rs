@@ -68,7 +68,10 @@ pub fn read_kernel(root: &KernelRoot, cpu: u32) -> Option<DomainInfo> {
     }
     let mut domains = Vec::new();
     let mut exact = true;
-    let mut estimate = LevelEstimate::default();
+    let mut estimate = LevelEstimate {
+        cfg: LevelConfig::read(root).unwrap_or(LevelConfig::ALL),
+        numa_seen: 0,
+    };
     for m in idx {
         let d = format!("{dir}/domain{m}");
         let name = root
@@ -105,82 +108,192 @@ pub fn read_kernel(root: &KernelRoot, cpu: u32) -> Option<DomainInfo> {
     })
 }
 
-/// Domains of `cpu` derived from the CPU topology: SMT (threads of a core), MC (the
-/// LLC), PKG (the package), then NUMA (all nodes) — each only where it spans more than
-/// its child, as the kernel's degeneration would leave them.
-pub fn from_topology(topo: &Topology, cpu: u32, reason: &str) -> DomainInfo {
-    let me = topo.cpus.iter().find(|c| c.cpu == cpu && c.online);
-    let mut spans: Vec<(&str, Vec<u32>)> = Vec::new();
-    if let Some(me) = me {
+/// Which optional topology levels this kernel was built with, from symbol names in
+/// `/proc/kallsyms` (names are visible without privileges): SMT needs CONFIG_SCHED_SMT
+/// (`sched_smt_present`), CLS CONFIG_SCHED_CLUSTER (`cpu_cluster_flags`), MC
+/// CONFIG_SCHED_MC (`cpu_core_flags`). `None` when kallsyms cannot be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelConfig {
+    pub smt: bool,
+    pub cls: bool,
+    pub mc: bool,
+}
+
+impl LevelConfig {
+    pub const ALL: LevelConfig = LevelConfig {
+        smt: true,
+        cls: true,
+        mc: true,
+    };
+
+    pub fn from_kallsyms(text: &str) -> LevelConfig {
+        let mut c = LevelConfig {
+            smt: false,
+            cls: false,
+            mc: false,
+        };
+        for line in text.lines() {
+            match line.split_whitespace().nth(2) {
+                Some("sched_smt_present") => c.smt = true,
+                Some("cpu_cluster_flags") => c.cls = true,
+                Some("cpu_core_flags") => c.mc = true,
+                _ => {}
+            }
+        }
+        c
+    }
+
+    pub fn read(root: &KernelRoot) -> Option<LevelConfig> {
+        root.read("/proc/kallsyms")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(|t| LevelConfig::from_kallsyms(&t))
+    }
+}
+
+/// Domains of `cpu` derived from the CPU topology the way the kernel builds them: the
+/// default topology table (SMT, CLS, MC, PKG — PKG skipped when a node is smaller than
+/// its package — then NODE and one NUMA level per SLIT distance), `level` counting every
+/// configured entry, building stopping at the first domain that spans every CPU, and
+/// degenerate domains (one CPU, or the same span as the child) removed.
+pub fn from_topology(
+    topo: &Topology,
+    cpu: u32,
+    config: Option<LevelConfig>,
+    reason: &str,
+) -> DomainInfo {
+    let cfg = config.unwrap_or(LevelConfig::ALL);
+    let online: Vec<u32> = topo
+        .cpus
+        .iter()
+        .filter(|c| c.online)
+        .map(|c| c.cpu)
+        .collect();
+    let mut domains = Vec::new();
+    if let Some(me) = topo.cpus.iter().find(|c| c.cpu == cpu && c.online) {
+        let select = |f: &dyn Fn(&crate::topology::Cpu) -> bool| -> Vec<u32> {
+            topo.cpus
+                .iter()
+                .filter(|c| c.online && f(c))
+                .map(|c| c.cpu)
+                .collect()
+        };
         let llc: Vec<u32> = me
             .llc
-            .and_then(|l| topo.llcs.get(l as usize))
+            .and_then(|l| topo.llcs.iter().find(|x| x.id == l))
             .map(|l| l.cpus.clone())
             .unwrap_or_default();
-        let pkg: Vec<u32> = topo
-            .cpus
-            .iter()
-            .filter(|c| c.online && c.package == me.package)
-            .map(|c| c.cpu)
-            .collect();
-        let all: Vec<u32> = topo
-            .cpus
-            .iter()
-            .filter(|c| c.online)
-            .map(|c| c.cpu)
-            .collect();
-        spans.push(("SMT", me.smt_siblings.clone()));
-        spans.push(("MC", llc));
-        spans.push(("PKG", pkg));
+        let pkg = select(&|c| c.package == me.package);
+        let node = select(&|c| c.node == me.node);
+        let mut levels: Vec<(&str, Vec<u32>)> = Vec::new();
+        if cfg.smt {
+            let mut smt = me.smt_siblings.clone();
+            if smt.is_empty() {
+                smt.push(cpu);
+            }
+            levels.push(("SMT", smt));
+        }
+        if cfg.cls {
+            let cls = match me.cluster {
+                Some(cl) => select(&|c| c.package == me.package && c.cluster == Some(cl)),
+                None => vec![cpu],
+            };
+            levels.push(("CLS", cls));
+        }
+        if cfg.mc {
+            levels.push(("MC", llc.clone()));
+        }
+        if node.len() >= pkg.len() || topo.nodes.len() <= 1 {
+            levels.push(("PKG", pkg));
+        }
         if topo.nodes.len() > 1 {
-            spans.push(("NUMA", all));
+            levels.push(("NODE", node));
+            let my_node = topo.nodes.iter().position(|n| Some(n.id) == me.node);
+            if let Some(row) = my_node.map(|i| topo.nodes[i].distances.clone()) {
+                let mut ds: Vec<u32> = row.iter().copied().filter(|&d| d > 10).collect();
+                ds.sort_unstable();
+                ds.dedup();
+                for d in ds {
+                    let span: Vec<u32> = topo
+                        .nodes
+                        .iter()
+                        .zip(&row)
+                        .filter(|(_, nd)| **nd <= d)
+                        .flat_map(|(n, _)| n.cpus.iter().copied())
+                        .collect();
+                    levels.push(("NUMA", span));
+                }
+            }
+        }
+        let mut prev: Vec<u32> = vec![cpu];
+        for (level, (name, mut span)) in levels.into_iter().enumerate() {
+            // A domain always contains its child.
+            span.extend(prev.iter().copied());
+            span.sort_unstable();
+            span.dedup();
+            if span.len() > 1 && span != prev {
+                // Only the flags the notes rely on, derived the way the kernel sets them.
+                let mut flags = Vec::new();
+                if span.iter().all(|c| llc.contains(c)) {
+                    flags.push("SD_SHARE_LLC".to_string());
+                }
+                if name == "NUMA" {
+                    flags.push("SD_NUMA".to_string());
+                }
+                domains.push(Domain {
+                    index: domains.len() as u32,
+                    name: name.to_string(),
+                    level: level as u32,
+                    flags,
+                    span: span.clone(),
+                });
+            }
+            let whole = span.len() >= online.len();
+            prev = span;
+            if whole {
+                break;
+            }
         }
     }
-    let mut estimate = LevelEstimate::default();
-    let mut domains = Vec::new();
-    let mut prev_len = 1;
-    for (name, span) in spans {
-        let level = estimate.level(name);
-        if span.len() > prev_len {
-            prev_len = span.len();
-            domains.push(Domain {
-                index: domains.len() as u32,
-                name: name.to_string(),
-                level,
-                flags: Vec::new(),
-                span,
-            });
-        }
-    }
+    let how = if config.is_some() {
+        "levels counted from the kernel's configured topology levels (kallsyms)"
+    } else {
+        "levels estimated assuming SMT, CLS and MC are configured"
+    };
     DomainInfo {
         cpu,
         domains,
         from_kernel: false,
         exact_levels: false,
-        note: Some(format!(
-            "domains derived from topology, levels estimated ({reason})"
-        )),
+        note: Some(format!("domains derived from topology, {how} ({reason})")),
     }
 }
 
-/// `sd->level` from a domain name, by the default x86/arm64 topology table: SMT 0, CLS 1,
-/// MC 2, PKG (DIE before 6.7) 3, NODE 4, then one level per NUMA distance.
-#[derive(Default)]
+/// `sd->level` from a domain name for kernels without `domains/*/level` (before 6.10):
+/// the position of the name in the default topology table with this kernel's configured
+/// levels (SMT, CLS, MC, PKG/DIE, NODE, then one NUMA level per distance).
 struct LevelEstimate {
+    cfg: LevelConfig,
     numa_seen: u32,
 }
 
 impl LevelEstimate {
     fn level(&mut self, name: &str) -> u32 {
+        let below = |upto: usize| {
+            [self.cfg.smt, self.cfg.cls, self.cfg.mc][..upto]
+                .iter()
+                .filter(|&&b| b)
+                .count() as u32
+        };
         match name {
             "SMT" => 0,
-            "CLS" => 1,
-            "MC" => 2,
-            "PKG" | "DIE" => 3,
-            "NODE" => 4,
+            "CLS" => below(1),
+            "MC" => below(2),
+            "PKG" | "DIE" => below(3),
+            "NODE" => below(3) + 1,
             _ => {
                 self.numa_seen += 1;
-                4 + self.numa_seen
+                below(3) + 1 + self.numa_seen
             }
         }
     }
@@ -368,7 +481,7 @@ mod tests {
     #[test]
     fn derives_domains_from_topology() {
         let t = crate::topology::tests::sample();
-        let info = from_topology(&t, 0, "test");
+        let info = from_topology(&t, 0, None, "test");
         let names: Vec<&str> = info.domains.iter().map(|d| d.name.as_str()).collect();
         assert!(names.contains(&"MC"), "{names:?}");
         assert!(!info.from_kernel && !info.exact_levels);

@@ -16,6 +16,7 @@ pub mod features;
 pub mod journal;
 pub mod profile;
 pub mod registry;
+pub mod render;
 pub mod session;
 
 use std::path::PathBuf;

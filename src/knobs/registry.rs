@@ -362,6 +362,7 @@ impl Registry {
                 domains::from_topology(
                     t,
                     self.first_cpu(),
+                    domains::LevelConfig::read(&self.root),
                     "sched/domains is not readable: sched/verbose is off or locked",
                 )
             })
@@ -571,7 +572,19 @@ impl Registry {
         }
         // preempt lists its own choices: read them, never assume them.
         let preempt = format!("{SCHED_DIR}/preempt");
-        if let Ok(text) = self.root.read(&preempt) {
+        let text = match self.root.read(&preempt) {
+            Ok(t) => Some(t),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                // Its choices come from the file itself: without it there is no knob.
+                self.missing.push(Missing {
+                    what: "sched.preempt".into(),
+                    reason: refusal(&e),
+                });
+                None
+            }
+        };
+        if let Some(text) = text {
             let choices: Vec<String> = text
                 .split_whitespace()
                 .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
@@ -610,5 +623,37 @@ impl Registry {
                     .into(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(path: &str, errno: i32) -> KernelError {
+        KernelError::Io {
+            path: path.into(),
+            source: std::io::Error::from_raw_os_error(errno),
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_cause() {
+        let lockdown = refusal(&io("/sys/kernel/debug/sched/features", libc::EPERM));
+        assert!(lockdown.contains("kernel lockdown"), "{lockdown}");
+        let sysctl = refusal(&io("/proc/sys/kernel/numa_balancing", libc::EPERM));
+        assert!(sysctl.contains("CAP_SYS_ADMIN"), "{sysctl}");
+        assert!(refusal(&io("/x", libc::EACCES)).contains("run as root"));
+        assert!(refusal(&io("/x", libc::ENOENT)).contains("not present"));
+    }
+
+    #[test]
+    fn debugfs_absence_explains_an_unmounted_debugfs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/kernel/debug")).unwrap();
+        let r = KernelRoot::new(dir.path());
+        assert!(debugfs_absence(&r, SCHED_DIR).contains("not mounted"));
+        std::fs::create_dir_all(dir.path().join("sys/kernel/debug/tracing")).unwrap();
+        assert!(debugfs_absence(&r, SCHED_DIR).contains("before 5.13"));
     }
 }

@@ -461,8 +461,11 @@ impl Session {
         }
         let bytes = knob.kind.encode(&value);
         let full = self.registry.root().path(&knob.path);
+        // Opened like `echo VALUE > file` (O_WRONLY|O_TRUNC; kernel files ignore the
+        // truncation), written in one write().
         let written = std::fs::OpenOptions::new()
             .write(true)
+            .truncate(true)
             .open(&full)
             .and_then(|mut f| {
                 let n = f.write(bytes.as_bytes())?;

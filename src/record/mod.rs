@@ -17,6 +17,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 
+use crate::knobs::session::KnobEvent;
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::topology::Topology;
 
@@ -117,6 +118,17 @@ impl Writer {
             r#type: "snapshot",
             snap,
         })
+    }
+
+    /// A knob change (`"type":"knob"`), written when it happens.
+    pub fn write_knob(&mut self, ev: &KnobEvent) -> Result<(), RecordError> {
+        #[derive(Serialize)]
+        struct KnobLine<'a> {
+            r#type: &'static str,
+            #[serde(flatten)]
+            ev: &'a KnobEvent,
+        }
+        self.write_json(&KnobLine { r#type: "knob", ev })
     }
 
     fn write_json<T: Serialize>(&mut self, v: &T) -> Result<(), RecordError> {

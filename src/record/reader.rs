@@ -9,12 +9,15 @@ use std::path::Path;
 use flate2::read::MultiGzDecoder;
 
 use super::{FORMAT, Header, RecordError, VERSION};
+use crate::knobs::session::KnobEvent;
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone)]
 pub struct Recording {
     pub header: Header,
     pub snapshots: Vec<Snapshot>,
+    /// Knob changes made while recording, in file order.
+    pub knobs: Vec<KnobEvent>,
     /// Lines of types this reader does not know (from a newer minor addition), skipped.
     pub skipped_lines: u64,
     /// The file ended in the middle of a line or of the gzip stream.
@@ -89,6 +92,7 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
     }
     let header: Header = serde_json::from_value(value).map_err(|e| fmt(format!("line 1: {e}")))?;
     let mut snapshots = Vec::new();
+    let mut knobs = Vec::new();
     let mut skipped_lines = 0;
     for (i, line) in it {
         if line.trim().is_empty() {
@@ -97,6 +101,11 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
         let v: serde_json::Value =
             serde_json::from_str(line).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
         match v.get("type").and_then(|t| t.as_str()) {
+            Some("knob") => {
+                let k: KnobEvent =
+                    serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
+                knobs.push(k);
+            }
             Some("snapshot") => {
                 let s: Snapshot =
                     serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
@@ -108,6 +117,7 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
     Ok(Recording {
         header,
         snapshots,
+        knobs,
         skipped_lines,
         truncated,
     })

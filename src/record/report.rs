@@ -49,6 +49,23 @@ pub fn render(rec: &Recording) -> String {
             String::new()
         }
     );
+    for k in &rec.knobs {
+        let at = k.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
+        let _ = writeln!(
+            out,
+            "  knob {:+.1}s {:?} {}: {} -> {} (read back {}){}",
+            at,
+            k.action,
+            k.id,
+            k.old,
+            k.new,
+            k.read_back,
+            k.label
+                .as_deref()
+                .map(|l| format!(" [{l}]"))
+                .unwrap_or_default()
+        );
+    }
     if snaps.is_empty() {
         return out;
     }

@@ -1,0 +1,42 @@
+//! Helpers shared by the integration tests: writable kernel roots built from fixtures.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::Path;
+
+use llctop::kroot::KernelRoot;
+use llctop::topology::{self, Topology};
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// A temporary kernel root with a copy of a topology fixture's /sys, its topology, and
+/// room for a hand-made /proc.
+pub fn writable_root(fixture: &str) -> (tempfile::TempDir, KernelRoot, Topology) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/topology")
+        .join(fixture)
+        .join("sys");
+    copy_dir(&src, &dir.path().join("sys"));
+    let kroot = KernelRoot::new(dir.path());
+    let topo = topology::discover(&kroot).unwrap();
+    (dir, kroot, topo)
+}
+
+/// Write `text` to `rel` under `root`, creating directories.
+pub fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, text).unwrap();
+}
