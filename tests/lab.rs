@@ -409,3 +409,220 @@ fn lab_6_1_bpf_placements_recorded() {
 fn lab_6_12_bpf_placements_recorded() {
     check_bpf_placement("6.12");
 }
+
+// ---- knobs (tests/lab/scenarios/knobs.sh) ----
+
+fn knobs_run(kernel: &str) -> &'static LabRun {
+    run(kernel, "knobs.sh")
+}
+
+fn check_feature_flip(kernel: &str) {
+    let run = knobs_run(kernel);
+    for k in [
+        "feature_before",
+        "feature_during",
+        "feature_after_exit",
+        "feature_during_term",
+        "term_rc",
+        "feature_after_term",
+    ] {
+        println!("lab {kernel}: {k} = {}", run.value(k));
+    }
+    assert_eq!(run.value("feature_before"), "TTWU_QUEUE");
+    assert_eq!(
+        run.value("feature_during"),
+        "NO_TTWU_QUEUE",
+        "the flip took effect"
+    );
+    assert_eq!(
+        run.value("feature_after_exit"),
+        "TTWU_QUEUE",
+        "restored on exit"
+    );
+    assert_eq!(run.value("feature_during_term"), "NO_TTWU_QUEUE");
+    assert_eq!(run.value("term_rc"), "0", "SIGTERM ends llctop cleanly");
+    assert_eq!(
+        run.value("feature_after_term"),
+        "TTWU_QUEUE",
+        "restored on SIGTERM"
+    );
+    assert!(run.block("live2").contains("restored feature.TTWU_QUEUE"));
+    assert!(
+        run.value("journal").contains("\"entries\":[]"),
+        "nothing left in the journal: {}",
+        run.value("journal")
+    );
+}
+
+fn newidle(flags: &str) -> bool {
+    flags.split_whitespace().any(|f| f == "SD_BALANCE_NEWIDLE")
+}
+
+#[test]
+fn lab_6_1_knobs_feature_flip_restored_on_exit_and_sigterm() {
+    check_feature_flip("6.1");
+}
+
+#[test]
+fn lab_6_12_knobs_feature_flip_restored_on_exit_and_sigterm() {
+    check_feature_flip("6.12");
+}
+
+#[test]
+fn lab_6_1_relax_domain_level_changes_domain_flags_and_restores() {
+    let run = knobs_run("6.1");
+    assert_eq!(run.value("cpuset_v1"), "yes");
+    assert_eq!(
+        (run.value("domain0_name"), run.value("domain1_name")),
+        ("MC", "NUMA")
+    );
+    let f = |k: &str| newidle(run.value(k));
+    println!(
+        "lab 6.1: SD_BALANCE_NEWIDLE MC/NUMA before {}/{}, relax=0 {}/{}, relax=llc ({}) {}/{}, after {}/{}",
+        f("domain0_flags_before"),
+        f("domain1_flags_before"),
+        f("domain0_flags_0"),
+        f("domain1_flags_0"),
+        run.value("relax_llc_value"),
+        f("domain0_flags_llc"),
+        f("domain1_flags_llc"),
+        f("domain0_flags_after_llc"),
+        f("domain1_flags_after_llc")
+    );
+    assert!(f("domain0_flags_before") && f("domain1_flags_before"));
+    // 0: no newidle balancing anywhere.
+    assert_eq!(run.value("relax_0_value"), "0");
+    assert!(!f("domain0_flags_0") && !f("domain1_flags_0"));
+    assert!(
+        f("domain0_flags_after_0") && f("domain1_flags_after_0"),
+        "restored"
+    );
+    // `llc`: newidle balancing kept inside the LLC (MC), off across nodes — the value
+    // llctop computed for this kernel's `>=` semantics (a stable backport in 6.1.y).
+    assert_eq!(run.value("relax_llc_value"), "3");
+    assert!(f("domain0_flags_llc"), "MC keeps newidle balancing");
+    assert!(!f("domain1_flags_llc"), "NUMA loses it");
+    assert!(
+        f("domain0_flags_after_llc") && f("domain1_flags_after_llc"),
+        "restored"
+    );
+    assert_eq!(run.value("relax_after"), "-1");
+    assert!(
+        run.block("relax_llc_out")
+            .contains("relax_domain_level: -1 -> 3")
+    );
+}
+
+#[test]
+fn lab_6_12_relax_domain_level_reported_unavailable_with_the_reason() {
+    let run = knobs_run("6.12");
+    println!("lab 6.12: cpuset v1: {}", run.value("cpuset_v1"));
+    assert!(run.value("cpuset_v1").starts_with("no"));
+    let d = run.block("describe_relax");
+    assert!(
+        d.contains("access:  read-only: no runtime interface"),
+        "{d}"
+    );
+    assert!(d.contains("cgroup v2 has no equivalent"), "{d}");
+    assert_ne!(run.value("relax_0_rc"), "0", "setting it fails");
+    let out = run.block("relax_0_out");
+    assert!(
+        out.contains("relax_domain_level: not writable: no runtime interface"),
+        "{out}"
+    );
+    // Nothing changed: the domains keep newidle balancing.
+    assert!(newidle(run.value("domain0_flags_0")) && newidle(run.value("domain1_flags_0")));
+}
+
+fn check_numa_balancing(kernel: &str) {
+    let run = knobs_run(kernel);
+    let v = |k: &str| run.value(k).to_string();
+    println!(
+        "lab {kernel}: numa_balancing before {} during {} after {}",
+        v("numa_before"),
+        v("numa_during"),
+        v("numa_after")
+    );
+    assert_eq!(
+        v("numa_before"),
+        "1",
+        "2 nodes: NUMA balancing on by default"
+    );
+    assert_eq!(v("numa_during"), "0");
+    assert_eq!(v("numa_after"), "1");
+}
+
+#[test]
+fn lab_6_1_numa_balancing_toggles_and_restores() {
+    check_numa_balancing("6.1");
+}
+
+#[test]
+fn lab_6_12_numa_balancing_toggles_and_restores() {
+    check_numa_balancing("6.12");
+}
+
+/// relax_domain_level notes from a `knobs list --json` file, without the estimate marker.
+fn relax_notes(run: &LabRun, file: &str) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_slice(run.file(file)).unwrap();
+    let k = v["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == "relax_domain_level")
+        .unwrap()
+        .clone();
+    k["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["value"].as_str().unwrap().to_string(),
+                n["meaning"]
+                    .as_str()
+                    .unwrap()
+                    .replace(" (levels estimated)", ""),
+            )
+        })
+        .collect()
+}
+
+fn check_domains_read_and_verbose_restored(kernel: &str) {
+    let run = knobs_run(kernel);
+    assert_eq!(run.value("verbose_before"), "N");
+    assert_eq!(run.value("verbose_after_describe"), "N", "verbose put back");
+    let v: Value = serde_json::from_slice(run.file("knobs_json")).unwrap();
+    let names: Vec<&str> = v["domains"]["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    println!(
+        "lab {kernel}: domains read with verbose on: {names:?}, exact levels {}",
+        v["domains"]["exact_levels"]
+    );
+    assert_eq!(names, ["MC", "NUMA"]);
+    // The topology-derived estimate (--read-only cannot turn verbose on) agrees with the
+    // kernel's own domains.
+    let exact = relax_notes(run, "knobs_json");
+    let estimated = relax_notes(run, "knobs_ro_json");
+    println!("lab {kernel}: relax_domain_level notes {exact:?}");
+    assert_eq!(exact, estimated);
+}
+
+#[test]
+fn lab_6_1_domains_read_with_verbose_restored() {
+    check_domains_read_and_verbose_restored("6.1");
+}
+
+#[test]
+fn lab_6_12_domains_read_with_exact_levels_match_the_estimate() {
+    check_domains_read_and_verbose_restored("6.12");
+    let v: Value = serde_json::from_slice(knobs_run("6.12").file("knobs_json")).unwrap();
+    assert_eq!(
+        v["domains"]["exact_levels"], true,
+        "6.12 has domains/*/level"
+    );
+}

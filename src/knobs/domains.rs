@@ -310,10 +310,28 @@ pub enum Semantics {
 }
 
 impl Semantics {
-    pub fn for_release(release: Option<(u32, u32)>) -> Semantics {
-        match release {
-            Some((maj, min)) if (maj, min) < (6, 10) => Semantics::Above,
-            _ => Semantics::AtOrAbove,
+    /// The comparison of a kernel version. `>=` came with commit a1fd0b9d751f
+    /// ("sched/fair: Allow disabling sched_balance_newidle with sched_relax_domain_level",
+    /// v6.10), which stable backported in June 2024 to the releases listed here.
+    pub fn for_version(v: Option<(u32, u32, u32)>) -> Semantics {
+        const BACKPORTS: [(u32, u32, u32); 7] = [
+            (5, 4, 278),
+            (5, 10, 219),
+            (5, 15, 161),
+            (6, 1, 93),
+            (6, 6, 33),
+            (6, 8, 12),
+            (6, 9, 4),
+        ];
+        let Some((maj, min, sub)) = v else {
+            return Semantics::AtOrAbove;
+        };
+        if (maj, min) >= (6, 10) {
+            return Semantics::AtOrAbove;
+        }
+        match BACKPORTS.iter().find(|b| (b.0, b.1) == (maj, min)) {
+            Some(b) if sub >= b.2 => Semantics::AtOrAbove,
+            _ => Semantics::Above,
         }
     }
 
@@ -326,19 +344,41 @@ impl Semantics {
 
     pub fn describe(self) -> &'static str {
         match self {
-            Semantics::AtOrAbove => "domains with level >= value (v6.10+)",
-            Semantics::Above => "domains with level > value (before v6.10)",
+            Semantics::AtOrAbove => {
+                "domains with level >= value (v6.10+, and stable kernels since June 2024)"
+            }
+            Semantics::Above => "domains with level > value (kernels before the v6.10 fix)",
         }
     }
 }
 
-/// `(major, minor)` of the running kernel, from `/proc/sys/kernel/osrelease`.
-pub fn kernel_release(root: &KernelRoot) -> Option<(u32, u32)> {
+/// `(major, minor, sublevel)` of the running kernel: `/proc/sys/kernel/osrelease`, with
+/// the sublevel taken from the build string in `/proc/version` when the release hides it
+/// (Debian's `6.1.0-56-amd64` is `Debian 6.1.158-1` there).
+pub fn kernel_version(root: &KernelRoot) -> Option<(u32, u32, u32)> {
     let r = root.read_trimmed("/proc/sys/kernel/osrelease").ok()?;
-    let mut it = r.split(['.', '-']);
+    let (maj, min, mut sub) = parse_version(&r)?;
+    if let Ok(v) = root.read("/proc/version")
+        && let Some((_, build)) = v.split_once('#')
+    {
+        for tok in build.split_whitespace() {
+            if let Some((a, b, c)) = parse_version(tok)
+                && (a, b) == (maj, min)
+                && tok.matches('.').count() >= 2
+            {
+                sub = sub.max(c);
+            }
+        }
+    }
+    Some((maj, min, sub))
+}
+
+fn parse_version(s: &str) -> Option<(u32, u32, u32)> {
+    let mut it = s.split(|c: char| !c.is_ascii_digit());
     let maj = it.next()?.parse().ok()?;
     let min = it.next()?.parse().ok()?;
-    Some((maj, min))
+    let sub = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    Some((maj, min, sub))
 }
 
 /// What each relax_domain_level value does to these domains, and the named values
@@ -474,8 +514,38 @@ mod tests {
             "2",
             "before 6.10: MC at level 2 kept by 2"
         );
-        assert_eq!(Semantics::for_release(Some((6, 1))), Semantics::Above);
-        assert_eq!(Semantics::for_release(Some((6, 12))), Semantics::AtOrAbove);
+        assert_eq!(Semantics::for_version(Some((6, 1, 80))), Semantics::Above);
+        assert_eq!(
+            Semantics::for_version(Some((6, 1, 158))),
+            Semantics::AtOrAbove
+        );
+        assert_eq!(
+            Semantics::for_version(Some((6, 12, 0))),
+            Semantics::AtOrAbove
+        );
+        assert_eq!(Semantics::for_version(Some((6, 2, 9))), Semantics::Above);
+    }
+
+    #[test]
+    fn versions_come_from_the_build_string_when_the_release_hides_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("proc/sys/kernel")).unwrap();
+        std::fs::write(d.join("proc/sys/kernel/osrelease"), "6.1.0-56-amd64\n").unwrap();
+        std::fs::write(
+            d.join("proc/version"),
+            "Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.158-1 (2025-11-09)\n",
+        )
+        .unwrap();
+        let r = KernelRoot::new(d);
+        assert_eq!(kernel_version(&r), Some((6, 1, 158)));
+        std::fs::write(d.join("proc/sys/kernel/osrelease"), "6.18.44-fc-v669\n").unwrap();
+        std::fs::write(
+            d.join("proc/version"),
+            "Linux version 6.18.44-fc-v669 #1 SMP\n",
+        )
+        .unwrap();
+        assert_eq!(kernel_version(&r), Some((6, 18, 44)));
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl Registry {
             knobs: Vec::new(),
             missing: Vec::new(),
             domains: None,
-            semantics: Semantics::for_release(domains::kernel_release(root)),
+            semantics: Semantics::for_version(domains::kernel_version(root)),
             root: root.clone(),
             mounts: Mounts::discover(root),
             topo: topo.cloned(),
@@ -367,9 +367,17 @@ impl Registry {
                 )
             })
         });
+        let semantics = super::ValueNote {
+            value: "semantics".into(),
+            meaning: format!(
+                "this kernel clears balancing on {}",
+                self.semantics.describe()
+            ),
+        };
         match info {
             Some(info) => {
-                let (notes, aliases) = domains::relax_notes(&info, self.semantics);
+                let (mut notes, aliases) = domains::relax_notes(&info, self.semantics);
+                notes.insert(0, semantics);
                 // The kernel accepts -1 ..= sched_domain_level_max + 1; with exact levels
                 // the top level is known, else leave the range to the kernel's EINVAL.
                 let max = if info.exact_levels {
@@ -384,22 +392,16 @@ impl Registry {
                 };
                 (notes, aliases, KnobType::Int { min: -1, max })
             }
-            None => (Vec::new(), Vec::new(), KnobType::Int { min: -1, max: 16 }),
+            None => (
+                vec![semantics],
+                Vec::new(),
+                KnobType::Int { min: -1, max: 16 },
+            ),
         }
     }
 
     fn relax_knob(&self, id: String, path: PathBuf) -> Knob {
-        let (mut notes, aliases, kind) = self.relax_meaning();
-        notes.insert(
-            0,
-            super::ValueNote {
-                value: "semantics".into(),
-                meaning: format!(
-                    "this kernel clears balancing on {}",
-                    self.semantics.describe()
-                ),
-            },
-        );
+        let (notes, aliases, kind) = self.relax_meaning();
         let mut k = self.file_knob(&id, Family::Domain, path, kind);
         k.notes = notes;
         k.aliases = aliases;
