@@ -112,8 +112,13 @@ chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$work/initrd.gz"
 
 log "booting (TCG, 4 vCPUs: 2 sockets x 2 cores, 2 nodes)"
+# Single-threaded TCG: with multi-threaded TCG a vCPU can run a stale translation of a
+# jump-label site the guest has just re-patched (static keys flip when schedstats, a sched
+# feature or numa_balancing change, or a tracepoint is attached), and the guest oopses
+# with "Oops: int3" (seen in ttwu_do_activate on 6.12). One host thread keeps
+# cross-modifying code coherent.
 set +e
-timeout "${LAB_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m 1024 \
+timeout "${LAB_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg,thread=single -m 1024 \
   -smp 4,sockets=2,cores=2,threads=1 \
   -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M \
   -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1 \
