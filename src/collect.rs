@@ -169,7 +169,40 @@ fn group(id: u32, cpus: &[&CpuStats]) -> GroupStats {
         ctx_switches: sum_opt(cpus.iter().map(|c| c.ctx_switches)),
         rq_wait_ns: sum_opt(cpus.iter().map(|c| c.rq_wait_ns)),
         runnable: sum_opt(cpus.iter().map(|c| c.runnable)),
+        counters: crate::counters::sum(cpus.iter().filter_map(|c| c.counters.as_ref())),
         ..GroupStats::default()
+    }
+}
+
+/// Add the LLCs' uncore L3 readings to the LLC groups and their nodes, then derive the
+/// group metrics over the interval.
+fn attach_counters(topo: &Topology, snap: &mut Snapshot, secs: f64) {
+    for u in &snap.uncore_l3 {
+        let llc_node = topo
+            .llcs
+            .iter()
+            .find(|l| l.id == u.llc)
+            .and_then(|l| l.node)
+            .and_then(|n| snap.nodes.iter().position(|g| g.id == n));
+        let groups = snap
+            .llcs
+            .iter_mut()
+            .filter(|g| g.id == u.llc)
+            .chain(llc_node.and_then(|i| snap.nodes.get_mut(i)));
+        for g in groups {
+            let c = g.counters.get_or_insert_with(Default::default);
+            let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                (Some(a), Some(b)) => Some(a + b),
+                (x, None) | (None, x) => x,
+            };
+            c.l3_lookups = add(c.l3_lookups, u.lookups);
+            c.l3_misses = add(c.l3_misses, u.misses);
+        }
+    }
+    for g in snap.llcs.iter_mut().chain(snap.nodes.iter_mut()) {
+        if let Some(c) = g.counters.as_mut() {
+            crate::counters::derive(c, secs);
+        }
     }
 }
 
@@ -246,6 +279,8 @@ pub fn aggregate(topo: &Topology, snap: &mut Snapshot) {
     }
     snap.llcs = llcs;
     snap.nodes = nodes;
+    let secs = snap.time.interval_secs();
+    attach_counters(topo, snap, secs);
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! recorded, replayed) → [`record`] (JSON Lines recordings and reports).
 
 pub mod collect;
+pub mod counters;
 pub mod cpulist;
 pub mod knobs;
 pub mod kroot;

@@ -15,6 +15,7 @@ use llctop::record::{self, Header};
 use llctop::snapshot::Snapshot;
 use llctop::snapshot::SourceStatus;
 use llctop::source::bpf::BpfSource;
+use llctop::source::perf::PerfSource;
 use llctop::source::procfs::ProcfsSource;
 use llctop::source::{FixedStatus, Source};
 use llctop::topology::{self, Distance, Topology};
@@ -436,20 +437,31 @@ fn write_knob_events(
 /// NUMA) can use its process rows.
 fn sources(cli: &Cli, root: &KernelRoot, topo: &Topology) -> Result<Vec<Box<dyn Source>>, Error> {
     let procfs = || ProcfsSource::new(root.clone(), cli.top);
-    if cli.source == SourceKind::Procfs {
-        return Ok(vec![Box::new(procfs())]);
+    let mut list: Vec<Box<dyn Source>> = if cli.source == SourceKind::Procfs {
+        vec![Box::new(procfs())]
+    } else {
+        match BpfSource::load(root.clone(), topo, cli.top) {
+            Ok(bpf) => vec![Box::new(bpf), Box::new(procfs().without_task_scan())],
+            Err(e) if cli.source == SourceKind::Bpf => return Err(e.into()),
+            Err(e) => vec![
+                Box::new(FixedStatus(SourceStatus::absent(
+                    "bpf",
+                    format!("{e}; using procfs sampling"),
+                ))),
+                Box::new(procfs()),
+            ],
+        }
+    };
+    // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
+    if root.is_live() {
+        list.push(Box::new(PerfSource::open(root, topo)));
+    } else {
+        list.push(Box::new(FixedStatus(SourceStatus::absent(
+            "perf",
+            "--sysroot is not the live system: its hardware counters cannot be opened",
+        ))));
     }
-    match BpfSource::load(root.clone(), topo, cli.top) {
-        Ok(bpf) => Ok(vec![Box::new(bpf), Box::new(procfs().without_task_scan())]),
-        Err(e) if cli.source == SourceKind::Bpf => Err(e.into()),
-        Err(e) => Ok(vec![
-            Box::new(FixedStatus(SourceStatus::absent(
-                "bpf",
-                format!("{e}; using procfs sampling"),
-            ))),
-            Box::new(procfs()),
-        ]),
-    }
+    Ok(list)
 }
 
 /// A flag set by SIGINT/SIGTERM so that loops end cleanly (files finished, knobs restored).
@@ -603,6 +615,16 @@ fn summary_line(s: &Snapshot) -> String {
             },
             parts.join(" ")
         ));
+    }
+    if let Some(c) = llctop::counters::sum(s.nodes.iter().filter_map(|n| n.counters.as_ref())) {
+        let mut c = c;
+        llctop::counters::derive(&mut c, s.time.interval_secs());
+        if let Some(ipc) = c.ipc {
+            line.push_str(&format!(" | ipc {ipc:.2}"));
+        }
+        if let Some(mpki) = c.mpki {
+            line.push_str(&format!(" mpki {mpki:.1}"));
+        }
     }
     if let Some(c) = s.system.ctx_switches {
         line.push_str(&format!(" | cs {c}"));

@@ -43,6 +43,9 @@ pub struct Snapshot {
     /// The state of every source and sub-source that contributed (or failed to).
     #[serde(default)]
     pub sources: Vec<SourceStatus>,
+    /// L3 uncore readings (perf source, AMD amd_l3), one per LLC that has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncore_l3: Vec<UncoreL3>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +110,63 @@ pub struct CpuStats {
     /// [2^i, 2^(i+1)) ns; trailing empty buckets are omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rq_wait_hist: Option<Vec<u64>>,
+    /// Hardware counters of the interval (perf source), scaled for multiplexing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+    /// The same counters as read, before scaling, with the enabled/running times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_raw: Option<RawCounters>,
+}
+
+/// Hardware counter deltas over the interval, scaled by time_enabled / time_running
+/// when the PMU was multiplexed, and the metrics derived from them (docs/metrics.md).
+/// A counter the PMU does not have is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub cycles: Option<u64>,
+    pub instructions: Option<u64>,
+    /// Generic `cache-references`: LLC references on Intel, **L2** requests on AMD Zen.
+    pub cache_references: Option<u64>,
+    /// Generic `cache-misses`: LLC misses on Intel, **L2** misses on AMD Zen.
+    pub cache_misses: Option<u64>,
+    /// `PERF_TYPE_HW_CACHE` LL/read/miss (unsupported on AMD Zen).
+    pub llc_read_misses: Option<u64>,
+    /// True L3 lookups and misses from the L3 uncore PMU (amd_l3), per LLC only.
+    #[serde(default)]
+    pub l3_lookups: Option<u64>,
+    #[serde(default)]
+    pub l3_misses: Option<u64>,
+    /// instructions / cycles.
+    pub ipc: Option<f64>,
+    /// cache_misses / cache_references.
+    pub miss_ratio: Option<f64>,
+    /// cache_misses per 1000 instructions.
+    pub mpki: Option<f64>,
+    /// L3 misses per second: l3_misses (uncore) where present, else llc_read_misses.
+    pub l3_misses_per_sec: Option<f64>,
+}
+
+/// Counter deltas as read (unscaled) and the group's enabled / running time deltas; the
+/// scaling factor is `time_enabled_ns / time_running_ns`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawCounters {
+    pub cycles: Option<u64>,
+    pub instructions: Option<u64>,
+    pub cache_references: Option<u64>,
+    pub cache_misses: Option<u64>,
+    pub llc_read_misses: Option<u64>,
+    pub time_enabled_ns: u64,
+    pub time_running_ns: u64,
+}
+
+/// One L3 uncore reading (amd_l3, one per CCX), attached to its LLC by `aggregate`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UncoreL3 {
+    pub llc: u32,
+    pub lookups: Option<u64>,
+    pub misses: Option<u64>,
+    /// time_enabled / time_running of the interval.
+    pub scale: Option<f64>,
 }
 
 /// Aggregate over the CPUs of an LLC or a node.
@@ -134,6 +194,9 @@ pub struct GroupStats {
     pub rq_wait_p50_ns: Option<u64>,
     #[serde(default)]
     pub rq_wait_p99_ns: Option<u64>,
+    /// Sums of the CPUs' counters (plus the LLC's uncore L3), with derived metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 //! perf (hardware counters) and replay come next and implement the same [`Source`].
 
 pub mod bpf;
+pub mod perf;
 pub mod procfs;
 
 use crate::snapshot::{Snapshot, SourceStatus};

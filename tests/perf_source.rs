@@ -1,0 +1,122 @@
+//! The perf source on this machine. Without a hardware PMU (this VM) it must say so and
+//! leave everything else working; with software events standing in for the hardware ones,
+//! the same open/read/delta/scale path must count what the kernel counts.
+
+use std::time::Duration;
+
+use llctop::collect::Collector;
+use llctop::kroot::KernelRoot;
+use llctop::snapshot::SourceState;
+use llctop::source::Source;
+use llctop::source::perf::{PerfSource, Slot, Spec};
+use llctop::topology;
+use perf_event_open::event::sw::Software;
+
+fn root_or_skip() -> bool {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: CPU-wide counters need root or CAP_PERFMON");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn hardware_counters_report_their_state_and_nothing_else_breaks() {
+    let root = KernelRoot::default();
+    let topo = topology::discover(&root).unwrap();
+    let perf = PerfSource::open(&root, &topo);
+    let mut c = Collector::new(topo.clone(), vec![Box::new(perf)]);
+    c.baseline();
+    let mut snaps = Vec::new();
+    c.run(
+        Duration::from_millis(100),
+        || false,
+        |s| {
+            snaps.push(s);
+            snaps.len() < 2
+        },
+    );
+    let s = snaps.last().unwrap();
+    let st = s.sources.iter().find(|x| x.name == "perf").unwrap();
+    println!("perf: {:?} {:?}", st.state, st.reason);
+    let has_pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+        || std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists();
+    if has_pmu && root_or_skip() {
+        assert_ne!(st.state, SourceState::Absent, "{:?}", st.reason);
+        assert!(s.cpus.iter().any(|c| c.counters.is_some()));
+    } else if !has_pmu {
+        assert_eq!(st.state, SourceState::Absent);
+        let r = st.reason.as_deref().unwrap();
+        assert!(r.contains("no hardware PMU"), "{r}");
+        assert!(
+            s.cpus.iter().all(|c| c.counters.is_none()),
+            "no invented values"
+        );
+        assert!(s.llcs.iter().all(|g| g.counters.is_none()));
+    }
+}
+
+#[test]
+fn software_stand_ins_count_through_the_same_path() {
+    if !root_or_skip() {
+        return;
+    }
+    let root = KernelRoot::default();
+    let topo = topology::discover(&root).unwrap();
+    // cpu-clock stands in for cycles (the leader), task-clock for instructions.
+    let events = vec![
+        (Slot::Cycles, Spec::Software(Software::CpuClock)),
+        (Slot::Instructions, Spec::Software(Software::TaskClock)),
+        (Slot::CacheMisses, Spec::Software(Software::CtxSwitch)),
+    ];
+    let mut perf = PerfSource::open_events(&root, &topo, events);
+    let mut snap = llctop::collect::empty_snapshot(&topo);
+    perf.sample(&topo, &mut snap);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut snap = llctop::collect::empty_snapshot(&topo);
+    snap.time.interval_ns = 300_000_000;
+    perf.sample(&topo, &mut snap);
+    llctop::collect::aggregate(&topo, &mut snap);
+    let st = snap.sources.iter().find(|x| x.name == "perf").unwrap();
+    assert_eq!(st.state, SourceState::Active, "{:?}", st.reason);
+    for c in snap.cpus.iter().filter(|c| c.online) {
+        let raw = c.counters_raw.as_ref().unwrap();
+        let k = c.counters.as_ref().unwrap();
+        let clock = raw.cycles.unwrap();
+        println!(
+            "cpu{}: cpu-clock {} ns over enabled {} ns (running {}), ctx {}, task-clock {:?}",
+            c.cpu,
+            clock,
+            raw.time_enabled_ns,
+            raw.time_running_ns,
+            raw.cache_misses.unwrap_or(0),
+            raw.instructions
+        );
+        // cpu-clock counts the time it was enabled: equal to time_enabled within 1%.
+        let en = raw.time_enabled_ns as f64;
+        assert!(((clock as f64) - en).abs() < en * 0.01, "{clock} vs {en}");
+        assert!(en > 250e6, "enabled for the ~300 ms between reads: {en}");
+        assert_eq!(
+            k.cycles, raw.cycles,
+            "software events are never multiplexed"
+        );
+        // Group members count too (a sibling created disabled would read 0 forever).
+        let task = raw.instructions.unwrap() as f64;
+        assert!((task - en).abs() < en * 0.05, "task-clock {task} vs {en}");
+        assert!(k.ipc.is_some(), "derived from the stand-ins");
+    }
+    let ctx: u64 = snap
+        .cpus
+        .iter()
+        .filter_map(|c| c.counters_raw.as_ref()?.cache_misses)
+        .sum();
+    assert!(ctx > 0, "the sleeping test thread alone switches: {ctx}");
+    let llc = snap.llcs[0].counters.as_ref().unwrap();
+    let sum: u64 = snap
+        .cpus
+        .iter()
+        .filter_map(|c| c.counters.as_ref()?.cycles)
+        .sum();
+    assert_eq!(llc.cycles, Some(sum), "the LLC sums its CPUs");
+}
