@@ -235,59 +235,49 @@ impl Registry {
     }
 
     fn features(&mut self) {
-        match features::read(&self.root) {
+        let (path, features, access, source) = match features::read(&self.root) {
             FeatureRead::File { path, features } => {
                 let access = self.access(Path::new(path));
-                for (name, on) in features {
-                    let cat = catalog::feature(&name);
-                    self.knobs.push(Knob {
-                        id: format!("feature.{name}"),
-                        family: Family::Feature,
-                        path: path.into(),
-                        kind: KnobType::Feature { name },
-                        value: Some(if on { "on" } else { "off" }.into()),
-                        value_source: None,
-                        value_reason: None,
-                        default: cat.default.map(str::to_string),
-                        access: access.clone(),
-                        description: cat.description.into(),
-                        reference: cat.reference.map(str::to_string),
-                        notes: Vec::new(),
-                        aliases: Vec::new(),
-                    });
-                }
+                (path, features, access, None)
             }
             FeatureRead::Decoded {
                 path,
                 features,
                 refused,
-            } => {
-                for (name, on) in features {
-                    let cat = catalog::feature(&name);
-                    self.knobs.push(Knob {
-                        id: format!("feature.{name}"),
-                        family: Family::Feature,
-                        path: path.into(),
-                        kind: KnobType::Feature { name },
-                        value: Some(if on { "on" } else { "off" }.into()),
-                        value_source: Some(
-                            "decoded from .sysctl_sched_features in sched/debug with __SCHED_FEAT_* from BTF"
-                                .into(),
-                        ),
-                        value_reason: None,
-                        default: cat.default.map(str::to_string),
-                        access: Access::ReadOnly(refused.clone()),
-                        description: cat.description.into(),
-                        reference: cat.reference.map(str::to_string),
-                        notes: Vec::new(),
-                        aliases: Vec::new(),
-                    });
-                }
+            } => (
+                path,
+                features,
+                Access::ReadOnly(refused),
+                Some(
+                    "decoded from .sysctl_sched_features in sched/debug with __SCHED_FEAT_* from BTF"
+                        .to_string(),
+                ),
+            ),
+            FeatureRead::Unavailable { reason } => {
+                self.missing.push(Missing {
+                    what: "sched features".into(),
+                    reason,
+                });
+                return;
             }
-            FeatureRead::Unavailable { reason } => self.missing.push(Missing {
-                what: "sched features".into(),
-                reason,
-            }),
+        };
+        for (name, on) in features {
+            let cat = catalog::feature(&name);
+            self.knobs.push(Knob {
+                id: format!("feature.{name}"),
+                family: Family::Feature,
+                path: path.into(),
+                kind: KnobType::Feature { name },
+                value: Some(if on { "on" } else { "off" }.into()),
+                value_source: source.clone(),
+                value_reason: None,
+                default: cat.default.map(str::to_string),
+                access: access.clone(),
+                description: cat.description.into(),
+                reference: cat.reference.map(str::to_string),
+                notes: Vec::new(),
+                aliases: Vec::new(),
+            });
         }
     }
 

@@ -485,7 +485,7 @@ impl Session {
             return Err(KnobError::Write {
                 path: knob.path.clone(),
                 written: bytes,
-                cause: write_cause(&e, &knob.path),
+                cause: write_cause(e, &knob.path),
             });
         }
         let read = self
@@ -527,16 +527,17 @@ impl Session {
     }
 }
 
-fn write_cause(e: &std::io::Error, path: &std::path::Path) -> String {
-    let debugfs = path.to_string_lossy().contains("/sys/kernel/debug");
+/// Why a write failed: the registry's wording for refusals to open, plus what only a
+/// write can report (EINVAL for a value the kernel refused, a knob that vanished, EBUSY).
+fn write_cause(e: std::io::Error, path: &std::path::Path) -> String {
     match e.raw_os_error() {
-        Some(libc::EPERM) if debugfs => "EPERM: kernel lockdown".into(),
-        Some(libc::EPERM) => "EPERM: not permitted (needs root / CAP_SYS_ADMIN)".into(),
-        Some(libc::EACCES) => "EACCES: permission denied".into(),
         Some(libc::EINVAL) => "EINVAL: the kernel refused the value".into(),
         Some(libc::ENOENT) => "ENOENT: the knob vanished".into(),
         Some(libc::EBUSY) => "EBUSY: the kernel is busy (e.g. CPU offline)".into(),
-        _ => e.to_string(),
+        _ => super::registry::refusal(&crate::kroot::KernelError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
     }
 }
 
