@@ -99,6 +99,14 @@ fn session(root: &KernelRoot, journal: &Path, opts: Options) -> Session {
     )
 }
 
+/// The fixture, its journal path and a writable session on it.
+fn fixture_session() -> (tempfile::TempDir, KernelRoot, PathBuf, Session) {
+    let (dir, root) = fixture();
+    let j = dir.path().join("journal.json");
+    let s = session(&root, &j, Options::default());
+    (dir, root, j, s)
+}
+
 #[test]
 fn registry_lists_every_kind_with_values_and_reasons() {
     let (dir, root) = fixture();
@@ -235,9 +243,7 @@ fn every_kind_toggles_through_the_safe_path_and_restores_on_drop() {
 
 #[test]
 fn invalid_values_are_refused_before_anything_is_written() {
-    let (dir, root) = fixture();
-    let j = dir.path().join("journal.json");
-    let mut s = session(&root, &j, Options::default());
+    let (_dir, root, j, mut s) = fixture_session();
     let before = read(&root, "/proc/sys/kernel/numa_balancing");
     for (id, v, why) in [
         ("numa_balancing", "8", "allowed mask 7"),
@@ -273,9 +279,7 @@ fn invalid_values_are_refused_before_anything_is_written() {
 
 #[test]
 fn cgroup_paths_cannot_escape_the_mount() {
-    let (dir, root) = fixture();
-    let j = dir.path().join("journal.json");
-    let mut s = session(&root, &j, Options::default());
+    let (dir, root, _j, mut s) = fixture_session();
     for (id, why) in [
         ("cgroup.numa_load_balance@/../../etc", "`..`"),
         ("cgroup.numa_load_balance@/out", "outside the cgroup mount"),
@@ -307,9 +311,7 @@ fn cgroup_paths_cannot_escape_the_mount() {
 
 #[test]
 fn undo_steps_back_single_changes_and_whole_profiles() {
-    let (dir, root) = fixture();
-    let j = dir.path().join("journal.json");
-    let mut s = session(&root, &j, Options::default());
+    let (_dir, root, j, mut s) = fixture_session();
     s.set("sched.nr_migrate", "8").unwrap();
     s.set("sched.nr_migrate", "4").unwrap();
     s.apply(
@@ -368,9 +370,7 @@ fn undo_steps_back_single_changes_and_whole_profiles() {
 
 #[test]
 fn shipped_profiles_apply_on_the_fixture() {
-    let (dir, root) = fixture();
-    let j = dir.path().join("journal.json");
-    let mut s = session(&root, &j, Options::default());
+    let (_dir, root, _j, mut s) = fixture_session();
     let p = llctop::knobs::profile::find("newidle-in-llc", None).unwrap();
     let (plan, skipped) = p.plan(s.registry_mut());
     assert_eq!(

@@ -383,6 +383,16 @@ impl Session {
             .map_err(KnobError::NotFound)
     }
 
+    /// The knob's value as the kernel has it now.
+    fn read_current(&self, knob: &Knob) -> Result<String, KnobError> {
+        self.registry
+            .read_value(knob)
+            .map_err(|reason| KnobError::Read {
+                id: knob.id.clone(),
+                reason,
+            })
+    }
+
     fn check_writable(&self, knob: &Knob) -> Result<(), KnobError> {
         if self.opts.read_only {
             return Err(KnobError::ReadOnlySession {
@@ -427,13 +437,7 @@ impl Session {
                 id: knob.id.clone(),
                 reason: e.0,
             })?;
-        let old = self
-            .registry
-            .read_value(knob)
-            .map_err(|reason| KnobError::Read {
-                id: knob.id.clone(),
-                reason,
-            })?;
+        let old = self.read_current(knob)?;
         let change = Change {
             id: knob.id.clone(),
             old: old.clone(),
@@ -488,13 +492,7 @@ impl Session {
                 cause: write_cause(e, &knob.path),
             });
         }
-        let read = self
-            .registry
-            .read_value(knob)
-            .map_err(|reason| KnobError::Read {
-                id: knob.id.clone(),
-                reason,
-            })?;
+        let read = self.read_current(knob)?;
         self.events.push(KnobEvent {
             id: knob.id.clone(),
             path: knob.path.clone(),
