@@ -51,6 +51,14 @@ const volatile u32 nr_cpu_ids = 1;
 /* Detail events allowed per CPU per 100 ms. */
 const volatile u32 event_budget = 64;
 
+/* Hardware-counter slots, in the order of userspace's perf Slot: cycles, instructions,
+ * cache-references, cache-misses, LLC read misses. */
+#define NR_PC 5
+
+/* Bit i set: pmu[cpu * NR_PC + i] may hold a counter. Written by userspace after it
+ * fills the pmu map; 0 (the default) turns attribution off. */
+u32 pc_mask = 0;
+
 /* Set to 1 by the switch hook when task_struct has preferred_llc (v7.2+). */
 u32 kernel_preferred_llc = 0;
 
@@ -70,7 +78,12 @@ struct cpu_stat {
 	u64 events_dropped;
 	u64 budget_window;
 	u32 budget_used;
-	u32 pad;
+	u32 pc_valid;         /* pc_last holds a reading taken at the last switch */
+	/* Counter values (raw) at the last switch, and the enabled/running times of the
+	 * first slot that read; the slice since then belongs to curr_tgid. */
+	u64 pc_last[NR_PC];
+	u64 pc_last_enabled;
+	u64 pc_last_running;
 };
 
 struct {
@@ -146,13 +159,32 @@ struct proc_llc_key {
 	u32 llc;
 };
 
-/* Completed runtime of each process on each LLC. */
+/* What a process did on one LLC: completed runtime and the counter deltas of its
+ * completed slices (raw, with the enabled/running time deltas to scale them). The
+ * idle task is tgid 0 (counters only), so that per-process sums add up to the
+ * per-CPU totals. */
+struct proc_llc_val {
+	u64 runtime_ns;
+	u64 pc[NR_PC];
+	u64 pc_enabled;
+	u64 pc_running;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct proc_llc_key);
-	__type(value, u64);
-} proc_llc_runtime SEC(".maps");
+	__type(value, struct proc_llc_val);
+} proc_llc SEC(".maps");
+
+/* The per-CPU perf counters, pmu[cpu * NR_PC + slot], filled by userspace with the
+ * perf source's fds (sized to nr_cpu_ids * NR_PC before load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} pmu SEC(".maps");
 
 /* Tasks about to be moved by NUMA balancing (set by sched_move/swap_numa). */
 struct {
@@ -306,6 +338,51 @@ static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct t
 	bpf_ringbuf_submit(e, 0);
 }
 
+struct pc_delta {
+	u64 pc[NR_PC];
+	u64 enabled;
+	u64 running;
+};
+
+/*
+ * Read this CPU's counters (bpf_perf_event_read_value on the perf source's own fds) and
+ * return the deltas since the previous switch in *out. False when attribution is off,
+ * nothing could be read, or this is the first reading on this CPU (baseline only).
+ */
+static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct pc_delta *out)
+{
+	u32 mask = pc_mask;
+	if (!mask || cpu >= MAX_CPUS)
+		return false;
+	bool any = false, times = false;
+	__builtin_memset(out, 0, sizeof(*out));
+#pragma unroll
+	for (int i = 0; i < NR_PC; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		struct bpf_perf_event_value v;
+		if (bpf_perf_event_read_value(&pmu, cpu * NR_PC + i, &v, sizeof(v)))
+			continue;
+		if (cs->pc_valid && v.counter >= cs->pc_last[i])
+			out->pc[i] = v.counter - cs->pc_last[i];
+		cs->pc_last[i] = v.counter;
+		if (!times) {
+			times = true;
+			if (cs->pc_valid && v.enabled >= cs->pc_last_enabled &&
+			    v.running >= cs->pc_last_running) {
+				out->enabled = v.enabled - cs->pc_last_enabled;
+				out->running = v.running - cs->pc_last_running;
+			}
+			cs->pc_last_enabled = v.enabled;
+			cs->pc_last_running = v.running;
+		}
+		any = true;
+	}
+	bool had = cs->pc_valid;
+	cs->pc_valid = any;
+	return any && had;
+}
+
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 				     const bool direct)
 {
@@ -318,19 +395,31 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	u32 next_pid = RD(direct, next, pid);
 	const volatile struct cpu_topo *t = topo_of(cpu);
 
-	/* Close the slice that just ended. */
-	if (cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0) {
-		u64 ran = now - cs->last_switch_ns;
-		if (t) {
-			struct proc_llc_key k = { .tgid = RD(direct, prev, tgid), .llc = t->llc };
-			u64 *v = bpf_map_lookup_elem(&proc_llc_runtime, &k);
-			if (!v) {
-				u64 zero = 0;
-				bpf_map_update_elem(&proc_llc_runtime, &k, &zero, BPF_NOEXIST);
-				v = bpf_map_lookup_elem(&proc_llc_runtime, &k);
+	/* Close the slice that just ended: its runtime and counter deltas go to prev's
+	 * process on this LLC (the idle task's counters to tgid 0). */
+	struct pc_delta pd;
+	bool have_pc = read_counters(cs, cpu, &pd);
+	bool ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0;
+	if (t && (ran || have_pc)) {
+		struct proc_llc_key k = { .tgid = prev_pid ? RD(direct, prev, tgid) : 0,
+					  .llc = t->llc };
+		struct proc_llc_val *v = bpf_map_lookup_elem(&proc_llc, &k);
+		if (!v) {
+			struct proc_llc_val zero = {};
+			bpf_map_update_elem(&proc_llc, &k, &zero, BPF_NOEXIST);
+			v = bpf_map_lookup_elem(&proc_llc, &k);
+		}
+		if (v) {
+			if (ran)
+				__sync_fetch_and_add(&v->runtime_ns, now - cs->last_switch_ns);
+			if (have_pc) {
+#pragma unroll
+				for (int i = 0; i < NR_PC; i++)
+					if (pd.pc[i])
+						__sync_fetch_and_add(&v->pc[i], pd.pc[i]);
+				__sync_fetch_and_add(&v->pc_enabled, pd.enabled);
+				__sync_fetch_and_add(&v->pc_running, pd.running);
 			}
-			if (v)
-				__sync_fetch_and_add(v, ran);
 		}
 	}
 	cs->last_switch_ns = now;

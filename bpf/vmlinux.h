@@ -42,6 +42,7 @@ enum { false = 0, true = 1 };
 enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERF_EVENT_ARRAY = 4,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
@@ -54,6 +55,13 @@ enum {
 
 enum {
 	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
+};
+
+/* uapi: what bpf_perf_event_read_value() fills. */
+struct bpf_perf_event_value {
+	__u64 counter;
+	__u64 enabled;
+	__u64 running;
 };
 
 enum {

@@ -436,12 +436,20 @@ fn write_knob_events(
 /// Build the sources for `--source`. BPF runs first so that procfs (busy, schedstat,
 /// NUMA) can use its process rows.
 fn sources(cli: &Cli, root: &KernelRoot, topo: &Topology) -> Result<Vec<Box<dyn Source>>, Error> {
+    // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
+    let perf = root.is_live().then(|| PerfSource::open(root, topo));
     let procfs = || ProcfsSource::new(root.clone(), cli.top);
     let mut list: Vec<Box<dyn Source>> = if cli.source == SourceKind::Procfs {
         vec![Box::new(procfs())]
     } else {
         match BpfSource::load(root.clone(), topo, cli.top) {
-            Ok(bpf) => vec![Box::new(bpf), Box::new(procfs().without_task_scan())],
+            Ok(mut bpf) => {
+                // Per-process counters: the BPF program reads perf's counters at switches.
+                if let Some(p) = perf.as_ref() {
+                    bpf.attach_counters(p);
+                }
+                vec![Box::new(bpf), Box::new(procfs().without_task_scan())]
+            }
             Err(e) if cli.source == SourceKind::Bpf => return Err(e.into()),
             Err(e) => vec![
                 Box::new(FixedStatus(SourceStatus::absent(
@@ -452,14 +460,12 @@ fn sources(cli: &Cli, root: &KernelRoot, topo: &Topology) -> Result<Vec<Box<dyn 
             ],
         }
     };
-    // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
-    if root.is_live() {
-        list.push(Box::new(PerfSource::open(root, topo)));
-    } else {
-        list.push(Box::new(FixedStatus(SourceStatus::absent(
+    match perf {
+        Some(p) => list.push(Box::new(p)),
+        None => list.push(Box::new(FixedStatus(SourceStatus::absent(
             "perf",
             "--sysroot is not the live system: its hardware counters cannot be opened",
-        ))));
+        )))),
     }
     Ok(list)
 }

@@ -320,6 +320,12 @@ pub struct ProcessTable {
     /// Processes seen this interval (the rows are the top ones by CPU time).
     pub total: u32,
     pub rows: Vec<ProcessStats>,
+    /// Hardware counters while CPUs ran their idle task (BPF attribution only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_counters: Option<Counters>,
+    /// Hardware counters of the processes not in `rows` (BPF attribution only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_counters: Option<Counters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -346,6 +352,14 @@ pub struct ProcessStats {
     /// cgroup v2 path (or the v1 memory-controller path), when known.
     #[serde(default)]
     pub cgroup: Option<String>,
+    /// Hardware counters of its threads' slices in the interval (BPF attribution of the
+    /// per-CPU counters at every context switch), scaled and derived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+    /// The same split by the LLC the slices ran on, indexed by LLC id (empty without
+    /// attribution).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters_per_llc: Vec<Option<Counters>>,
 }
 
 /// Load-balance activity from /proc/schedstat, aggregated over CPUs by domain level.

@@ -42,6 +42,8 @@ use crate::snapshot::{
     ByCause, ByDistance, Cause, DetailEvent, EventKind, EventLog, Migrations, Precision,
     PreferredKind, ProcessStats, ProcessTable, Snapshot, SourceStatus,
 };
+use crate::snapshot::{Counters, RawCounters};
+use crate::source::perf::{GroupReader, PerfSource, Slot};
 use crate::topology::{Distance, Topology};
 
 const MAX_CPUS: usize = 4096;
@@ -122,6 +124,19 @@ fn pod<T: Copy + Default>(b: &[u8]) -> T {
     v
 }
 
+/// Counter slots in the BPF program (`NR_PC`), in [`Slot::ALL`] order.
+const NR_PC: usize = 5;
+
+/// What a process did on one LLC, cumulative: runtime and raw counter values with the
+/// enabled/running time to scale them.
+#[derive(Debug, Clone, Copy, Default)]
+struct LlcCum {
+    runtime: u64,
+    pc: [u64; NR_PC],
+    enabled: u64,
+    running: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 struct ProcCum {
     wait_ns: u64,
@@ -131,7 +146,25 @@ struct ProcCum {
     pref_miss: u64,
     /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
     kernel_pref: i64,
-    llc_runtime: Vec<u64>,
+    llc: Vec<LlcCum>,
+}
+
+impl ProcCum {
+    fn on_llc(&mut self, llc: u32, nr_llc: usize) -> Option<&mut LlcCum> {
+        if self.llc.is_empty() {
+            self.llc = vec![LlcCum::default(); nr_llc];
+        }
+        self.llc.get_mut(llc as usize)
+    }
+}
+
+/// The slice still running on a CPU when the maps are read.
+struct Inflight {
+    cpu: u32,
+    tgid: u32,
+    ns: u64,
+    /// Counter values and enabled/running at the slice start (`None`: no baseline).
+    pc_start: Option<([u64; NR_PC], u64, u64)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -166,6 +199,11 @@ pub struct BpfSource {
     preferred: PreferredLlc,
     root: KernelRoot,
     top: usize,
+    /// Per-process counter attribution: the CPUs' group readers and the slots the BPF
+    /// program reads (bit i = `Slot::ALL[i]`); `attribution_note` says why it is off.
+    readers: Vec<GroupReader>,
+    pc_mask: u32,
+    attribution_note: Option<String>,
 }
 
 impl BpfSource {
@@ -204,6 +242,9 @@ impl BpfSource {
                             preferred: PreferredLlc::new(),
                             root,
                             top,
+                            readers: Vec::new(),
+                            pc_mask: 0,
+                            attribution_note: None,
                         });
                     }
                     Err(e) if is_permission(&e) => return Err(LoadError::permission()),
@@ -271,6 +312,7 @@ impl BpfSource {
             }
         }
         open.maps.cpu_mig.set_max_entries(nr_cpus as u32)?;
+        open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
             .llc_matrix
             .set_max_entries((nr_llc * nr_llc) as u32)?;
@@ -313,6 +355,62 @@ impl BpfSource {
         self.mode
     }
 
+    /// Attribute `perf`'s per-CPU counters to processes: their fds go into the
+    /// program's PERF_EVENT_ARRAY (the map holds its own reference), which reads them
+    /// with `bpf_perf_event_read_value` at every context switch and adds the deltas to
+    /// the process that ran. Returns the number of CPUs attributed; on failure
+    /// attribution stays off and the reason shows in the bpf source state.
+    pub fn attach_counters(&mut self, perf: &PerfSource) -> usize {
+        use std::os::fd::AsRawFd;
+        let mut mask = 0u32;
+        let mut readers = Vec::new();
+        let mut errors = Vec::new();
+        for cpu in perf.attribution() {
+            let mut ok = false;
+            for (slot, fd) in &cpu.members {
+                let key = (cpu.cpu as usize * NR_PC + slot.index()) as u32;
+                let fd = fd.as_raw_fd() as u32;
+                match self.skel.maps.pmu.update(
+                    &key.to_ne_bytes(),
+                    &fd.to_ne_bytes(),
+                    MapFlags::ANY,
+                ) {
+                    Ok(()) => {
+                        mask |= 1 << slot.index();
+                        ok = true;
+                    }
+                    Err(e) => errors.push(format!("cpu{} {}: {e}", cpu.cpu, slot.label())),
+                }
+            }
+            match cpu.reader {
+                Ok(r) if ok => readers.push(r),
+                Ok(_) => {}
+                Err(e) => errors.push(format!("cpu{}: {e}", cpu.cpu)),
+            }
+        }
+        self.attribution_note = if readers.is_empty() {
+            Some(if errors.is_empty() {
+                "per-process counters off: no per-CPU counters open (see the perf source)".into()
+            } else {
+                format!("per-process counters off: {}", errors.join("; "))
+            })
+        } else if errors.is_empty() {
+            None
+        } else {
+            Some(format!(
+                "per-process counters partial: {}",
+                errors.join("; ")
+            ))
+        };
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.pc_mask = if readers.is_empty() { 0 } else { mask };
+        }
+        self.pc_mask = mask;
+        let n = readers.len();
+        self.readers = readers;
+        n
+    }
+
     fn read(&self) -> Cumulative {
         let n = self.nr_cpus;
         let mut c = Cumulative {
@@ -333,8 +431,7 @@ impl BpfSource {
             .flatten()
             .unwrap_or_default();
         let now = mono_ns();
-        // The slice still running on each CPU: (tgid, cpu, ns so far).
-        let mut inflight: Vec<(u32, u32, u64)> = Vec::new();
+        let mut inflight: Vec<Inflight> = Vec::new();
         for (cpu, bytes) in per_cpu.iter().enumerate() {
             let s: types::cpu_stat = pod(bytes);
             if cpu < n {
@@ -349,9 +446,20 @@ impl BpfSource {
             }
             c.unclassified += s.mig_unclassified;
             c.dropped += s.events_dropped;
-            if s.curr_pid != 0 && s.last_switch_ns > 0 && now > s.last_switch_ns {
-                inflight.push((s.curr_tgid, cpu as u32, now - s.last_switch_ns));
-            }
+            inflight.push(Inflight {
+                cpu: cpu as u32,
+                tgid: if s.curr_pid != 0 { s.curr_tgid } else { 0 },
+                ns: if s.curr_pid != 0 && s.last_switch_ns > 0 && now > s.last_switch_ns {
+                    now - s.last_switch_ns
+                } else {
+                    0
+                },
+                pc_start: (s.pc_valid != 0).then_some((
+                    s.pc_last,
+                    s.pc_last_enabled,
+                    s.pc_last_running,
+                )),
+            });
         }
         for b in 0..WAIT_BUCKETS {
             if let Ok(Some(vals)) = maps
@@ -389,15 +497,17 @@ impl BpfSource {
             }
         }
         let nr_llc = self.nr_llc;
-        for key in maps.proc_llc_runtime.keys() {
-            if let Ok(Some(bytes)) = maps.proc_llc_runtime.lookup(&key, MapFlags::ANY) {
+        for key in maps.proc_llc.keys() {
+            if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
                 let k: types::proc_llc_key = pod(&key);
-                let p = c.procs.entry(k.tgid).or_default();
-                if p.llc_runtime.is_empty() {
-                    p.llc_runtime = vec![0; nr_llc];
-                }
-                if let Some(slot) = p.llc_runtime.get_mut(k.llc as usize) {
-                    *slot += pod::<u64>(&bytes);
+                let v: types::proc_llc_val = pod(&bytes);
+                if let Some(l) = c.procs.entry(k.tgid).or_default().on_llc(k.llc, nr_llc) {
+                    l.runtime += v.runtime_ns;
+                    for (a, b) in l.pc.iter_mut().zip(v.pc) {
+                        *a += b;
+                    }
+                    l.enabled += v.pc_enabled;
+                    l.running += v.pc_running;
                 }
             }
         }
@@ -405,25 +515,73 @@ impl BpfSource {
         c
     }
 
-    /// Add each CPU's running slice to its process's runtime on that CPU's LLC, so a
-    /// task that never switches out is still counted.
-    fn add_inflight(&self, c: &mut Cumulative, inflight: Vec<(u32, u32, u64)>) {
+    /// Add each CPU's running slice to its process on that CPU's LLC, so a task that
+    /// never switches out is still counted: its runtime so far and, with attribution,
+    /// the counters since the slice began (read now from the same counter group).
+    fn add_inflight(&self, c: &mut Cumulative, inflight: Vec<Inflight>) {
         let Some(ro) = self.skel.maps.rodata_data.as_ref() else {
             return;
         };
-        for (tgid, cpu, ns) in inflight {
-            let Some(t) = ro.topo.get(cpu as usize).filter(|t| t.valid != 0) else {
+        for f in inflight {
+            let Some(t) = ro.topo.get(f.cpu as usize).filter(|t| t.valid != 0) else {
                 continue;
             };
-            let p = c.procs.entry(tgid).or_default();
-            if p.llc_runtime.is_empty() {
-                p.llc_runtime = vec![0; self.nr_llc];
+            let counters = f.pc_start.and_then(|(start, en, run)| {
+                let r = self.readers.iter().find(|r| r.cpu == f.cpu)?.read().ok()?;
+                let mut pc = [0u64; NR_PC];
+                for (slot, v) in &r.values {
+                    pc[slot.index()] = v.saturating_sub(start[slot.index()]);
+                }
+                Some((
+                    pc,
+                    r.enabled.saturating_sub(en),
+                    r.running.saturating_sub(run),
+                ))
+            });
+            if f.ns == 0 && counters.is_none() {
+                continue;
             }
-            if let Some(slot) = p.llc_runtime.get_mut(t.llc as usize) {
-                *slot += ns;
+            let Some(l) = c
+                .procs
+                .entry(f.tgid)
+                .or_default()
+                .on_llc(t.llc, self.nr_llc)
+            else {
+                continue;
+            };
+            l.runtime += f.ns;
+            if let Some((pc, en, run)) = counters {
+                for (a, b) in l.pc.iter_mut().zip(pc) {
+                    *a += b;
+                }
+                l.enabled += en;
+                l.running += run;
             }
         }
     }
+}
+
+/// Scaled, derived counters from the difference of two cumulative LLC entries, for the
+/// slots in `pc_mask` (`None` when attribution is off).
+fn counters_between(pc_mask: u32, cur: &LlcCum, prev: &LlcCum, secs: f64) -> Option<Counters> {
+    if pc_mask == 0 {
+        return None;
+    }
+    let pick = |slot: Slot| {
+        (pc_mask & (1 << slot.index()) != 0).then(|| d(cur.pc[slot.index()], prev.pc[slot.index()]))
+    };
+    let raw = RawCounters {
+        cycles: pick(Slot::Cycles),
+        instructions: pick(Slot::Instructions),
+        cache_references: pick(Slot::CacheReferences),
+        cache_misses: pick(Slot::CacheMisses),
+        llc_read_misses: pick(Slot::LlcReadMisses),
+        time_enabled_ns: d(cur.enabled, prev.enabled),
+        time_running_ns: d(cur.running, prev.running),
+    };
+    let mut c = crate::counters::scaled(&raw);
+    crate::counters::derive(&mut c, secs);
+    Some(c)
 }
 
 fn parse_event(b: &[u8]) -> Option<DetailEvent> {
@@ -488,7 +646,7 @@ impl Source for BpfSource {
         let _ = self.ringbuf.consume();
         let cur = self.read();
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
-        let reason = if self.disabled.is_empty() {
+        let mut reason = if self.disabled.is_empty() {
             format!("{}; every event counted in the kernel", self.mode.label())
         } else {
             format!(
@@ -497,6 +655,14 @@ impl Source for BpfSource {
                 self.disabled.join(", ")
             )
         };
+        if let Some(note) = &self.attribution_note {
+            reason = format!("{reason}; {note}");
+        } else if self.pc_mask != 0 {
+            reason = format!(
+                "{reason}; per-process counters on {} CPUs",
+                self.readers.len()
+            );
+        }
         snap.sources.push(SourceStatus {
             name: "bpf".into(),
             state: crate::snapshot::SourceState::Active,
@@ -557,14 +723,39 @@ impl Source for BpfSource {
             .as_ref()
             .is_some_and(|b| b.kernel_preferred_llc != 0);
         let empty = ProcCum::default();
+        let secs = snap.time.interval_secs();
+        let pc_mask = self.pc_mask;
+        let llc_counters = |p: &ProcCum, q: &ProcCum| -> Vec<Option<Counters>> {
+            if pc_mask == 0 {
+                return Vec::new();
+            }
+            (0..n)
+                .map(|l| {
+                    let a = p.llc.get(l).copied().unwrap_or_default();
+                    let b = q.llc.get(l).copied().unwrap_or_default();
+                    counters_between(pc_mask, &a, &b, secs).filter(|_| d(a.running, b.running) > 0)
+                })
+                .collect()
+        };
+        let total_of = |per_llc: &[Option<Counters>]| {
+            let mut c = crate::counters::sum(per_llc.iter().flatten())?;
+            crate::counters::derive(&mut c, secs);
+            Some(c)
+        };
+        let mut idle_counters = None;
         let mut rows = Vec::with_capacity(cur.procs.len());
         for (&tgid, p) in &cur.procs {
             let q = prev.procs.get(&tgid).unwrap_or(&empty);
+            let counters_per_llc = llc_counters(p, q);
+            if tgid == 0 {
+                idle_counters = total_of(&counters_per_llc);
+                continue;
+            }
             let runtime: Vec<u64> = (0..n)
                 .map(|l| {
                     d(
-                        p.llc_runtime.get(l).copied().unwrap_or(0),
-                        q.llc_runtime.get(l).copied().unwrap_or(0),
+                        p.llc.get(l).map_or(0, |x| x.runtime),
+                        q.llc.get(l).map_or(0, |x| x.runtime),
                     )
                 })
                 .collect();
@@ -583,7 +774,8 @@ impl Source for BpfSource {
             };
             let cpu_time_ns: u64 = runtime.iter().sum();
             let migrations = dist.total() + d(p.unclassified, q.unclassified);
-            if cpu_time_ns == 0 && migrations == 0 {
+            let counters = total_of(&counters_per_llc);
+            if cpu_time_ns == 0 && migrations == 0 && counters.is_none() {
                 continue;
             }
             rows.push(ProcessStats {
@@ -601,13 +793,16 @@ impl Source for BpfSource {
                 migrations_by_distance: Some(dist),
                 rq_wait_ns: d(p.wait_ns, q.wait_ns),
                 cgroup: None,
+                counters,
+                counters_per_llc,
             });
         }
-        let total = cur.procs.len() as u32;
+        let total = cur.procs.keys().filter(|&&t| t != 0).count() as u32;
         let alive: std::collections::HashSet<u32> = cur.procs.keys().copied().collect();
         self.preferred.retain(|p| alive.contains(&p));
         rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
-        rows.truncate(self.top);
+        let rest = rows.split_off(self.top.min(rows.len()));
+        let other_counters = total_of(&rest.iter().map(|r| r.counters.clone()).collect::<Vec<_>>());
         for r in &mut rows {
             let base = format!("/proc/{}", r.pid);
             r.comm = self
@@ -626,6 +821,8 @@ impl Source for BpfSource {
             precision: Precision::Exact,
             total,
             rows,
+            idle_counters,
+            other_counters,
         });
 
         let overflow = events.len().saturating_sub(EVENTS_PER_SNAPSHOT);

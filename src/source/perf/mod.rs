@@ -37,6 +37,19 @@ pub enum Slot {
 }
 
 impl Slot {
+    pub const ALL: [Slot; 5] = [
+        Slot::Cycles,
+        Slot::Instructions,
+        Slot::CacheReferences,
+        Slot::CacheMisses,
+        Slot::LlcReadMisses,
+    ];
+
+    /// Position in [`Slot::ALL`], the BPF program's counter slot (`NR_PC` of them).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Slot::Cycles => "cycles",
@@ -123,11 +136,57 @@ struct CpuGroup {
     prev: Option<Reading>,
 }
 
+/// One read of a counter group: raw values by slot and the group's enabled/running time.
 #[derive(Debug, Clone, Default)]
-struct Reading {
-    values: BTreeMap<Slot, u64>,
-    enabled: u64,
-    running: u64,
+pub struct Reading {
+    pub values: BTreeMap<Slot, u64>,
+    pub enabled: u64,
+    pub running: u64,
+}
+
+/// A second handle on one CPU's counter group, for another reader of the same counters
+/// (the BPF source reads the slice still running at each interval). Reading a group
+/// with PERF_FORMAT_GROUP returns `nr, time_enabled, time_running, value[nr]`.
+pub struct GroupReader {
+    pub cpu: u32,
+    file: std::fs::File,
+    slots: Vec<Slot>,
+}
+
+impl GroupReader {
+    pub fn read(&self) -> io::Result<Reading> {
+        use std::io::Read;
+        let mut buf = vec![0u8; 8 * (3 + self.slots.len())];
+        let n = (&self.file).read(&mut buf)?;
+        parse_group(&buf[..n], &self.slots)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "short group read"))
+    }
+}
+
+fn parse_group(b: &[u8], slots: &[Slot]) -> Option<Reading> {
+    let word = |i: usize| {
+        b.get(i * 8..i * 8 + 8)
+            .and_then(|w| w.try_into().ok())
+            .map(u64::from_ne_bytes)
+    };
+    let nr = usize::try_from(word(0)?).ok()?;
+    let mut values = BTreeMap::new();
+    for (i, slot) in slots.iter().enumerate().take(nr) {
+        values.insert(*slot, word(3 + i)?);
+    }
+    Some(Reading {
+        values,
+        enabled: word(1)?,
+        running: word(2)?,
+    })
+}
+
+/// One CPU's counters as the BPF per-process attribution needs them: each member's fd
+/// (for the PERF_EVENT_ARRAY) and a reader for the group.
+pub struct CpuCounterFds<'a> {
+    pub cpu: u32,
+    pub members: Vec<(Slot, std::os::fd::BorrowedFd<'a>)>,
+    pub reader: io::Result<GroupReader>,
 }
 
 struct UncoreGroup {
@@ -198,9 +257,36 @@ impl PerfSource {
         s
     }
 
-    /// The per-CPU leader counters (for the BPF per-process attribution).
-    pub fn leaders(&self) -> impl Iterator<Item = (u32, &Counter)> {
-        self.cpus.iter().map(|g| (g.cpu, g.group.leader()))
+    /// Every open CPU group's member fds and a reader (for the BPF per-process
+    /// attribution, which reads the same counters at each context switch).
+    pub fn attribution(&self) -> Vec<CpuCounterFds<'_>> {
+        use std::os::fd::AsFd;
+        self.cpus
+            .iter()
+            .map(|g| {
+                let counters = std::iter::once(g.group.leader())
+                    .chain(g.group.siblings().iter().map(|c| c.as_ref()));
+                CpuCounterFds {
+                    cpu: g.cpu,
+                    members: g
+                        .slots
+                        .iter()
+                        .zip(counters)
+                        .map(|(s, c)| (*s, c.file().as_fd()))
+                        .collect(),
+                    reader: g.group.leader().file().try_clone().map(|file| GroupReader {
+                        cpu: g.cpu,
+                        file,
+                        slots: g.slots.clone(),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// Number of CPUs with an open counter group.
+    pub fn active_cpus(&self) -> usize {
+        self.cpus.len()
     }
 
     fn open_cpu(&mut self, cpu: u32) {
@@ -479,5 +565,23 @@ mod tests {
         assert_eq!((d.time_enabled_ns, d.time_running_ns), (2000, 1000));
         assert_eq!(amd_l3_config(0x04, 0xff), 0xff04);
         assert_eq!(amd_l3_config(0x06, 0x01), 0x0106);
+    }
+
+    #[test]
+    fn group_read_format() {
+        let words: Vec<u8> = [2u64, 1000, 900, 7, 9]
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .collect();
+        let slots = [Slot::Cycles, Slot::CacheMisses];
+        let r = parse_group(&words, &slots).expect("parses");
+        assert_eq!((r.enabled, r.running), (1000, 900));
+        assert_eq!(r.values.get(&Slot::Cycles), Some(&7));
+        assert_eq!(r.values.get(&Slot::CacheMisses), Some(&9));
+        assert!(
+            parse_group(&words[..24], &slots).is_none(),
+            "values missing"
+        );
+        assert_eq!(Slot::LlcReadMisses.index(), 4);
     }
 }

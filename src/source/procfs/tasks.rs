@@ -243,6 +243,7 @@ impl TaskScanner {
                 migrations_by_distance: Some(acc.by_distance),
                 rq_wait_ns: acc.wait_ns,
                 cgroup: None,
+                ..ProcessStats::default()
             });
         }
         let alive: std::collections::HashSet<u32> = procs.iter().map(|(p, _)| *p).collect();
@@ -258,6 +259,7 @@ impl TaskScanner {
             precision: Precision::Sampled,
             total: procs.len() as u32,
             rows,
+            ..ProcessTable::default()
         };
         Ok(Some(out))
     }
