@@ -16,3 +16,4 @@ pub mod record;
 pub mod snapshot;
 pub mod source;
 pub mod topology;
+pub mod tui;

@@ -57,12 +57,17 @@ struct Cli {
     #[arg(long, global = true, env = "LLCTOP_JOURNAL", value_name = "FILE")]
     journal: Option<PathBuf>,
 
+    /// TUI colour theme: dark, light, high-contrast, colorblind, or one of
+    /// $XDG_CONFIG_HOME/llctop/themes/*.toml (NO_COLOR turns colour off).
+    #[arg(long, global = true, default_value = "dark", value_name = "NAME")]
+    theme: String,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum SourceKind {
+pub enum SourceKind {
     /// BPF when it loads, else procfs (the reason is shown).
     Auto,
     /// BPF or fail.
@@ -93,7 +98,17 @@ enum Command {
     },
     /// Summarise a recording.
     Report { file: PathBuf },
-    /// Print one summary line per interval (the default without a subcommand).
+    /// The terminal UI (the default without a subcommand when stdout is a terminal).
+    Tui {
+        #[command(flatten)]
+        changes: Changes,
+    },
+    /// Open a recording in the TUI: the same views, with pause, seek and speed.
+    Replay { file: PathBuf },
+    /// Print the key table (Markdown), generated from the TUI's keymap.
+    Keys,
+    /// Print one summary line per interval (the default without a subcommand when
+    /// stdout is not a terminal).
     Live {
         /// Stop after this long.
         #[arg(long, value_parser = parse_duration)]
@@ -204,6 +219,15 @@ fn run(mut cli: Cli) -> Result<(), Error> {
             changes,
         }) => record_cmd(&cli, root, topo, &output, duration, &changes),
         Some(Command::Live { duration, changes }) => live(&cli, root, topo, duration, &changes),
+        Some(Command::Tui { changes }) => tui_live(&cli, root, topo, &changes),
+        Some(Command::Replay { file }) => tui_replay(&cli, &file),
+        Some(Command::Keys) => {
+            print!("{}", llctop::tui::keymap::markdown_table());
+            Ok(())
+        }
+        None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            tui_live(&cli, root, topo, &Changes::default())
+        }
         None => live(&cli, root, topo, None, &Changes::default()),
         Some(Command::Knobs { .. }) => Err("knobs is handled before the pipeline".into()),
     }
@@ -436,13 +460,22 @@ fn write_knob_events(
 /// Build the sources for `--source`. BPF runs first so that procfs (busy, schedstat,
 /// NUMA) can use its process rows.
 fn sources(cli: &Cli, root: &KernelRoot, topo: &Topology) -> Result<Vec<Box<dyn Source>>, Error> {
+    sources_for(cli.source, cli.top, root, topo)
+}
+
+fn sources_for(
+    kind: SourceKind,
+    top: usize,
+    root: &KernelRoot,
+    topo: &Topology,
+) -> Result<Vec<Box<dyn Source>>, Error> {
     // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
     let perf = root.is_live().then(|| PerfSource::open(root, topo));
-    let procfs = || ProcfsSource::new(root.clone(), cli.top);
-    let mut list: Vec<Box<dyn Source>> = if cli.source == SourceKind::Procfs {
+    let procfs = || ProcfsSource::new(root.clone(), top);
+    let mut list: Vec<Box<dyn Source>> = if kind == SourceKind::Procfs {
         vec![Box::new(procfs())]
     } else {
-        match BpfSource::load(root.clone(), topo, cli.top) {
+        match BpfSource::load(root.clone(), topo, top) {
             Ok(mut bpf) => {
                 // Per-process counters: the BPF program reads perf's counters at switches.
                 if let Some(p) = perf.as_ref() {
@@ -450,7 +483,7 @@ fn sources(cli: &Cli, root: &KernelRoot, topo: &Topology) -> Result<Vec<Box<dyn 
                 }
                 vec![Box::new(bpf), Box::new(procfs().without_task_scan())]
             }
-            Err(e) if cli.source == SourceKind::Bpf => return Err(e.into()),
+            Err(e) if kind == SourceKind::Bpf => return Err(e.into()),
             Err(e) => vec![
                 Box::new(FixedStatus(SourceStatus::absent(
                     "bpf",
@@ -575,6 +608,102 @@ fn live(
         finish_session(k);
     }
     Ok(())
+}
+
+/// The themes for the TUI: NO_COLOR gives the monochrome one; otherwise all themes with
+/// `--theme` first in the cycle.
+fn tui_themes(cli: &Cli) -> Result<Vec<llctop::tui::theme::Theme>, Error> {
+    use llctop::tui::theme;
+    if theme::no_color() {
+        return Ok(vec![theme::Theme::mono()]);
+    }
+    let (mut all, errors) = theme::load_all(theme::user_dir().as_deref());
+    for e in errors {
+        eprintln!("llctop: theme: {e}");
+    }
+    let Some(i) = all.iter().position(|t| t.name == cli.theme) else {
+        let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+        return Err(format!("unknown theme {:?} (have: {})", cli.theme, names.join(", ")).into());
+    };
+    all.rotate_left(i);
+    Ok(all)
+}
+
+/// The TUI on the live system: sources on the feed thread, the knob session here
+/// (restored on exit unless --keep-changes), recordings on `r`.
+fn tui_live(cli: &Cli, root: KernelRoot, topo: Topology, changes: &Changes) -> Result<(), Error> {
+    use llctop::tui::{self, App};
+    let stop = stop_flag()?;
+    let themes = tui_themes(cli)?;
+    let mut session = knob_session(cli, &root, Some(&topo), false);
+    let mut notes = Vec::new();
+    if let Some(why) = session.read_domains() {
+        notes.push(format!(
+            "sched domains: {why}; relax_domain_level levels estimated from topology"
+        ));
+    }
+    apply_changes(&mut session, changes)?;
+    for m in &session.registry().missing {
+        notes.push(format!("{}: {}", m.what, m.reason));
+    }
+    let ro: Vec<&llctop::knobs::Knob> = session
+        .registry()
+        .knobs
+        .iter()
+        .filter(|k| !k.access.is_writable())
+        .collect();
+    if let Some(first) = ro.first()
+        && let llctop::knobs::Access::ReadOnly(why) = &first.access
+        && ro.len() * 2 > session.registry().knobs.len()
+    {
+        notes.push(format!(
+            "{} of {} knobs read-only (e.g. {}: {why})",
+            ro.len(),
+            session.registry().knobs.len(),
+            first.id
+        ));
+    }
+    let mut app = App::live(topo.clone(), cli.interval, themes);
+    let (host, kernel) = record::host_and_kernel(&root);
+    app.host = host;
+    app.kernel = kernel;
+    app.knob_notes = notes;
+    app.knob_log = session.take_events();
+    app.profiles = profile::load_all(profile::user_dir().as_deref()).0;
+    app.session = Some(session);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (kind, top, feed_root, feed_topo) = (cli.source, cli.top, root.clone(), topo.clone());
+    let make: tui::MakeSources =
+        Box::new(move || sources_for(kind, top, &feed_root, &feed_topo).map_err(|e| e.to_string()));
+    let feed = tui::spawn_feed(topo, cli.interval, make, Arc::clone(&stop), tx)?;
+    let res = tui::run(&mut app, rx, &stop);
+    stop.store(true, Ordering::Relaxed);
+    let _ = feed.join();
+    if let Some(r) = app.recording.take() {
+        let n = r.snapshots;
+        let path = r.path.clone();
+        match r.finish() {
+            Ok(()) => eprintln!("llctop: recorded {n} snapshots to {}", path.display()),
+            Err(e) => eprintln!("llctop: recording: {e}"),
+        }
+    }
+    if let Some(mut s) = app.session.take() {
+        finish_session(&mut s);
+    }
+    res.map_err(|e| format!("terminal: {e}").into())
+}
+
+/// `llctop replay FILE`: the recording in the TUI.
+fn tui_replay(cli: &Cli, file: &std::path::Path) -> Result<(), Error> {
+    use llctop::tui::{self, App};
+    let stop = stop_flag()?;
+    let rec = record::reader::open(file)?;
+    if rec.snapshots.is_empty() {
+        return Err(format!("{}: no snapshots to replay", file.display()).into());
+    }
+    let mut app = App::replay(rec, &file.display().to_string(), tui_themes(cli)?);
+    let (_tx, rx) = std::sync::mpsc::channel();
+    tui::run(&mut app, rx, &stop).map_err(|e| format!("terminal: {e}").into())
 }
 
 /// The knob session of a `live`/`record` run with `--set`/`--profile` applied; `None`

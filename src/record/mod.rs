@@ -68,6 +68,16 @@ impl Sink {
     }
 }
 
+/// A marker the operator dropped into a recording (`"type":"marker"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    /// `seq` of the last snapshot written before the marker.
+    pub after_seq: Option<u64>,
+    pub unix_ns: u64,
+    pub mono_ns: u64,
+    pub label: String,
+}
+
 /// Writes a recording line by line, flushing each line.
 pub struct Writer {
     path: PathBuf,
@@ -129,6 +139,20 @@ impl Writer {
             ev: &'a KnobEvent,
         }
         self.write_json(&KnobLine { r#type: "knob", ev })
+    }
+
+    /// A marker (`"type":"marker"`), written when the operator drops it.
+    pub fn write_marker(&mut self, m: &Marker) -> Result<(), RecordError> {
+        #[derive(Serialize)]
+        struct MarkerLine<'a> {
+            r#type: &'static str,
+            #[serde(flatten)]
+            m: &'a Marker,
+        }
+        self.write_json(&MarkerLine {
+            r#type: "marker",
+            m,
+        })
     }
 
     fn write_json<T: Serialize>(&mut self, v: &T) -> Result<(), RecordError> {
@@ -242,10 +266,18 @@ mod tests {
         let p = dir.path().join("cut.jsonl");
         let mut w = Writer::create(&p, &header()).unwrap();
         w.write_snapshot(&snap(0)).unwrap();
+        let marker = Marker {
+            after_seq: Some(0),
+            unix_ns: 5,
+            mono_ns: 6,
+            label: "before the change".into(),
+        };
+        w.write_marker(&marker).unwrap();
         w.finish().unwrap();
+        assert_eq!(reader::open(&p).unwrap().markers, vec![marker]);
         let mut text = std::fs::read_to_string(&p).unwrap();
         text.push_str(
-            "{\"type\":\"marker\",\"label\":\"x\"}\n{\"type\":\"snapshot\",\"seq\":1,\"ti",
+            "{\"type\":\"from_the_future\",\"label\":\"x\"}\n{\"type\":\"snapshot\",\"seq\":1,\"ti",
         );
         std::fs::write(&p, &text).unwrap();
         let r = reader::open(&p).unwrap();

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 
-use super::{FORMAT, Header, RecordError, VERSION};
+use super::{FORMAT, Header, Marker, RecordError, VERSION};
 use crate::knobs::session::KnobEvent;
 use crate::snapshot::Snapshot;
 
@@ -18,6 +18,8 @@ pub struct Recording {
     pub snapshots: Vec<Snapshot>,
     /// Knob changes made while recording, in file order.
     pub knobs: Vec<KnobEvent>,
+    /// Markers the operator dropped (`m` in the TUI), in file order.
+    pub markers: Vec<Marker>,
     /// Lines of types this reader does not know (from a newer minor addition), skipped.
     pub skipped_lines: u64,
     /// The file ended in the middle of a line or of the gzip stream.
@@ -93,6 +95,7 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
     let header: Header = serde_json::from_value(value).map_err(|e| fmt(format!("line 1: {e}")))?;
     let mut snapshots = Vec::new();
     let mut knobs = Vec::new();
+    let mut markers = Vec::new();
     let mut skipped_lines = 0;
     for (i, line) in it {
         if line.trim().is_empty() {
@@ -106,6 +109,11 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
                     serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
                 knobs.push(k);
             }
+            Some("marker") => {
+                let m: Marker =
+                    serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
+                markers.push(m);
+            }
             Some("snapshot") => {
                 let s: Snapshot =
                     serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
@@ -118,6 +126,7 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
         header,
         snapshots,
         knobs,
+        markers,
         skipped_lines,
         truncated,
     })

@@ -1,0 +1,367 @@
+//! The keymap: every key binding as data. Input handling looks keys up here, the help
+//! view is generated from it, and so is the README key table (`llctop keys --markdown`;
+//! a test fails when the README differs).
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Where a binding applies. Lookups try the current view's context first, then
+/// `Replay` (seeking works in live mode while paused too), then `Global`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    Global,
+    /// History and replay: seek and speed.
+    Replay,
+    Processes,
+    Knobs,
+}
+
+impl Context {
+    pub fn label(self) -> &'static str {
+        match self {
+            Context::Global => "everywhere",
+            Context::Replay => "history / replay",
+            Context::Processes => "Processes",
+            Context::Knobs => "Knobs",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Help,
+    View(u8),
+    NextView,
+    PrevView,
+    Pause,
+    Filter,
+    Sort,
+    Drill,
+    Back,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Record,
+    Marker,
+    Theme,
+    SeekBack,
+    SeekForward,
+    SeekStart,
+    SeekEnd,
+    Slower,
+    Faster,
+    KnobToggle,
+    KnobEdit,
+    KnobUndo,
+    KnobProfile,
+}
+
+/// A key as written in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    F(u8),
+    Tab,
+    BackTab,
+    Enter,
+    Esc,
+    Left,
+    Right,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+}
+
+impl Key {
+    pub fn label(self) -> String {
+        match self {
+            Key::Char(' ') => "Space".into(),
+            Key::Char(c) => c.to_string(),
+            Key::F(n) => format!("F{n}"),
+            Key::Tab => "Tab".into(),
+            Key::BackTab => "Shift-Tab".into(),
+            Key::Enter => "Enter".into(),
+            Key::Esc => "Esc".into(),
+            Key::Left => "←".into(),
+            Key::Right => "→".into(),
+            Key::Up => "↑".into(),
+            Key::Down => "↓".into(),
+            Key::PageUp => "PgUp".into(),
+            Key::PageDown => "PgDn".into(),
+            Key::Home => "Home".into(),
+            Key::End => "End".into(),
+        }
+    }
+
+    fn matches(self, ev: &KeyEvent) -> bool {
+        match (self, ev.code) {
+            (Key::Char(a), KeyCode::Char(b)) => {
+                a == b
+                    && !ev
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            }
+            (Key::F(a), KeyCode::F(b)) => a == b,
+            (Key::Tab, KeyCode::Tab) => !ev.modifiers.contains(KeyModifiers::SHIFT),
+            (Key::BackTab, KeyCode::BackTab) => true,
+            (Key::Enter, KeyCode::Enter)
+            | (Key::Esc, KeyCode::Esc)
+            | (Key::Left, KeyCode::Left)
+            | (Key::Right, KeyCode::Right)
+            | (Key::Up, KeyCode::Up)
+            | (Key::Down, KeyCode::Down)
+            | (Key::PageUp, KeyCode::PageUp)
+            | (Key::PageDown, KeyCode::PageDown)
+            | (Key::Home, KeyCode::Home)
+            | (Key::End, KeyCode::End) => true,
+            _ => false,
+        }
+    }
+}
+
+pub struct Binding {
+    pub keys: &'static [Key],
+    pub context: Context,
+    pub action: Action,
+    pub help: &'static str,
+}
+
+const fn b(keys: &'static [Key], context: Context, action: Action, help: &'static str) -> Binding {
+    Binding {
+        keys,
+        context,
+        action,
+        help,
+    }
+}
+
+use Action as A;
+use Context as C;
+use Key as K;
+
+/// The table. Order is the help and README order.
+pub static KEYMAP: &[Binding] = &[
+    b(
+        &[K::Char('q'), K::F(10)],
+        C::Global,
+        A::Quit,
+        "quit (knob changes are restored unless --keep-changes)",
+    ),
+    b(
+        &[K::Char('?'), K::F(1)],
+        C::Global,
+        A::Help,
+        "help: this table",
+    ),
+    b(&[K::Char('1')], C::Global, A::View(0), "Overview: LLC map"),
+    b(&[K::Char('2')], C::Global, A::View(1), "Migrations"),
+    b(&[K::Char('3')], C::Global, A::View(2), "Processes"),
+    b(
+        &[K::Char('4')],
+        C::Global,
+        A::View(3),
+        "Cache (IPC, MPKI, L3 misses)",
+    ),
+    b(
+        &[K::Char('5')],
+        C::Global,
+        A::View(4),
+        "Balance (schedstat load balancing)",
+    ),
+    b(&[K::Char('6')], C::Global, A::View(5), "NUMA"),
+    b(&[K::Char('7')], C::Global, A::View(6), "Knobs"),
+    b(&[K::Char('8')], C::Global, A::View(7), "Help"),
+    b(&[K::Tab], C::Global, A::NextView, "next view"),
+    b(&[K::BackTab], C::Global, A::PrevView, "previous view"),
+    b(
+        &[K::Char(' ')],
+        C::Global,
+        A::Pause,
+        "pause / resume the display (live keeps collecting; replay stops playing)",
+    ),
+    b(
+        &[K::Char('r')],
+        C::Global,
+        A::Record,
+        "start / stop recording to llctop-<UTC time>.json.gz",
+    ),
+    b(
+        &[K::Char('m')],
+        C::Global,
+        A::Marker,
+        "drop a marker into the recording",
+    ),
+    b(&[K::Char('t')], C::Global, A::Theme, "next theme"),
+    b(
+        &[K::Up, K::Char('k')],
+        C::Global,
+        A::Up,
+        "move the selection up",
+    ),
+    b(
+        &[K::Down, K::Char('j')],
+        C::Global,
+        A::Down,
+        "move the selection down",
+    ),
+    b(&[K::PageUp], C::Global, A::PageUp, "page up"),
+    b(&[K::PageDown], C::Global, A::PageDown, "page down"),
+    b(
+        &[K::Esc],
+        C::Global,
+        A::Back,
+        "back: leave a drill-down, cancel input, clear the filter",
+    ),
+    b(
+        &[K::Left],
+        C::Replay,
+        A::SeekBack,
+        "one snapshot back (pauses live view)",
+    ),
+    b(
+        &[K::Right],
+        C::Replay,
+        A::SeekForward,
+        "one snapshot forward",
+    ),
+    b(&[K::Home], C::Replay, A::SeekStart, "first snapshot"),
+    b(
+        &[K::End],
+        C::Replay,
+        A::SeekEnd,
+        "latest snapshot (live: follow again)",
+    ),
+    b(&[K::Char('[')], C::Replay, A::Slower, "replay slower (÷2)"),
+    b(&[K::Char(']')], C::Replay, A::Faster, "replay faster (×2)"),
+    b(
+        &[K::Char('/')],
+        C::Processes,
+        A::Filter,
+        "filter by name, pid or cgroup",
+    ),
+    b(&[K::Char('s')], C::Processes, A::Sort, "next sort column"),
+    b(
+        &[K::Enter],
+        C::Processes,
+        A::Drill,
+        "drill into the process: runtime and counters per LLC, placements",
+    ),
+    b(
+        &[K::Char('x')],
+        C::Knobs,
+        A::KnobToggle,
+        "toggle a feature / bool knob",
+    ),
+    b(&[K::Enter], C::Knobs, A::KnobEdit, "edit the knob's value"),
+    b(
+        &[K::Char('u')],
+        C::Knobs,
+        A::KnobUndo,
+        "undo the last change (a profile is one step)",
+    ),
+    b(
+        &[K::Char('p')],
+        C::Knobs,
+        A::KnobProfile,
+        "apply a profile: choose, Enter applies",
+    ),
+];
+
+/// The action bound to `ev` in `ctx` (then Replay, then Global).
+pub fn lookup(ev: &KeyEvent, ctx: Context) -> Option<Action> {
+    let find = |c: Context| {
+        KEYMAP
+            .iter()
+            .filter(|bd| bd.context == c)
+            .find(|bd| bd.keys.iter().any(|k| k.matches(ev)))
+            .map(|bd| bd.action)
+    };
+    if ctx != Context::Global
+        && let Some(a) = find(ctx)
+    {
+        return Some(a);
+    }
+    find(Context::Replay).or_else(|| find(Context::Global))
+}
+
+/// `q / F10` style label of a binding's keys.
+pub fn keys_label(bd: &Binding) -> String {
+    bd.keys
+        .iter()
+        .map(|k| k.label())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// The README key table (Markdown).
+pub fn markdown_table() -> String {
+    let mut s = String::from("| Key | Where | Action |\n|---|---|---|\n");
+    for bd in KEYMAP {
+        let keys = bd
+            .keys
+            .iter()
+            .map(|k| match k.label().as_str() {
+                "|" => "`\\|`".to_string(),
+                l => format!("`{l}`"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        s.push_str(&format!(
+            "| {keys} | {} | {} |\n",
+            bd.context.label(),
+            bd.help
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn context_first_then_global() {
+        assert_eq!(
+            lookup(&key(KeyCode::Enter), Context::Processes),
+            Some(A::Drill)
+        );
+        assert_eq!(
+            lookup(&key(KeyCode::Enter), Context::Knobs),
+            Some(A::KnobEdit)
+        );
+        assert_eq!(lookup(&key(KeyCode::Enter), Context::Global), None);
+        assert_eq!(
+            lookup(&key(KeyCode::Char('q')), Context::Knobs),
+            Some(A::Quit)
+        );
+        assert_eq!(lookup(&key(KeyCode::F(10)), Context::Global), Some(A::Quit));
+        assert_eq!(
+            lookup(&key(KeyCode::Left), Context::Global),
+            Some(A::SeekBack)
+        );
+        assert_eq!(lookup(&key(KeyCode::Char('x')), Context::Processes), None);
+        let ctrl_c = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::CONTROL);
+        assert_eq!(lookup(&ctrl_c, Context::Global), None);
+    }
+
+    #[test]
+    fn no_key_is_bound_twice_in_one_context() {
+        for (i, a) in KEYMAP.iter().enumerate() {
+            for bb in &KEYMAP[i + 1..] {
+                if a.context == bb.context {
+                    for k in a.keys {
+                        assert!(!bb.keys.contains(k), "{k:?} twice in {:?}", a.context);
+                    }
+                }
+            }
+        }
+    }
+}

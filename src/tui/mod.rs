@@ -1,0 +1,135 @@
+//! The terminal UI (ratatui + crossterm), model / message / update / view:
+//!
+//! - [`app`]: the model and its `update` (the only place state changes);
+//! - [`views`]: drawing, one view per file;
+//! - [`keymap`]: every key binding as data (help and README come from it);
+//! - [`theme`]: palettes from themes/*.toml, NO_COLOR;
+//! - this module: the terminal (restored on quit, error and panic), the live feed thread
+//!   and the event loop.
+//!
+//! Sources run on their own thread and send snapshots over a channel, so the UI never
+//! waits on the kernel; replay feeds the same model from a recording.
+
+pub mod app;
+pub mod keymap;
+pub mod theme;
+pub mod views;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+
+use crate::collect::Collector;
+use crate::source::Source;
+use crate::topology::Topology;
+pub use app::{App, Msg};
+
+/// Builds the sources on the feed thread (BPF and perf handles are not `Send`).
+pub type MakeSources = Box<dyn FnOnce() -> Result<Vec<Box<dyn Source>>, String> + Send>;
+
+/// Start the live feed: build the sources, take the baseline (its source states go to
+/// the UI at once), then one snapshot per `interval` until `stop` or the UI goes away.
+pub fn spawn_feed(
+    topo: Topology,
+    interval: Duration,
+    make: MakeSources,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Msg>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("llctop-feed".into())
+        .spawn(move || {
+            let sources = match make() {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.send(Msg::FeedError(e));
+                    return;
+                }
+            };
+            let mut c = Collector::new(topo, sources);
+            if tx.send(Msg::Sources(c.baseline())).is_err() {
+                return;
+            }
+            c.run(
+                interval,
+                || stop.load(Ordering::Relaxed),
+                |s| tx.send(Msg::Snapshot(Box::new(s))).is_ok(),
+            );
+        })
+}
+
+/// Run the UI until the operator quits or `stop` is set (SIGINT/SIGTERM). The terminal
+/// is put back on return, on error and on panic (ratatui's hook).
+pub fn run(app: &mut App, rx: Receiver<Msg>, stop: &AtomicBool) -> std::io::Result<()> {
+    let mut terminal = ratatui::try_init()?;
+    let res = event_loop(&mut terminal, app, &rx, stop);
+    ratatui::try_restore()?;
+    res
+}
+
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    rx: &Receiver<Msg>,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    let mut last = Instant::now();
+    let mut dirty = true;
+    loop {
+        if dirty {
+            terminal.draw(|f| views::draw(f, app))?;
+            dirty = false;
+        }
+        if event::poll(Duration::from_millis(50))? {
+            match event::read()? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    app.update(Msg::Key(k));
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+        }
+        while let Ok(m) = rx.try_recv() {
+            app.update(m);
+            dirty = true;
+        }
+        let now = Instant::now();
+        if app.replay.as_ref().is_some_and(|r| r.playing) {
+            let before = app.pos;
+            app.update(Msg::Elapsed(now - last));
+            dirty |= app.pos != before || !app.replay.as_ref().is_some_and(|r| r.playing);
+        }
+        last = now;
+        if app.quit || stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+    }
+}
+
+/// Draw `app` into a `width`×`height` test backend and return the screen as text lines
+/// (for tests and for `llctop` checks without a terminal).
+pub fn render_to_text(app: &App, width: u16, height: u16) -> Vec<String> {
+    let backend = ratatui::backend::TestBackend::new(width, height);
+    let Ok(mut term) = ratatui::Terminal::new(backend);
+    if term.draw(|f| views::draw(f, app)).is_err() {
+        return Vec::new();
+    }
+    let buf = term.backend().buffer().clone();
+    (0..height)
+        .map(|y| {
+            let mut line = String::new();
+            let mut x = 0;
+            while x < width {
+                let cell = &buf[(x, y)];
+                line.push_str(cell.symbol());
+                x += 1;
+            }
+            line
+        })
+        .collect()
+}

@@ -1,0 +1,179 @@
+//! The header: host, kernel and topology summary; live / paused / replay position and
+//! the recording indicator; every source's state, and for each degraded or absent
+//! source (and knob limitation) one line saying why — so a new user sees within one
+//! screen what is missing on this machine. In replay, a timeline with knob changes and
+//! markers.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::snapshot::SourceState;
+use crate::tui::app::App;
+
+/// Problem lines shown at most (the rest are summarised).
+const MAX_PROBLEMS: usize = 5;
+
+fn problems(app: &App) -> Vec<(SourceState, String)> {
+    let mut out: Vec<(SourceState, String)> = app
+        .sources()
+        .iter()
+        .filter(|s| s.state != SourceState::Active)
+        .map(|s| {
+            (
+                s.state,
+                format!(
+                    "{}: {}",
+                    s.name,
+                    s.reason.as_deref().unwrap_or("no reason given")
+                ),
+            )
+        })
+        .collect();
+    for n in &app.knob_notes {
+        out.push((SourceState::Degraded, format!("knobs: {n}")));
+    }
+    out
+}
+
+pub fn height(app: &App, _width: u16) -> u16 {
+    let p = problems(app).len().min(MAX_PROBLEMS + 1);
+    2 + p as u16 + u16::from(app.replay.is_some())
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let mut lines = Vec::new();
+
+    let mut first = vec![
+        Span::styled("llctop ", t.accent().add_modifier(Modifier::BOLD)),
+        Span::raw(format!(
+            "{} · {} · {}",
+            app.host.as_deref().unwrap_or("?"),
+            app.kernel.as_deref().unwrap_or("?"),
+            app.topo.summary()
+        )),
+        Span::raw("  "),
+    ];
+    if let Some(r) = &app.replay {
+        let n = app.snaps.len();
+        let pos = app.pos.map_or(0, |p| p + 1);
+        first.push(Span::styled(
+            format!(
+                "REPLAY {pos}/{n} ×{} {} {}",
+                r.speed,
+                if r.playing { "▶" } else { "⏸" },
+                r.file
+            ),
+            t.accent(),
+        ));
+        if r.truncated {
+            first.push(Span::styled(" (truncated file)", t.warn()));
+        }
+    } else if app.paused {
+        let back = app.pos.map_or(0, |p| app.snaps.len().saturating_sub(p + 1));
+        first.push(Span::styled(
+            format!("PAUSED ({back} behind live; End follows)"),
+            t.warn(),
+        ));
+    } else {
+        first.push(Span::styled(
+            format!("live every {}", humantime::format_duration(app.interval)),
+            t.good(),
+        ));
+    }
+    if let Some(r) = &app.recording {
+        first.push(Span::styled(
+            format!("  ● REC {} ({})", r.path.display(), r.snapshots),
+            t.bad().add_modifier(Modifier::BOLD),
+        ));
+    }
+    if let Some(s) = app.current() {
+        first.push(Span::styled(
+            format!("  #{} {:.2}s", s.seq, s.time.interval_secs()),
+            t.dim(),
+        ));
+    }
+    lines.push(Line::from(first));
+
+    let mut src = vec![Span::styled("sources ", t.dim())];
+    for s in app.sources() {
+        let (mark, style) = match s.state {
+            SourceState::Active => ("✓", t.good()),
+            SourceState::Degraded => ("◐", t.warn()),
+            SourceState::Absent => ("✗", t.bad()),
+        };
+        src.push(Span::styled(format!("{} {mark}  ", s.name), style));
+    }
+    if app.sources().is_empty() {
+        src.push(Span::styled("starting…", t.dim()));
+    }
+    lines.push(Line::from(src));
+
+    let probs = problems(app);
+    for (state, text) in probs.iter().take(MAX_PROBLEMS) {
+        let (mark, style) = match state {
+            SourceState::Absent => ("✗ ", t.bad()),
+            _ => ("◐ ", t.warn()),
+        };
+        lines.push(Line::from(vec![
+            Span::styled(mark, style),
+            Span::raw(text.clone()),
+        ]));
+    }
+    if probs.len() > MAX_PROBLEMS {
+        lines.push(Line::styled(
+            format!("… {} more (see the views)", probs.len() - MAX_PROBLEMS),
+            t.dim(),
+        ));
+    }
+    if app.replay.is_some() {
+        lines.push(timeline(app, area.width as usize));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+/// `[───K────M──▲────]`: the recording's span, knob changes (K), markers (M) and the
+/// position shown (▲).
+fn timeline(app: &App, width: usize) -> Line<'static> {
+    let t = app.theme();
+    let w = width.saturating_sub(12).max(10);
+    let (Some(first), Some(last)) = (app.snaps.first(), app.snaps.last()) else {
+        return Line::raw("");
+    };
+    let (a, b) = (
+        first.time.mono_ns.saturating_sub(first.time.interval_ns),
+        last.time.mono_ns.max(first.time.mono_ns + 1),
+    );
+    let col = |ns: u64| -> Option<usize> {
+        (ns >= a && ns <= b).then(|| ((ns - a) as f64 / (b - a) as f64 * (w - 1) as f64) as usize)
+    };
+    let mut cells = vec!['─'; w];
+    for e in &app.knob_log {
+        if let Some(c) = col(e.mono_ns) {
+            cells[c] = 'K';
+        }
+    }
+    for m in &app.markers {
+        if let Some(c) = col(m.mono_ns) {
+            cells[c] = 'M';
+        }
+    }
+    if let Some(c) = app.current().and_then(|s| col(s.time.mono_ns)) {
+        cells[c] = '▲';
+    }
+    let mut spans = vec![Span::styled("timeline [", t.dim())];
+    for c in cells {
+        let style = match c {
+            'K' => t.warn(),
+            'M' => t.accent(),
+            '▲' => t.good(),
+            _ => t.dim(),
+        };
+        spans.push(Span::styled(c.to_string(), style));
+    }
+    spans.push(Span::styled("]", t.dim()));
+    Line::from(spans)
+}

@@ -1,0 +1,235 @@
+//! Knobs: the registry with current values, defaults and writability (with the
+//! kernel's reason when read-only); `x` toggles, Enter edits, `u` undoes, `p` applies a
+//! profile. Below: the selected knob's description and what its values mean here, and
+//! the log of changes with what was written and read back. In replay, the recording's
+//! knob changes up to the position shown.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table, Wrap};
+
+use super::{block, selected};
+use crate::knobs::Access;
+use crate::knobs::session::KnobAction;
+use crate::tui::app::App;
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let [list_area, detail_area, log_area] = Layout::vertical([
+        Constraint::Min(6),
+        Constraint::Length(6),
+        Constraint::Length(7),
+    ])
+    .areas(area);
+    match &app.session {
+        None => {
+            f.render_widget(
+                Paragraph::new(vec![
+                    Line::styled(
+                        "replay: the recording's knob changes are listed below",
+                        t.dim(),
+                    ),
+                    Line::styled("(knobs are changed only in a live session)", t.dim()),
+                ])
+                .block(block(app, "Knobs")),
+                list_area,
+            );
+        }
+        Some(s) => draw_list(f, list_area, app, s),
+    }
+    draw_detail(f, detail_area, app);
+    draw_log(f, log_area, app);
+    if let Some(i) = app.profile_pick {
+        draw_picker(f, area, app, i);
+    }
+}
+
+fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
+    let t = app.theme();
+    let knobs = app.knobs();
+    let touched = s.pending();
+    let header = Row::new(["KNOB", "VALUE", "DEFAULT", "TYPE", "ACCESS"].map(Cell::from))
+        .style(t.accent().add_modifier(Modifier::BOLD));
+    let body_h = area.height.saturating_sub(3) as usize;
+    let first = app.knob_sel.saturating_sub(body_h.saturating_sub(1));
+    let rows: Vec<Row> = knobs
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(body_h)
+        .map(|(i, k)| {
+            let (access, astyle) = match &k.access {
+                Access::Writable => ("writable".to_string(), t.good()),
+                Access::ReadOnly(why) => (format!("read-only: {why}"), t.dim()),
+            };
+            let changed = touched.contains(&k.id);
+            let value = match (&k.value, &k.value_reason) {
+                (Some(v), _) => format!("{v}{}", if changed { " *" } else { "" }),
+                (None, Some(r)) => format!("? ({r})"),
+                (None, None) => "?".into(),
+            };
+            let vstyle = if changed { t.warn() } else { t.base() };
+            let row = Row::new(vec![
+                Cell::from(k.id.clone()),
+                Cell::from(value).style(vstyle),
+                Cell::from(k.default.clone().unwrap_or_else(|| "–".into())),
+                Cell::from(k.kind.summary()),
+                Cell::from(access).style(astyle),
+            ]);
+            if i == app.knob_sel {
+                row.style(selected(app))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let steps = s.steps().len();
+    let exit = if s.options().keep_changes {
+        "kept on exit (--keep-changes)"
+    } else {
+        "restored on exit"
+    };
+    let ro = if s.options().read_only {
+        " · --read-only"
+    } else {
+        ""
+    };
+    let title = format!(
+        "Knobs — {} · {} changed ({exit}) · {steps} undo steps{ro} · x toggle · Enter edit · u undo · p profile",
+        knobs.len(),
+        touched.len()
+    );
+    f.render_widget(
+        Table::new(
+            rows,
+            [
+                Constraint::Length(34),
+                Constraint::Length(14),
+                Constraint::Length(9),
+                Constraint::Length(16),
+                Constraint::Min(10),
+            ],
+        )
+        .header(header)
+        .block(block(app, title)),
+        area,
+    );
+}
+
+fn draw_detail(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let b = block(app, "About");
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    let Some(k) = app.knobs().get(app.knob_sel) else {
+        let notes: Vec<Line> = app
+            .knob_notes
+            .iter()
+            .map(|n| Line::styled(n.clone(), t.dim()))
+            .collect();
+        f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: true }), inner);
+        return;
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{} ", k.id), t.accent()),
+        Span::styled(k.path.display().to_string(), t.dim()),
+    ])];
+    lines.push(Line::raw(k.description.clone()));
+    let mut meaning: Vec<String> = k
+        .notes
+        .iter()
+        .map(|n| format!("{} = {}", n.value, n.meaning))
+        .collect();
+    meaning.extend(
+        k.aliases
+            .iter()
+            .map(|a| format!("{} → {}", a.meaning, a.value)),
+    );
+    if !meaning.is_empty() {
+        lines.push(Line::styled(meaning.join(" · "), t.dim()));
+    }
+    if let Some(r) = &k.reference {
+        lines.push(Line::styled(format!("ref: {r}"), t.dim()));
+    }
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), inner);
+}
+
+fn draw_log(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let b = block(app, "Changes (written → read back)");
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    let events = app.knob_events_so_far();
+    if events.is_empty() {
+        f.render_widget(
+            Paragraph::new(Line::styled("no knob changes yet", t.dim())),
+            inner,
+        );
+        return;
+    }
+    let lines: Vec<Line> = events
+        .iter()
+        .rev()
+        .take(inner.height as usize)
+        .rev()
+        .map(|e| {
+            let action = match e.action {
+                KnobAction::Set => "set",
+                KnobAction::Undo => "undo",
+                KnobAction::Restore => "restore",
+                KnobAction::Internal => "internal",
+            };
+            let ok = e.read_back == e.new;
+            Line::from(vec![
+                Span::styled(format!("{action:<8} "), t.dim()),
+                Span::raw(format!("{}: {} → {} ", e.id, e.old, e.new)),
+                Span::styled(
+                    format!("wrote {:?} read back {:?}", e.written, e.read_back),
+                    if ok { t.good() } else { t.bad() },
+                ),
+                Span::styled(
+                    e.label
+                        .as_ref()
+                        .map(|l| format!(" [{l}]"))
+                        .unwrap_or_default(),
+                    t.dim(),
+                ),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn draw_picker(f: &mut Frame, area: Rect, app: &App, sel: usize) {
+    let t = app.theme();
+    let h = (app.profiles.len() as u16 + 4).min(area.height);
+    let w = area.width.min(90);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    f.render_widget(Clear, r);
+    let mut lines = Vec::new();
+    for (i, p) in app.profiles.iter().enumerate() {
+        let text = format!("{:<20} {}", p.name, p.description);
+        lines.push(if i == sel {
+            Line::styled(text, selected(app))
+        } else {
+            Line::raw(text)
+        });
+    }
+    lines.push(Line::styled(
+        "Enter applies (one undo step) · Esc cancels",
+        t.dim(),
+    ));
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block(app, "Apply a profile"))
+            .style(t.base()),
+        r,
+    );
+}

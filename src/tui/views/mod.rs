@@ -1,0 +1,288 @@
+//! Drawing: the frame layout (header, view tabs, the view, status line) and helpers
+//! shared by the views. One view per file; each draws from an [`App`] only.
+
+pub mod balance;
+pub mod cache;
+pub mod header;
+pub mod help;
+pub mod knobs;
+pub mod migrations;
+pub mod numa;
+pub mod overview;
+pub mod processes;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Wrap};
+
+use super::app::{App, InputKind, Level, ViewId};
+
+/// Smallest terminal the views are laid out for.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 16;
+
+pub fn draw(f: &mut Frame, app: &App) {
+    let area = f.area();
+    let t = app.theme();
+    f.render_widget(Block::default().style(t.base()), area);
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = vec![
+            Line::styled("terminal too small", t.bad()),
+            Line::raw(format!("{}×{}", area.width, area.height)),
+            Line::raw(format!("need {MIN_WIDTH}×{MIN_HEIGHT}")),
+            Line::styled("q quits", t.dim()),
+        ];
+        f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let head = header::height(app, area.width);
+    let [h, tabs, body, foot] = Layout::vertical([
+        Constraint::Length(head),
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header::draw(f, h, app);
+    draw_tabs(f, tabs, app);
+    match app.view {
+        ViewId::Overview => overview::draw(f, body, app),
+        ViewId::Migrations => migrations::draw(f, body, app),
+        ViewId::Processes => processes::draw(f, body, app),
+        ViewId::Cache => cache::draw(f, body, app),
+        ViewId::Balance => balance::draw(f, body, app),
+        ViewId::Numa => numa::draw(f, body, app),
+        ViewId::Knobs => knobs::draw(f, body, app),
+        ViewId::Help => help::draw(f, body, app),
+    }
+    draw_footer(f, foot, app);
+}
+
+fn draw_tabs(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let mut spans = Vec::new();
+    for (i, v) in ViewId::ALL.iter().enumerate() {
+        let label = format!(" {} {} ", i + 1, v.title());
+        if *v == app.view {
+            spans.push(Span::styled(
+                label,
+                t.accent().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+            ));
+        } else {
+            spans.push(Span::styled(label, t.dim()));
+        }
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let line = if let Some(input) = &app.input {
+        let prompt = match &input.kind {
+            InputKind::Filter => "filter: ".to_string(),
+            InputKind::Edit(id) => format!("set {id} = "),
+        };
+        Line::from(vec![
+            Span::styled(prompt, t.accent()),
+            Span::raw(input.text.clone()),
+            Span::styled("▏", t.accent()),
+            Span::styled("  Enter accepts · Esc cancels", t.dim()),
+        ])
+    } else if let Some(s) = &app.status {
+        let style = match s.level {
+            Level::Info => t.base(),
+            Level::Good => t.good(),
+            Level::Warn => t.warn(),
+            Level::Bad => t.bad(),
+        };
+        Line::styled(s.text.clone(), style)
+    } else {
+        Line::styled(
+            "q quit · ? help · 1-8/Tab views · Space pause · ←/→ history · r record · t theme",
+            t.dim(),
+        )
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+/// "not available: why" in the view's area.
+pub fn unavailable(f: &mut Frame, area: Rect, app: &App, title: &str, why: &str) {
+    let t = app.theme();
+    let p = Paragraph::new(vec![
+        Line::styled(format!("{title}: not available"), t.warn()),
+        Line::raw(""),
+        Line::raw(why.to_string()),
+    ])
+    .wrap(Wrap { trim: true })
+    .block(
+        Block::bordered()
+            .title(title.to_string())
+            .border_style(t.dim()),
+    );
+    f.render_widget(p, area);
+}
+
+/// The reason a source gave, by name (exact, else prefix).
+pub fn source_reason(app: &App, name: &str) -> Option<String> {
+    let srcs = app.sources();
+    srcs.iter()
+        .find(|s| s.name == name)
+        .or_else(|| srcs.iter().find(|s| s.name.starts_with(name)))
+        .and_then(|s| s.reason.clone())
+}
+
+/// 1234 → `1.2k`, 5_600_000 → `5.6M`.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 10.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// A count over `secs` as a per-second rate.
+pub fn rate(count: u64, secs: f64) -> String {
+    if secs <= 0.0 {
+        return "–".into();
+    }
+    si(count as f64 / secs)
+}
+
+/// Nanoseconds as `850ns`, `12µs`, `1.2ms`, `3.4s`.
+pub fn ns(v: u64) -> String {
+    let f = v as f64;
+    if f >= 1e9 {
+        format!("{:.1}s", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.1}ms", f / 1e6)
+    } else if f >= 1e3 {
+        format!("{:.0}µs", f / 1e3)
+    } else {
+        format!("{v}ns")
+    }
+}
+
+pub fn pct(f: f64) -> String {
+    format!("{:.0}%", f * 100.0)
+}
+
+/// `–` for a value a source could not give.
+pub fn or_dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map_or_else(|| "–".to_string(), f)
+}
+
+/// A text sparkline of `values` (the last `width` of them), scaled to their maximum.
+pub fn sparkline(values: &[f64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let v = &values[values.len().saturating_sub(width)..];
+    let max = v.iter().copied().fold(0.0f64, f64::max);
+    let mut s: String = v
+        .iter()
+        .map(|&x| {
+            if max <= 0.0 {
+                ' '
+            } else {
+                BARS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize]
+            }
+        })
+        .collect();
+    while s.chars().count() < width {
+        s.insert(0, ' ');
+    }
+    s
+}
+
+/// A horizontal bar of `f` (0..=1) in `width` cells.
+pub fn bar(f: f64, width: usize) -> String {
+    let cells = f.clamp(0.0, 1.0) * width as f64;
+    let full = cells.floor() as usize;
+    let part = ((cells - full as f64) * 8.0).round() as usize;
+    const P: [char; 9] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
+    let mut s = "█".repeat(full.min(width));
+    if full < width {
+        s.push(P[part.min(8)]);
+        s.push_str(&" ".repeat(width - full - 1));
+    }
+    s
+}
+
+/// Compress a sorted CPU list into ranges: `0-7,64-71`.
+pub fn cpu_ranges(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// Style of a selected table row.
+pub fn selected(app: &App) -> Style {
+    app.theme().accent().add_modifier(Modifier::REVERSED)
+}
+
+/// A titled block in the theme's dim border.
+pub fn block(app: &App, title: impl Into<String>) -> Block<'static> {
+    Block::bordered()
+        .title(Span::styled(title.into(), app.theme().accent()))
+        .border_style(app.theme().dim())
+}
+
+/// The waiting message before the first snapshot.
+pub fn waiting(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let text = match &app.feed_error {
+        Some(e) => vec![Line::styled(format!("no data: {e}"), t.bad())],
+        None => vec![Line::styled(
+            format!(
+                "waiting for the first snapshot (interval {})…",
+                humantime::format_duration(app.interval)
+            ),
+            t.dim(),
+        )],
+    };
+    f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(si(1234.0), "1.2k");
+        assert_eq!(si(56_000.0), "56k");
+        assert_eq!(si(5_600_000.0), "5.6M");
+        assert_eq!(si(3.0), "3");
+        assert_eq!(si(2.5), "2.5");
+        assert_eq!(rate(30, 2.0), "15");
+        assert_eq!(ns(1_200_000), "1.2ms");
+        assert_eq!(ns(12_000), "12µs");
+        assert_eq!(cpu_ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(bar(0.5, 4).chars().count(), 4);
+        assert_eq!(bar(1.0, 4), "████");
+        assert_eq!(sparkline(&[0.0, 1.0], 4), "  ▁█");
+    }
+}

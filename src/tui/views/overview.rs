@@ -1,0 +1,254 @@
+//! Overview / LLC map: every LLC as a block of its CPUs grouped by node, each CPU cell
+//! coloured by busy with `*` when its run-queue wait exceeds 10% of the interval; per-LLC
+//! occupancy bar, run-queue wait percentiles, migration in/out rates and MPKI.
+//!
+//! Readable from 2 to 512 CPUs: cells shrink (`cpu busy%`, then `busy%`, then colour
+//! only) until every LLC fits, and when even colour cells do not fit, each LLC becomes
+//! one summary line (in columns on wide terminals).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{bar, block, cpu_ranges, ns, or_dash, pct, rate, waiting};
+use crate::snapshot::{CpuStats, GroupStats, Snapshot};
+use crate::topology::Llc;
+use crate::tui::app::App;
+use crate::tui::theme::Theme;
+
+/// Cell widths tried, widest first: `cpu busy%`, `busy%`, colour only.
+const CELL_WIDTHS: [usize; 3] = [8, 4, 2];
+
+/// The layout chosen for an area: a cell width, or summary lines in `columns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Cells(usize),
+    Summary { columns: usize },
+}
+
+/// Pick the widest cells with which every node and LLC fits in `width`×`height`.
+pub fn mode_for(app: &App, width: usize, height: usize) -> Mode {
+    let nodes = app.topo.nodes.len().max(1);
+    let llcs = &app.topo.llcs;
+    for w in CELL_WIDTHS {
+        let per_row = (width / w).max(1);
+        let lines: usize = nodes
+            + llcs
+                .iter()
+                .map(|l| 1 + l.cpus.len().div_ceil(per_row))
+                .sum::<usize>();
+        if lines <= height {
+            return Mode::Cells(w);
+        }
+    }
+    let columns = (width / 76).max(1);
+    Mode::Summary { columns }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let outer = block(app, "LLC map — busy per CPU (* run-queue wait > 10%)");
+    let inner = outer.inner(area);
+    f.render_widget(outer, area);
+    let Some(s) = app.current() else {
+        waiting(f, inner, app);
+        return;
+    };
+    let mode = mode_for(app, inner.width as usize, inner.height as usize);
+    let lines = match mode {
+        Mode::Cells(w) => cell_lines(app, s, w, inner.width as usize),
+        Mode::Summary { columns } => summary_lines(app, s, columns, inner.width as usize),
+    };
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn node_line(app: &App, s: &Snapshot, node: u32, n_cpus: usize) -> Line<'static> {
+    let t = app.theme();
+    let g = s.nodes.iter().find(|g| g.id == node);
+    let mem = s
+        .numa
+        .as_ref()
+        .and_then(|n| n.nodes.iter().find(|x| x.node == node))
+        .and_then(|x| Some((x.mem_total_kb?, x.mem_free_kb?)))
+        .map(|(tot, free)| {
+            format!(
+                " · mem {:.1}/{:.1} GiB",
+                (tot.saturating_sub(free)) as f64 / 1048576.0,
+                tot as f64 / 1048576.0
+            )
+        })
+        .unwrap_or_default();
+    Line::from(vec![
+        Span::styled(
+            format!("node {node}"),
+            t.accent().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(
+            " · {n_cpus} CPUs · busy {}{mem}",
+            or_dash(g.and_then(|g| g.busy), pct)
+        )),
+    ])
+}
+
+/// The LLC's facts after its name: occupancy bar, wait, migrations, MPKI.
+fn llc_facts(s: &Snapshot, g: Option<&GroupStats>, t: &Theme) -> Vec<Span<'static>> {
+    let secs = s.time.interval_secs();
+    let busy = g.and_then(|g| g.busy);
+    let mut v = vec![
+        Span::styled(
+            bar(busy.unwrap_or(0.0), 8),
+            ratatui::style::Style::default().fg(t.heat(busy.unwrap_or(0.0))),
+        ),
+        Span::raw(format!(" {:>4}", or_dash(busy, pct))),
+    ];
+    if let Some(g) = g {
+        if let Some(r) = g.runnable {
+            v.push(Span::raw(format!(" run {r}")));
+        }
+        if let (Some(p50), Some(p99)) = (g.rq_wait_p50_ns, g.rq_wait_p99_ns) {
+            v.push(Span::raw(format!(" wait p50 {} p99 {}", ns(p50), ns(p99))));
+        } else if let Some(w) = g.rq_wait_ns {
+            v.push(Span::raw(format!(
+                " wait {}/s",
+                ns((w as f64 / secs) as u64)
+            )));
+        }
+        if let (Some(i), Some(o)) = (g.migrations_in, g.migrations_out) {
+            v.push(Span::raw(format!(
+                " in {}/s out {}/s",
+                rate(i, secs),
+                rate(o, secs)
+            )));
+        }
+        if let Some(m) = g.counters.as_ref().and_then(|c| c.mpki) {
+            v.push(Span::raw(format!(" MPKI {m:.1}")));
+        }
+    }
+    v
+}
+
+fn llc_title(l: &Llc) -> String {
+    let size = l
+        .size_kb
+        .map(|k| {
+            if k >= 1024 {
+                format!(" {}M", k / 1024)
+            } else {
+                format!(" {k}K")
+            }
+        })
+        .unwrap_or_default();
+    format!("LLC {}{size} [{}] ", l.id, cpu_ranges(&l.cpus))
+}
+
+fn cpu_cell(c: Option<&CpuStats>, cpu: u32, width: usize, secs: f64, t: &Theme) -> Span<'static> {
+    let busy = c.and_then(|c| c.busy);
+    let online = c.is_some_and(|c| c.online);
+    let waiting = c
+        .and_then(|c| c.rq_wait_ns)
+        .is_some_and(|w| secs > 0.0 && w as f64 / 1e9 / secs > 0.10);
+    let mark = if waiting { '*' } else { ' ' };
+    let text = match width {
+        8 if !online => format!("{cpu:>3} off "),
+        8 => format!("{cpu:>3}{:>4}{mark}", or_dash(busy, pct)),
+        4 if !online => "off ".to_string(),
+        4 => format!(
+            "{:>3}{mark}",
+            or_dash(busy, |b| format!("{:.0}", b * 100.0))
+        ),
+        _ if t.mono => format!("{}{mark}", Theme::shade(busy.unwrap_or(0.0))),
+        _ => format!(" {mark}"),
+    };
+    let style = if online {
+        t.heat_cell(busy.unwrap_or(0.0))
+    } else {
+        t.dim()
+    };
+    Span::styled(text, style)
+}
+
+fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let per_row = (width / w).max(1);
+    let secs = s.time.interval_secs();
+    let mut lines = Vec::new();
+    for node in node_ids(app) {
+        let llcs: Vec<&Llc> = app
+            .topo
+            .llcs
+            .iter()
+            .filter(|l| l.node.unwrap_or(0) == node)
+            .collect();
+        let n_cpus: usize = llcs.iter().map(|l| l.cpus.len()).sum();
+        lines.push(node_line(app, s, node, n_cpus));
+        for l in llcs {
+            let g = s.llcs.get(l.id as usize);
+            let mut head = vec![Span::styled(llc_title(l), t.accent())];
+            head.extend(llc_facts(s, g, t));
+            lines.push(Line::from(head));
+            for chunk in l.cpus.chunks(per_row) {
+                let spans: Vec<Span> = chunk
+                    .iter()
+                    .map(|&cpu| {
+                        let c = s.cpus.iter().find(|c| c.cpu == cpu);
+                        cpu_cell(c, cpu, w, secs, t)
+                    })
+                    .collect();
+                lines.push(Line::from(spans));
+            }
+        }
+    }
+    lines
+}
+
+fn node_ids(app: &App) -> Vec<u32> {
+    let mut ids: Vec<u32> = app.topo.nodes.iter().map(|n| n.id).collect();
+    if ids.is_empty() || app.topo.llcs.iter().any(|l| l.node.is_none()) {
+        ids.push(0);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+fn summary_lines(app: &App, s: &Snapshot, columns: usize, width: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let col_w = width / columns.max(1);
+    let mut entries: Vec<Vec<Span<'static>>> = Vec::new();
+    for node in node_ids(app) {
+        for l in app.topo.llcs.iter().filter(|l| l.node.unwrap_or(0) == node) {
+            let g = s.llcs.get(l.id as usize);
+            let mut e = vec![Span::styled(
+                format!("n{node} LLC {:<3} {:>3}c ", l.id, l.cpus.len()),
+                t.accent(),
+            )];
+            e.extend(llc_facts(s, g, t));
+            entries.push(e);
+        }
+    }
+    let rows = entries.len().div_ceil(columns.max(1));
+    let mut lines = Vec::new();
+    for r in 0..rows {
+        let mut spans = Vec::new();
+        for c in 0..columns {
+            let Some(e) = entries.get(c * rows + r) else {
+                continue;
+            };
+            let mut used = 0;
+            for sp in e {
+                let n = sp.content.chars().count();
+                if used + n > col_w.saturating_sub(1) {
+                    break;
+                }
+                used += n;
+                spans.push(sp.clone());
+            }
+            if c + 1 < columns {
+                spans.push(Span::raw(" ".repeat(col_w.saturating_sub(used))));
+            }
+        }
+        lines.push(Line::from(spans));
+    }
+    lines
+}

@@ -1,0 +1,339 @@
+//! Processes: the sortable, filterable table of the busiest processes — CPU, threads,
+//! preferred LLC (k = the kernel's, e = emulated), hit %, LLC spread, cross-LLC
+//! migrations/s, run-queue wait, IPC/MPKI when counters exist — and the drill-down into
+//! one process: runtime and counters per LLC, and where its new threads were placed,
+//! highlighting a placement pile-up (threads stacked on one CPU while others sat idle,
+//! ../shared/seeds/001).
+
+use std::collections::BTreeMap;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+
+use super::{bar, block, ns, or_dash, pct, rate, selected, waiting};
+use crate::snapshot::{EventKind, Precision, PreferredKind, ProcessStats};
+use crate::tui::app::{App, SortKey};
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let Some(s) = app.current() else {
+        waiting(f, area, app);
+        return;
+    };
+    let Some(table) = s.processes.as_ref() else {
+        super::unavailable(
+            f,
+            area,
+            app,
+            "Processes",
+            &super::source_reason(app, "procfs.tasks")
+                .unwrap_or_else(|| "no source provided process rows".into()),
+        );
+        return;
+    };
+    if let Some(pid) = app.drill {
+        draw_drill(f, area, app, pid);
+        return;
+    }
+    let t = app.theme();
+    let secs = s.time.interval_secs();
+    let rows = app.process_rows();
+    let precision = match table.precision {
+        Precision::Exact => "exact",
+        Precision::Sampled => "sampled",
+    };
+    let filter = if app.filter.is_empty() {
+        String::new()
+    } else {
+        format!(" · filter \"{}\"", app.filter)
+    };
+    let title = format!(
+        "Processes — {} shown of {} · {precision} · sort {}{filter} (s sort, / filter, Enter drill)",
+        rows.len(),
+        table.total,
+        app.sort.label()
+    );
+    let head_cells = [
+        ("PID", Some(SortKey::Pid)),
+        ("COMM", None),
+        ("THR", None),
+        ("CPU", Some(SortKey::Cpu)),
+        ("PREF", None),
+        ("HIT", Some(SortKey::Hit)),
+        ("SPREAD", None),
+        ("xLLC/s", Some(SortKey::CrossLlc)),
+        ("MIG/s", Some(SortKey::Migrations)),
+        ("WAIT/s", Some(SortKey::Wait)),
+        ("IPC", Some(SortKey::Ipc)),
+        ("MPKI", Some(SortKey::Mpki)),
+        ("CGROUP", None),
+    ];
+    let header = Row::new(head_cells.iter().map(|(name, key)| {
+        let mark = if *key == Some(app.sort) { "▼" } else { "" };
+        Cell::from(format!("{name}{mark}"))
+    }))
+    .style(t.accent().add_modifier(Modifier::BOLD));
+    let body_h = area.height.saturating_sub(3) as usize;
+    let first = app.proc_sel.saturating_sub(body_h.saturating_sub(1));
+    let trs: Vec<Row> = rows
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(body_h)
+        .map(|(i, r)| {
+            let c = r.counters.as_ref();
+            let pref = r.preferred_llc.map_or("–".to_string(), |l| {
+                format!(
+                    "{l}{}",
+                    match r.preferred_kind {
+                        PreferredKind::Kernel => "k",
+                        PreferredKind::Emulated => "e",
+                    }
+                )
+            });
+            let hit_style = match r.preferred_hit {
+                Some(h) if h < 0.5 => t.bad(),
+                Some(h) if h < 0.8 => t.warn(),
+                _ => t.base(),
+            };
+            let x_style = if r.cross_llc_migrations > 0 {
+                t.warn()
+            } else {
+                t.base()
+            };
+            let row = Row::new(vec![
+                Cell::from(r.pid.to_string()),
+                Cell::from(r.comm.clone()),
+                Cell::from(r.threads.to_string()),
+                Cell::from(pct(r.cpu_time_ns as f64 / 1e9 / secs.max(1e-9))),
+                Cell::from(pref),
+                Cell::from(or_dash(r.preferred_hit, pct)).style(hit_style),
+                Cell::from(r.llc_spread.to_string()),
+                Cell::from(rate(r.cross_llc_migrations, secs)).style(x_style),
+                Cell::from(rate(r.migrations, secs)),
+                Cell::from(ns((r.rq_wait_ns as f64 / secs.max(1e-9)) as u64)),
+                Cell::from(or_dash(c.and_then(|c| c.ipc), |v| format!("{v:.2}"))),
+                Cell::from(or_dash(c.and_then(|c| c.mpki), |v| format!("{v:.1}"))),
+                Cell::from(r.cgroup.clone().unwrap_or_default()),
+            ]);
+            if i == app.proc_sel {
+                row.style(selected(app))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(8),
+        Constraint::Length(16),
+        Constraint::Length(4),
+        Constraint::Length(6),
+        Constraint::Length(5),
+        Constraint::Length(5),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Length(5),
+        Constraint::Length(6),
+        Constraint::Min(6),
+    ];
+    let mut tbl = Table::new(trs, widths)
+        .header(header)
+        .block(block(app, title));
+    if rows.is_empty() {
+        tbl = tbl.footer(Row::new(vec![Cell::from(if app.filter.is_empty() {
+            "no process ran"
+        } else {
+            "no process matches the filter"
+        })]));
+    }
+    f.render_widget(tbl, area);
+}
+
+/// A placement pile-up: several new threads of the process put on one CPU in the
+/// window while CPUs sat idle.
+pub struct PileUp {
+    pub cpu: i32,
+    pub threads: usize,
+    pub idle_cpus: usize,
+    pub allowed: u32,
+}
+
+/// Placements of `pid`'s new threads in the last `window` snapshots: per target CPU,
+/// and the worst pile-up if there is one.
+pub fn placements(app: &App, pid: u32, window: usize) -> (BTreeMap<i32, usize>, Option<PileUp>) {
+    let mut per_cpu: BTreeMap<i32, usize> = BTreeMap::new();
+    let mut allowed = 0;
+    for s in app.history(window) {
+        for e in s.events.iter().flat_map(|l| l.events.iter()) {
+            if e.kind == EventKind::Placement && e.tgid == pid {
+                *per_cpu.entry(e.to_cpu).or_default() += 1;
+                allowed = allowed.max(e.nr_cpus_allowed);
+            }
+        }
+    }
+    let idle_cpus = app.current().map_or(0, |s| {
+        s.cpus
+            .iter()
+            .filter(|c| c.online && c.busy.is_some_and(|b| b < 0.5))
+            .count()
+    });
+    let worst = per_cpu.iter().max_by_key(|(_, n)| **n);
+    let pile = worst.and_then(|(&cpu, &n)| {
+        (n >= 2 && idle_cpus > 0 && allowed as usize > per_cpu.len()).then_some(PileUp {
+            cpu,
+            threads: n,
+            idle_cpus,
+            allowed,
+        })
+    });
+    (per_cpu, pile)
+}
+
+fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
+    let t = app.theme();
+    let Some(s) = app.current() else {
+        return;
+    };
+    let row: Option<&ProcessStats> = s
+        .processes
+        .as_ref()
+        .and_then(|p| p.rows.iter().find(|r| r.pid == pid));
+    let b = block(app, format!("Process {pid} (Esc back)"));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    let [top, llcs, places] = Layout::vertical([
+        Constraint::Length(4),
+        Constraint::Min(3),
+        Constraint::Length(8),
+    ])
+    .areas(inner);
+    let secs = s.time.interval_secs();
+    let Some(r) = row else {
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                format!("process {pid} did not run in this interval (or is not in the top rows)"),
+                t.warn(),
+            )),
+            top,
+        );
+        draw_placements(f, places, app, pid);
+        return;
+    };
+    let mut head = vec![
+        Line::from(vec![
+            Span::styled(
+                format!("{} ", r.comm),
+                t.accent().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(
+                "pid {} · {} threads · CPU {} · cgroup {}",
+                r.pid,
+                r.threads,
+                pct(r.cpu_time_ns as f64 / 1e9 / secs.max(1e-9)),
+                r.cgroup.as_deref().unwrap_or("–")
+            )),
+        ]),
+        Line::raw(format!(
+            "preferred LLC {} ({}) · hit {} · spread {} LLCs · migrations {}/s ({} cross-LLC/s) · wait {}/s",
+            or_dash(r.preferred_llc, |l| l.to_string()),
+            match r.preferred_kind {
+                PreferredKind::Kernel => "the kernel's p->preferred_llc",
+                PreferredKind::Emulated => "emulated from runtime",
+            },
+            or_dash(r.preferred_hit, pct),
+            r.llc_spread,
+            rate(r.migrations, secs),
+            rate(r.cross_llc_migrations, secs),
+            ns((r.rq_wait_ns as f64 / secs.max(1e-9)) as u64),
+        )),
+    ];
+    if let Some(c) = &r.counters {
+        head.push(Line::raw(format!(
+            "IPC {} · MPKI {} · cache misses {}/s",
+            or_dash(c.ipc, |v| format!("{v:.2}")),
+            or_dash(c.mpki, |v| format!("{v:.1}")),
+            or_dash(c.cache_misses, |v| rate(v, secs)),
+        )));
+    } else {
+        head.push(Line::styled(
+            "hardware counters per process: not available (needs a PMU and the BPF source)",
+            t.dim(),
+        ));
+    }
+    f.render_widget(Paragraph::new(head), top);
+
+    let total = r.cpu_time_ns.max(1) as f64;
+    let mut lines = vec![Line::styled("runtime per LLC", t.dim())];
+    for (l, &ns_on) in r.runtime_per_llc_ns.iter().enumerate() {
+        if ns_on == 0 && r.preferred_llc != Some(l as u32) {
+            continue;
+        }
+        let share = ns_on as f64 / total;
+        let mut spans = vec![
+            Span::raw(format!("LLC {l:<3}")),
+            Span::styled(
+                bar(share, 24),
+                ratatui::style::Style::default().fg(t.heat(share)),
+            ),
+            Span::raw(format!(" {:>4}", pct(share))),
+        ];
+        if let Some(Some(c)) = r.counters_per_llc.get(l) {
+            spans.push(Span::raw(format!(
+                "  IPC {} MPKI {}",
+                or_dash(c.ipc, |v| format!("{v:.2}")),
+                or_dash(c.mpki, |v| format!("{v:.1}"))
+            )));
+        }
+        if r.preferred_llc == Some(l as u32) {
+            spans.push(Span::styled("  ← preferred", t.good()));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), llcs);
+    draw_placements(f, places, app, pid);
+}
+
+fn draw_placements(f: &mut Frame, area: Rect, app: &App, pid: u32) {
+    let t = app.theme();
+    let (per_cpu, pile) = placements(app, pid, 60);
+    let mut lines = vec![Line::styled(
+        "placements of new threads (last 60 snapshots)",
+        t.dim(),
+    )];
+    if !app.history(60).iter().any(|s| s.events.is_some()) {
+        lines.push(Line::styled(
+            "not available: placement events come from the BPF source",
+            t.dim(),
+        ));
+    } else if per_cpu.is_empty() {
+        lines.push(Line::raw("no new threads placed"));
+    } else {
+        if let Some(p) = &pile {
+            lines.push(Line::styled(
+                format!(
+                    "⚠ pile-up: {} new threads placed on CPU {} while {} CPUs were idle (allowed: {} CPUs)",
+                    p.threads, p.cpu, p.idle_cpus, p.allowed
+                ),
+                t.bad().add_modifier(Modifier::BOLD),
+            ));
+        }
+        let mut spans = Vec::new();
+        for (cpu, n) in &per_cpu {
+            let style = if pile.as_ref().is_some_and(|p| p.cpu == *cpu) {
+                t.bad()
+            } else {
+                t.base()
+            };
+            spans.push(Span::styled(format!("cpu{cpu}×{n}  "), style));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(
+        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),
+        area,
+    );
+}
