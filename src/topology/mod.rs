@@ -189,6 +189,50 @@ impl Topology {
     }
 }
 
+/// A regular machine without sysfs: `nodes` × `llcs_per_node` LLCs of `cpus_per_llc`
+/// CPUs, one CPU per core, numbered node by node. For tests and benchmarks of code that
+/// scales with the topology (the TUI's 2–512 CPU layouts); the product discovers.
+pub fn synthetic(nodes: u32, llcs_per_node: u32, cpus_per_llc: u32) -> Topology {
+    let mut t = Topology::default();
+    let n_llc = nodes * llcs_per_node;
+    for l in 0..n_llc {
+        let node = l / llcs_per_node;
+        let cpus: Vec<u32> = (l * cpus_per_llc..(l + 1) * cpus_per_llc).collect();
+        for &cpu in &cpus {
+            t.cpus.push(Cpu {
+                cpu,
+                online: true,
+                core: Some(cpu),
+                core_id: Some(cpu % cpus_per_llc),
+                package: Some(node),
+                die: Some(0),
+                cluster: None,
+                llc: Some(l),
+                node: Some(node),
+                smt_siblings: vec![cpu],
+            });
+        }
+        t.llcs.push(Llc {
+            id: l,
+            cpus,
+            node: Some(node),
+            level: Some(3),
+            size_kb: Some(32768),
+            basis: LlcBasis::Cache,
+            cache_cpus: None,
+        });
+    }
+    for n in 0..nodes {
+        t.nodes.push(Node {
+            id: n,
+            cpus: (n * llcs_per_node * cpus_per_llc..(n + 1) * llcs_per_node * cpus_per_llc)
+                .collect(),
+            distances: (0..nodes).map(|m| if m == n { 10 } else { 32 }).collect(),
+        });
+    }
+    t
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -56,10 +56,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         return;
     };
     let mode = mode_for(app, inner.width as usize, inner.height as usize);
-    let lines = match mode {
+    let mut lines = match mode {
         Mode::Cells(w) => cell_lines(app, s, w, inner.width as usize),
         Mode::Summary { columns } => summary_lines(app, s, columns, inner.width as usize),
     };
+    // Small machines: room left for one line per CPU with its numbers.
+    if inner.height as usize >= lines.len() + s.cpus.len() + 2 {
+        lines.push(Line::raw(""));
+        lines.extend(cpu_table(app, s));
+    }
     f.render_widget(Paragraph::new(lines), inner);
 }
 
@@ -251,4 +256,51 @@ fn summary_lines(app: &App, s: &Snapshot, columns: usize, width: usize) -> Vec<L
         lines.push(Line::from(spans));
     }
     lines
+}
+
+/// One line per CPU: busy, steal, runnable, run-queue wait, context switches,
+/// migrations in/out and counters (when there is room for every CPU).
+fn cpu_table(app: &App, s: &Snapshot) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let secs = s.time.interval_secs();
+    let mut out = vec![Line::styled(
+        format!(
+            "{:>4} {:>4} {:>5} {:>5} {:>4} {:>9} {:>8} {:>7} {:>7} {:>5} {:>6}",
+            "CPU", "LLC", "BUSY", "STEAL", "RUN", "WAIT/s", "CTX/s", "IN/s", "OUT/s", "IPC", "MPKI"
+        ),
+        t.accent().add_modifier(Modifier::BOLD),
+    )];
+    for c in &s.cpus {
+        let llc = app
+            .topo
+            .llc_of(c.cpu)
+            .map_or("–".to_string(), |l| l.to_string());
+        if !c.online {
+            out.push(Line::styled(
+                format!("{:>4} {llc:>4} offline", c.cpu),
+                t.dim(),
+            ));
+            continue;
+        }
+        let k = c.counters.as_ref();
+        out.push(Line::from(vec![
+            Span::raw(format!("{:>4} {llc:>4} ", c.cpu)),
+            Span::styled(
+                format!("{:>5}", or_dash(c.busy, pct)),
+                ratatui::style::Style::default().fg(t.heat(c.busy.unwrap_or(0.0))),
+            ),
+            Span::raw(format!(
+                " {:>5} {:>4} {:>9} {:>8} {:>7} {:>7} {:>5} {:>6}",
+                or_dash(c.steal, pct),
+                or_dash(c.runnable, |r| r.to_string()),
+                or_dash(c.rq_wait_ns, |w| ns((w as f64 / secs.max(1e-9)) as u64)),
+                or_dash(c.ctx_switches, |v| rate(v, secs)),
+                or_dash(c.migrations_in, |v| rate(v, secs)),
+                or_dash(c.migrations_out, |v| rate(v, secs)),
+                or_dash(k.and_then(|k| k.ipc), |v| format!("{v:.2}")),
+                or_dash(k.and_then(|k| k.mpki), |v| format!("{v:.1}")),
+            )),
+        ]));
+    }
+    out
 }

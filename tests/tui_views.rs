@@ -1,0 +1,687 @@
+//! Every TUI view rendered from fixture snapshots into ratatui's TestBackend on 2, 16,
+//! 256 (and for the LLC map 512) CPU topologies, with assertions on what is on screen;
+//! the too-small terminal; the Knobs view changing a fixture knob through the session;
+//! the README key table against the keymap; replay showing what live showed.
+
+mod common;
+
+use std::time::Duration;
+
+use llctop::collect::{aggregate, empty_snapshot};
+use llctop::counters;
+use llctop::kroot::KernelRoot;
+use llctop::snapshot::{
+    Balance, ByCause, ByDistance, CgroupNuma, Counters, DetailEvent, DomainBalance, EventKind,
+    EventLog, LbStats, Migrations, NodeNuma, NumaStats, Precision, PreferredKind, ProcessStats,
+    ProcessTable, Snapshot, SnapshotTime, SourceStatus,
+};
+use llctop::topology::{self, Distance, Topology};
+use llctop::tui::app::{App, Msg, ViewId};
+use llctop::tui::theme::{self, Theme};
+use llctop::tui::{keymap, render_to_text};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn fixture_topology(name: &str) -> Topology {
+    let root = KernelRoot::new(format!(
+        "{}/tests/fixtures/topology/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    topology::discover(&root).expect("fixture topology")
+}
+
+/// 2 (this VM's shape), 16 (2 nodes × 2 LLCs × 4) and 256 (2-socket EPYC 7763) CPUs.
+fn topologies() -> Vec<(&'static str, Topology)> {
+    vec![
+        ("2cpu", fixture_topology("devvm-2cpu")),
+        ("16cpu", topology::synthetic(2, 2, 4)),
+        ("256cpu", fixture_topology("epyc-7763-2s")),
+    ]
+}
+
+fn counters(cycles: u64, instructions: u64, misses: u64) -> Counters {
+    let mut c = Counters {
+        cycles: Some(cycles),
+        instructions: Some(instructions),
+        cache_references: Some(misses * 4),
+        cache_misses: Some(misses),
+        llc_read_misses: Some(misses / 2),
+        ..Counters::default()
+    };
+    counters::derive(&mut c, 1.0);
+    c
+}
+
+fn event(kind: EventKind, comm: &str, tgid: u32, from: i32, to: i32, allowed: u32) -> DetailEvent {
+    DetailEvent {
+        kind,
+        mono_ns: 500_000_000,
+        pid: tgid + 1,
+        tgid,
+        comm: comm.into(),
+        from_cpu: from,
+        to_cpu: to,
+        distance: (kind == EventKind::Migration).then_some(Distance::CrossLlc),
+        cause: (kind == EventKind::Migration).then_some(llctop::snapshot::Cause::Wakeup),
+        nr_cpus_allowed: allowed,
+    }
+}
+
+/// A snapshot with every part filled, deterministic in `seq`.
+fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
+    let mut s = empty_snapshot(topo);
+    s.seq = seq;
+    s.time = SnapshotTime {
+        unix_ns: 1_795_000_000_000_000_000 + seq * 1_000_000_000,
+        mono_ns: (seq + 1) * 1_000_000_000,
+        interval_ns: 1_000_000_000,
+    };
+    let n_cpu = topo.cpus.len() as u32;
+    let n_llc = topo.llcs.len();
+    for c in s.cpus.iter_mut() {
+        // CPU 3 is the busy one the pile-up lands on; the rest mostly idle.
+        let busy = if c.cpu == 3 % n_cpu {
+            0.97
+        } else {
+            (c.cpu % 7) as f64 * 0.05
+        };
+        c.busy = Some(busy);
+        c.steal = Some(0.0);
+        c.ctx_switches = Some(1000 + c.cpu as u64);
+        c.migrations_in = Some(3);
+        c.migrations_out = Some(2);
+        c.rq_wait_ns = Some(if c.cpu == 3 % n_cpu {
+            300_000_000
+        } else {
+            1_000_000
+        });
+        c.runnable = Some(if c.cpu == 3 % n_cpu { 4 } else { 0 });
+        c.rq_wait_hist = Some(vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 2]);
+        c.counters = Some(counters(2_000_000_000, 3_000_000_000, 3_000_000));
+    }
+    let matrix: Vec<Vec<u64>> = (0..n_llc)
+        .map(|a| {
+            (0..n_llc)
+                .map(|b| if a == b { 50 } else { 7 + seq })
+                .collect()
+        })
+        .collect();
+    s.migrations = Some(Migrations {
+        precision: Precision::Exact,
+        by_distance: ByDistance {
+            smt: 10,
+            llc: 100,
+            cross_llc: 40 + seq,
+            cross_node: 7,
+        },
+        by_cause: Some(ByCause {
+            wakeup: 120,
+            load_balance: 30,
+            active_balance: 2,
+            numa: 5,
+            other: 0,
+        }),
+        llc_matrix: matrix,
+        unclassified: 0,
+    });
+    let mut per_llc = vec![0u64; n_llc];
+    per_llc[0] = 3_000_000_000;
+    if n_llc > 1 {
+        per_llc[1] = 200_000_000;
+    }
+    let stream = ProcessStats {
+        pid: 4242,
+        comm: "stream".into(),
+        threads: 4,
+        cpu_time_ns: per_llc.iter().sum(),
+        runtime_per_llc_ns: per_llc.clone(),
+        preferred_llc: Some(0),
+        preferred_kind: PreferredKind::Emulated,
+        preferred_hit: Some(0.25),
+        llc_spread: if n_llc > 1 { 2 } else { 1 },
+        migrations: 30,
+        cross_llc_migrations: 12,
+        migrations_by_distance: None,
+        rq_wait_ns: 250_000_000,
+        cgroup: Some("/bench".into()),
+        counters: Some(counters(1_000_000_000, 400_000_000, 5_000_000)),
+        counters_per_llc: per_llc
+            .iter()
+            .map(|&r| (r > 0).then(|| counters(r, r / 2, r / 1000)))
+            .collect(),
+    };
+    let pg = ProcessStats {
+        pid: 1001,
+        comm: "postgres".into(),
+        threads: 12,
+        cpu_time_ns: 500_000_000,
+        runtime_per_llc_ns: vec![500_000_000 / n_llc as u64; n_llc],
+        preferred_llc: Some((n_llc - 1) as u32),
+        preferred_kind: PreferredKind::Kernel,
+        preferred_hit: Some(0.9),
+        llc_spread: n_llc as u32,
+        migrations: 4,
+        cross_llc_migrations: 0,
+        rq_wait_ns: 1_000_000,
+        cgroup: Some("/db".into()),
+        counters: Some(counters(800_000_000, 1_600_000_000, 100_000)),
+        ..ProcessStats::default()
+    };
+    s.processes = Some(ProcessTable {
+        precision: Precision::Exact,
+        total: 97,
+        rows: vec![stream, pg],
+        ..ProcessTable::default()
+    });
+    let last = (n_cpu - 1) as i32;
+    let mut events: Vec<DetailEvent> = (0..4)
+        .map(|_| {
+            event(
+                EventKind::Placement,
+                "stream",
+                4242,
+                0,
+                3 % n_cpu as i32,
+                n_cpu,
+            )
+        })
+        .collect();
+    events.push(event(
+        EventKind::Migration,
+        "postgres",
+        1001,
+        0,
+        last,
+        n_cpu,
+    ));
+    s.events = Some(EventLog { dropped: 0, events });
+    let lb = |count| LbStats {
+        count,
+        balanced: count / 2,
+        failed: count / 10,
+        gained: count / 5,
+        ..LbStats::default()
+    };
+    s.balance = Some(Balance {
+        version: 17,
+        domains: vec![
+            DomainBalance {
+                level: 0,
+                name: Some("MC".into()),
+                cpus: n_cpu,
+                busy: lb(40),
+                idle: lb(300),
+                newidle: lb(9000 + seq * 100),
+                alb_count: 3,
+                ttwu_wake_remote: 77,
+                ttwu_move_affine: 11,
+                ..DomainBalance::default()
+            },
+            DomainBalance {
+                level: 1,
+                name: Some("NUMA".into()),
+                cpus: n_cpu,
+                newidle: lb(500),
+                ..DomainBalance::default()
+            },
+        ],
+    });
+    s.numa = Some(NumaStats {
+        balancing_mode: Some(1),
+        vmstat: [
+            ("numa_pages_migrated".to_string(), 120),
+            ("numa_hint_faults".to_string(), 300),
+        ]
+        .into_iter()
+        .collect(),
+        nodes: topo
+            .nodes
+            .iter()
+            .map(|n| NodeNuma {
+                node: n.id,
+                counters: [
+                    ("numa_hit".to_string(), 5000),
+                    ("numa_miss".to_string(), 40),
+                ]
+                .into_iter()
+                .collect(),
+                mem_total_kb: Some(64 * 1048576),
+                mem_free_kb: Some(16 * 1048576),
+            })
+            .collect(),
+        cgroups: vec![CgroupNuma {
+            path: "/db".into(),
+            numa_pages_migrated: Some(77),
+            numa_pte_updates: Some(1000),
+            numa_hint_faults: Some(300),
+        }],
+    });
+    s.sources = vec![
+        SourceStatus::active("bpf"),
+        SourceStatus::active("procfs.stat"),
+        SourceStatus::degraded(
+            "perf",
+            "AMD: generic cache-references/misses count L2, not L3 (MPKI is L2 MPKI)",
+        ),
+    ];
+    aggregate(topo, &mut s);
+    s
+}
+
+fn themes() -> Vec<Theme> {
+    theme::load_all(None).0
+}
+
+fn live_app(topo: &Topology, n: u64) -> App {
+    let mut app = App::live(topo.clone(), Duration::from_secs(1), themes());
+    app.host = Some("fixture".into());
+    app.kernel = Some("7.2.0".into());
+    for i in 0..n {
+        app.update(Msg::Snapshot(Box::new(fixture_snapshot(topo, i))));
+    }
+    app
+}
+
+fn key(app: &mut App, c: KeyCode) {
+    app.update(Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+}
+
+fn screen(app: &App, w: u16, h: u16) -> String {
+    render_to_text(app, w, h).join("\n")
+}
+
+fn has(text: &str, needle: &str, what: &str) {
+    assert!(
+        text.contains(needle),
+        "{what}: {needle:?} not on screen:\n{text}"
+    );
+}
+
+#[test]
+fn header_says_what_is_degraded_and_why() {
+    for (name, topo) in topologies() {
+        let app = live_app(&topo, 3);
+        let s = screen(&app, 160, 50);
+        has(&s, &topo.summary(), name);
+        has(&s, "fixture · 7.2.0", name);
+        has(&s, "live every 1s", name);
+        has(
+            &s,
+            "perf: AMD: generic cache-references/misses count L2",
+            name,
+        );
+        has(&s, "1 Overview", name);
+    }
+}
+
+#[test]
+fn overview_shows_every_llc_with_cells_then_summaries() {
+    for (name, topo) in topologies() {
+        let app = live_app(&topo, 3);
+        let s = screen(&app, 160, 50);
+        has(&s, "node 0", name);
+        let last = topo.llcs.len() - 1;
+        has(&s, &format!("LLC {last}"), name);
+        // CPU 3's cell (or CPU 1 on 2 CPUs) is hot with run-queue wait.
+        let hot = 3 % topo.cpus.len();
+        has(&s, &format!("{hot:>3} 97%*"), name);
+        has(&s, "wait p50", name);
+        has(&s, "MPKI 1.0", name);
+    }
+    // 2 CPUs leave room for the per-CPU table.
+    let topo = fixture_topology("devvm-2cpu");
+    let s = screen(&live_app(&topo, 2), 120, 40);
+    has(&s, "STEAL", "2cpu table");
+    has(&s, "300.0ms", "2cpu rq wait/s of cpu1");
+
+    // 256 CPUs at 80×24 and 512 at 100×30: one summary line per LLC.
+    let epyc = fixture_topology("epyc-7763-2s");
+    let s = screen(&live_app(&epyc, 2), 80, 24);
+    has(&s, "n0 LLC 0", "256 summary");
+    assert!(!s.contains("97%*"), "no cells in summary mode");
+    let big = topology::synthetic(4, 16, 8);
+    assert_eq!(big.cpus.len(), 512);
+    let s = screen(&live_app(&big, 2), 180, 45);
+    has(&s, "n3 LLC 63", "512 summary in columns");
+    let s = screen(&live_app(&big, 2), 200, 80);
+    has(&s, "LLC 63", "512 at a tall terminal");
+}
+
+#[test]
+fn migrations_view_rates_matrix_and_recent() {
+    for (name, topo) in topologies() {
+        let mut app = live_app(&topo, 5);
+        key(&mut app, KeyCode::Char('2'));
+        let s = screen(&app, 160, 50);
+        has(&s, "Migrations/s by distance and cause — exact", name);
+        has(&s, "xllc", name);
+        has(&s, "wakeup", name);
+        has(&s, "  44/s", name); // cross_llc of seq 4
+        has(&s, "LLC × LLC migrations/s", name);
+        has(&s, "postgres", name);
+        has(&s, "allowed", name);
+        if topo.llcs.len() > 1 && topo.llcs.len() <= 16 {
+            has(&s, "→1", name);
+            has(&s, "11", name); // off-diagonal of seq 4
+        }
+    }
+}
+
+#[test]
+fn processes_view_sorts_filters_and_drills_into_a_pile_up() {
+    for (name, topo) in topologies() {
+        let mut app = live_app(&topo, 3);
+        key(&mut app, KeyCode::Char('3'));
+        let s = screen(&app, 160, 50);
+        has(&s, "2 shown of 97", name);
+        has(&s, "CPU▼", name);
+        has(&s, "stream", name);
+        has(&s, "postgres", name);
+        has(&s, "0e", name); // emulated preference
+        has(&s, &format!("{}k", topo.llcs.len() - 1), name); // the kernel's
+        has(&s, "25%", name);
+        has(&s, "0.40", name); // stream IPC
+        // Sort by IPC: lowest first; filter; drill.
+        for _ in 0..6 {
+            key(&mut app, KeyCode::Char('s'));
+        }
+        let rows = app.process_rows();
+        assert_eq!(rows[0].comm, "stream", "{name}: lowest IPC first");
+        key(&mut app, KeyCode::Char('/'));
+        for c in "post".chars() {
+            key(&mut app, KeyCode::Char(c));
+        }
+        key(&mut app, KeyCode::Enter);
+        let s = screen(&app, 160, 50);
+        has(&s, "1 shown of 97", name);
+        assert!(!s.contains("stream "), "{name}: filtered out");
+        key(&mut app, KeyCode::Esc);
+        app.proc_sel = 0;
+        app.sort = llctop::tui::app::SortKey::Cpu;
+        key(&mut app, KeyCode::Enter);
+        assert_eq!(app.drill, Some(4242));
+        let s = screen(&app, 160, 50);
+        has(&s, "Process 4242", name);
+        has(&s, "runtime per LLC", name);
+        has(&s, "← preferred", name);
+        has(&s, "IPC 0.40", name);
+        has(
+            &s,
+            &format!(
+                "pile-up: 12 new threads placed on CPU {}",
+                3 % topo.cpus.len()
+            ),
+            name,
+        );
+        key(&mut app, KeyCode::Esc);
+        assert_eq!(app.drill, None);
+    }
+}
+
+#[test]
+fn cache_balance_numa_and_help_views() {
+    for (name, topo) in topologies() {
+        let mut app = live_app(&topo, 3);
+        key(&mut app, KeyCode::Char('4'));
+        let s = screen(&app, 160, 50);
+        has(&s, "Hardware counters per LLC", name);
+        has(&s, "1.50", name); // IPC
+        has(&s, "stream", name);
+        key(&mut app, KeyCode::Char('5'));
+        let s = screen(&app, 200, 50);
+        has(&s, "/proc/schedstat v17", name);
+        has(&s, "newidle lb", name);
+        has(&s, "9.2k", name); // newidle count of seq 2
+        has(&s, "NUMA", name);
+        key(&mut app, KeyCode::Char('6'));
+        let s = screen(&app, 160, 50);
+        has(&s, "NUMA balancing: 1 (normal)", name);
+        has(&s, "48.0 GiB", name);
+        has(&s, "numa_pages_migrated 120", name);
+        has(&s, "/db", name);
+        key(&mut app, KeyCode::Char('?'));
+        let s = screen(&app, 160, 50);
+        has(&s, "q / F10", name);
+        has(&s, "start / stop recording", name);
+        has(&s, "colorblind", name);
+    }
+}
+
+#[test]
+fn views_say_why_when_a_source_is_missing() {
+    let topo = topology::synthetic(1, 2, 2);
+    let mut app = App::live(topo.clone(), Duration::from_secs(1), themes());
+    let mut s = empty_snapshot(&topo);
+    s.time.interval_ns = 1_000_000_000;
+    s.sources = vec![
+        SourceStatus::absent(
+            "perf",
+            "hardware counters unsupported: no hardware PMU for this event (common in VMs)",
+        ),
+        SourceStatus::absent(
+            "procfs.schedstat",
+            "schedstat unavailable (CONFIG_SCHEDSTATS off: /proc/schedstat does not exist)",
+        ),
+    ];
+    app.update(Msg::Snapshot(Box::new(s)));
+    for (k, want) in [
+        ('4', "no hardware PMU"),
+        ('5', "CONFIG_SCHEDSTATS off"),
+        ('2', "no source counted migrations"),
+    ] {
+        key(&mut app, KeyCode::Char(k));
+        let text = screen(&app, 120, 40);
+        has(&text, "not available", &format!("view {k}"));
+        has(&text, want, &format!("view {k}"));
+    }
+    // Before any snapshot: a waiting line, not an empty screen.
+    let app = App::live(topo, Duration::from_secs(1), themes());
+    has(
+        &screen(&app, 100, 30),
+        "waiting for the first snapshot",
+        "start",
+    );
+}
+
+#[test]
+fn tiny_terminal_says_so() {
+    let app = live_app(&topology::synthetic(2, 2, 4), 2);
+    for v in ViewId::ALL {
+        let mut a = live_app(&topology::synthetic(2, 2, 4), 2);
+        a.view = v;
+        let s = screen(&a, 40, 12);
+        has(&s, "terminal too small", v.title());
+        has(&s, "40×12", v.title());
+    }
+    let s = screen(&app, 60, 16);
+    assert!(!s.contains("too small"), "60×16 is enough");
+}
+
+#[test]
+fn themes_and_no_color_render() {
+    let topo = topology::synthetic(2, 2, 4);
+    let mut app = live_app(&topo, 2);
+    let names: Vec<String> = app.themes.iter().map(|t| t.name.clone()).collect();
+    for _ in &names {
+        key(&mut app, KeyCode::Char('t'));
+        has(&screen(&app, 120, 40), "LLC 3", &app.theme().name.clone());
+    }
+    app.themes = vec![Theme::mono()];
+    app.theme = 0;
+    let backend = ratatui::backend::TestBackend::new(120, 40);
+    let mut term = ratatui::Terminal::new(backend).expect("terminal");
+    term.draw(|f| llctop::tui::views::draw(f, &app))
+        .expect("draw");
+    let buf = term.backend().buffer();
+    let colored = buf
+        .content()
+        .iter()
+        .filter(|c| c.fg != ratatui::style::Color::Reset || c.bg != ratatui::style::Color::Reset)
+        .count();
+    assert_eq!(colored, 0, "NO_COLOR: no colour anywhere");
+}
+
+fn knob_fixture() -> (tempfile::TempDir, KernelRoot, llctop::knobs::Session) {
+    let (dir, root, topo) = common::writable_root("qemu-lab-2s2llc");
+    let d = dir.path();
+    common::put(
+        d,
+        "proc/self/mountinfo",
+        "32 1 0:7 / /sys/kernel/debug rw - debugfs debugfs rw\n",
+    );
+    common::put(
+        d,
+        "sys/kernel/debug/sched/features",
+        "PLACE_LAG TTWU_QUEUE \n",
+    );
+    common::put(d, "proc/sys/kernel/numa_balancing", "1\n");
+    let s = llctop::knobs::Session::new(
+        llctop::knobs::Registry::discover(&root, Some(&topo)),
+        llctop::knobs::journal::Journal::new(d.join("journal.json")),
+        llctop::knobs::session::Options::default(),
+    );
+    (dir, root, s)
+}
+
+#[test]
+fn knobs_view_toggles_edits_undoes_and_shows_read_back() {
+    let (dir, root, session) = knob_fixture();
+    let topo = topology::discover(&root).expect("topology");
+    let mut app = live_app(&topo, 2);
+    app.session = Some(session);
+    app.profiles = llctop::knobs::profile::load_all(None).0;
+    key(&mut app, KeyCode::Char('7'));
+    let s = screen(&app, 160, 50);
+    has(&s, "feature.TTWU_QUEUE", "knobs");
+    has(&s, "writable", "knobs");
+    let i = app
+        .knobs()
+        .iter()
+        .position(|k| k.id == "feature.TTWU_QUEUE")
+        .expect("listed");
+    for _ in 0..i {
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Char('x'));
+    let features = dir.path().join("sys/kernel/debug/sched/features");
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("feature.TTWU_QUEUE: on → off"), "{status}");
+    assert!(status.contains("wrote \"NO_TTWU_QUEUE\""), "{status}");
+    let s = screen(&app, 160, 50);
+    has(&s, "off *", "changed value marked");
+    has(&s, "1 changed (restored on exit)", "knobs");
+    has(&s, "read back", "log");
+    // Enter edits numa_balancing: an invalid value is refused, nothing written.
+    let j = app
+        .knobs()
+        .iter()
+        .position(|k| k.id == "numa_balancing")
+        .expect("listed");
+    app.knob_sel = j;
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Backspace);
+    for c in "9".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("invalid value"), "{status}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("proc/sys/kernel/numa_balancing")).expect("read"),
+        "1\n"
+    );
+    key(&mut app, KeyCode::Char('u'));
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("undid feature.TTWU_QUEUE"), "{status}");
+    assert!(
+        std::fs::read_to_string(&features)
+            .expect("read")
+            .contains("TTWU_QUEUE")
+            && !std::fs::read_to_string(&features)
+                .expect("read")
+                .contains("NO_TTWU_QUEUE")
+    );
+    // The profile chooser opens and Esc closes it.
+    key(&mut app, KeyCode::Char('p'));
+    has(&screen(&app, 160, 50), "Apply a profile", "picker");
+    key(&mut app, KeyCode::Esc);
+    assert!(app.profile_pick.is_none());
+    assert_eq!(app.knob_log.len(), 2, "set and undo logged");
+}
+
+#[test]
+fn readme_key_table_is_generated_from_the_keymap() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let (start, end) = ("<!-- keys:start -->\n", "<!-- keys:end -->");
+    let a = readme
+        .find(start)
+        .expect("README has the keys:start marker")
+        + start.len();
+    let b = readme.find(end).expect("README has the keys:end marker");
+    assert_eq!(
+        &readme[a..b],
+        keymap::markdown_table(),
+        "README key table differs from the keymap: regenerate it with `llctop keys`"
+    );
+}
+
+/// Live renders of each snapshot while the TUI records, then the replay of that file:
+/// the same numbers on every view for the same snapshot.
+#[test]
+fn replay_shows_what_live_showed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = topology::synthetic(2, 2, 4);
+    let mut live = App::live(topo.clone(), Duration::from_secs(1), themes());
+    live.record_dir = dir.path().to_path_buf();
+    key(&mut live, KeyCode::Char('r'));
+    assert!(live.recording.is_some(), "{:?}", live.status);
+    let views = ['1', '2', '3', '4', '5', '6'];
+    let mut seen: Vec<Vec<Vec<String>>> = Vec::new();
+    for i in 0..4 {
+        live.update(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
+        let mut per_view = Vec::new();
+        for v in views {
+            key(&mut live, KeyCode::Char(v));
+            per_view.push(body(&render_to_text(&live, 160, 50)));
+        }
+        seen.push(per_view);
+        if i == 1 {
+            key(&mut live, KeyCode::Char('m'));
+        }
+    }
+    key(&mut live, KeyCode::Char('r'));
+    let file = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .expect("a recording");
+    let rec = llctop::record::reader::open(&file).expect("recording");
+    assert_eq!(rec.snapshots.len(), 4);
+    assert_eq!(rec.markers.len(), 1);
+    let mut replay = App::replay(rec, "x", themes());
+    key(&mut replay, KeyCode::Char(' '));
+    for (i, per_view) in seen.iter().enumerate() {
+        replay.pos = Some(i);
+        for (v, want) in views.iter().zip(per_view) {
+            key(&mut replay, KeyCode::Char(*v));
+            // One line taller: the replay header adds the timeline.
+            let got = body(&render_to_text(&replay, 160, 51));
+            assert_eq!(&got, want, "snapshot {i}, view {v}");
+        }
+    }
+    let s = screen(&replay, 160, 50);
+    has(&s, "REPLAY 4/4", "replay header");
+    has(&s, "timeline [", "timeline");
+    has(&s, "M", "marker on the timeline");
+}
+
+/// The screen from the view tabs down (the header differs: live vs replay).
+fn body(lines: &[String]) -> Vec<String> {
+    let start = lines
+        .iter()
+        .position(|l| l.contains("1 Overview"))
+        .unwrap_or(0);
+    // The last line is the status line (recording messages differ).
+    lines[start..lines.len() - 1].to_vec()
+}
