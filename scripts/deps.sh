@@ -7,6 +7,7 @@ PKGS=(
   clang libelf-dev zlib1g-dev     # BPF program (bpf/*.bpf.c) and libbpf
   python3                    # tests/gen_fixtures.py (fixture check in CI)
   qemu-system-x86 busybox-static cpio   # the kernel lab (tests/lab/)
+  tmux                       # the TUI in a real terminal (tests/tui_tmux.rs)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,0 +1,239 @@
+//! The TUI in a real terminal: llctop runs live on this machine inside tmux (a private
+//! server), keys switch to every view, a knob toggle is tried (refused cleanly under
+//! kernel lockdown, else applied and restored on exit), `q` quits, and the terminal is
+//! checked to be sane afterwards (alternate screen left, cursor shown, canonical mode
+//! and echo back). Then a recording made by `llctop record` is replayed the same way.
+//! Needs tmux (scripts/deps.sh installs it) and root for the BPF source.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_llctop");
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(tag: &str) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            println!("SKIP: tmux is not installed (scripts/deps.sh installs it)");
+            return None;
+        }
+        Some(Tmux {
+            socket: format!("llctop-test-{tag}-{}", std::process::id()),
+        })
+    }
+
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn start(&self, shell: &str) {
+        self.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "bash",
+            "-c",
+            shell,
+        ]);
+    }
+
+    fn capture(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.cmd(&args);
+    }
+
+    /// Wait until the pane shows one of `any`, returning the screen.
+    fn wait_for(&self, any: &[&str], what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.capture();
+            if any.iter().any(|n| s.contains(n)) {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("{what}: none of {any:?} on screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// What the shell prints after llctop exits: its status and the terminal modes.
+const AFTER: &str = r#"echo "EXIT=$?"; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)$' | tr '\n' ' '; echo STTY; exec sleep 120"#;
+
+fn check_sane(t: &Tmux) -> String {
+    let s = t.wait_for(&["STTY"], "llctop exited");
+    assert!(s.contains("EXIT=0"), "exit status:\n{s}");
+    assert!(
+        s.contains("icanon echo") && !s.contains("-icanon") && !s.contains("-echo "),
+        "terminal left in raw mode:\n{s}"
+    );
+    assert!(
+        !s.contains("1 Overview"),
+        "the TUI is still on screen:\n{s}"
+    );
+    let flags = t.cmd(&[
+        "display-message",
+        "-p",
+        "-t",
+        "t",
+        "#{alternate_on} #{cursor_flag}",
+    ]);
+    assert_eq!(flags.trim(), "0 1", "alternate screen off, cursor visible");
+    s
+}
+
+fn lockdown() -> bool {
+    std::fs::read_to_string("/sys/kernel/security/lockdown")
+        .is_ok_and(|s| s.contains("[integrity]") || s.contains("[confidentiality]"))
+}
+
+#[test]
+fn live_tui_in_a_real_terminal() {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIP: the live TUI test runs as root (BPF source, knobs)");
+        return;
+    }
+    let Some(t) = Tmux::new("live") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.json");
+    t.start(&format!(
+        "cd {}; LLCTOP_JOURNAL={} {BIN} tui --interval 500ms; {AFTER}",
+        dir.path().display(),
+        journal.display()
+    ));
+    let s = t.wait_for(&["#1 "], "first snapshot");
+    assert!(s.contains("llctop "), "{s}");
+    assert!(s.contains("sources bpf ✓"), "BPF as root:\n{s}");
+    for (key, want) in [
+        ("2", &["Migrations/s by distance"][..]),
+        ("3", &["Processes —"]),
+        ("4", &["Hardware counters per LLC", "Cache: not available"]),
+        (
+            "5",
+            &["Load balancing per domain", "Balance: not available"],
+        ),
+        ("6", &["Nodes — NUMA balancing", "NUMA: not available"]),
+        ("7", &["Knobs —"]),
+        ("8", &["Help — keys"]),
+        ("Tab", &["LLC map"]),
+        ("F1", &["Help — keys"]),
+        ("1", &["LLC map"]),
+    ] {
+        t.keys(&[key]);
+        t.wait_for(want, &format!("view after {key}"));
+    }
+    // Record a few snapshots with a marker while we are here.
+    t.keys(&["r"]);
+    t.wait_for(&["● REC"], "recording");
+    t.keys(&["m"]);
+    t.wait_for(&["marker 1 recorded"], "marker");
+    t.keys(&["r"]);
+    t.wait_for(&["recording stopped"], "recording stopped");
+
+    t.keys(&["7"]);
+    let s = t.wait_for(&["Knobs —"], "knobs");
+    let first_feature = s.lines().find_map(|l| {
+        l.split_whitespace()
+            .find(|w| w.starts_with("feature."))
+            .map(str::to_string)
+    });
+    t.keys(&["x"]);
+    let restored_msg;
+    if lockdown() {
+        let s = t.wait_for(&["not writable"], "toggle under lockdown");
+        assert!(s.contains("EPERM: kernel lockdown"), "{s}");
+        restored_msg = None;
+    } else {
+        let s = t.wait_for(&["read back", "not writable"], "toggle");
+        restored_msg = s.contains("read back").then(|| first_feature.clone());
+    }
+    t.keys(&["q"]);
+    let s = check_sane(&t);
+    if let Some(Some(id)) = restored_msg {
+        assert!(s.contains(&format!("restored {id}")), "{s}");
+    }
+    let j = std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(!j.contains("feature."), "journal left entries: {j}");
+    // The recording made with `r` replays.
+    let rec = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .expect("recording written by r");
+    let r = llctop::record::reader::open(&rec).expect("readable");
+    assert_eq!(r.markers.len(), 1);
+}
+
+#[test]
+fn replay_of_a_recording_in_a_real_terminal() {
+    let Some(t) = Tmux::new("replay") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("r.jsonl.gz");
+    let ok = Command::new(BIN)
+        .args([
+            "--source",
+            "procfs",
+            "--interval",
+            "200ms",
+            "record",
+            "--duration",
+            "1s",
+            "-o",
+        ])
+        .arg(&rec)
+        .status()
+        .expect("llctop record runs");
+    assert!(ok.success());
+    assert!(Path::new(&rec).exists());
+    t.start(&format!("{BIN} replay {}; {AFTER}", rec.display()));
+    t.wait_for(&["REPLAY"], "replay header");
+    t.keys(&["Space"]);
+    t.keys(&["Home"]);
+    let s = t.wait_for(&["REPLAY 1/"], "seek to start");
+    assert!(s.contains("timeline ["), "{s}");
+    t.keys(&["Right", "Right"]);
+    t.wait_for(&["REPLAY 3/"], "seek forward");
+    t.keys(&["]"]);
+    t.wait_for(&["×2"], "speed");
+    for k in ["2", "3", "7"] {
+        t.keys(&[k]);
+    }
+    t.wait_for(&["replay: the recording's knob changes"], "knobs in replay");
+    t.keys(&["q"]);
+    check_sane(&t);
+}
