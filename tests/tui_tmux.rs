@@ -170,15 +170,14 @@ fn live_tui_in_a_real_terminal() {
             .map(str::to_string)
     });
     t.keys(&["x"]);
-    let restored_msg;
-    if lockdown() {
+    let restored_msg = if lockdown() {
         let s = t.wait_for(&["not writable"], "toggle under lockdown");
         assert!(s.contains("EPERM: kernel lockdown"), "{s}");
-        restored_msg = None;
+        None
     } else {
         let s = t.wait_for(&["read back", "not writable"], "toggle");
-        restored_msg = s.contains("read back").then(|| first_feature.clone());
-    }
+        s.contains("read back").then(|| first_feature.clone())
+    };
     t.keys(&["q"]);
     let s = check_sane(&t);
     if let Some(Some(id)) = restored_msg {
