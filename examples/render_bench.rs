@@ -55,10 +55,7 @@ fn snapshot(topo: &Topology, seq: u64) -> llctop::snapshot::Snapshot {
 
 fn main() {
     let themes = theme::load_all(None).0;
-    println!(
-        "{:>5} {:>6}  {}",
-        "CPUs", "LLCs", "ms per frame by view (200×60)"
-    );
+    println!(" CPUs   LLCs  ms per frame by view (200×60)");
     for (nodes, llcs, cpus) in [(1, 1, 2), (2, 2, 4), (2, 8, 16), (4, 16, 8)] {
         let topo = topology::synthetic(nodes, llcs, cpus);
         let mut app = App::live(topo.clone(), Duration::from_secs(1), themes.clone());
