@@ -636,32 +636,34 @@ fn tui_live(cli: &Cli, root: KernelRoot, topo: Topology, changes: &Changes) -> R
     let stop = stop_flag()?;
     let themes = tui_themes(cli)?;
     let mut session = knob_session(cli, &root, Some(&topo), false);
-    let mut notes = Vec::new();
-    if let Some(why) = session.read_domains() {
-        notes.push(format!(
-            "sched domains: {why}; relax_domain_level levels estimated from topology"
-        ));
-    }
+    let domains = session.read_domains();
     apply_changes(&mut session, changes)?;
-    for m in &session.registry().missing {
-        notes.push(format!("{}: {}", m.what, m.reason));
-    }
-    let ro: Vec<&llctop::knobs::Knob> = session
-        .registry()
+    // Most telling first: most knobs read-only (lockdown), then what is missing.
+    let mut notes = Vec::new();
+    let reg = session.registry();
+    let ro: Vec<&llctop::knobs::Knob> = reg
         .knobs
         .iter()
         .filter(|k| !k.access.is_writable())
         .collect();
     if let Some(first) = ro.first()
         && let llctop::knobs::Access::ReadOnly(why) = &first.access
-        && ro.len() * 2 > session.registry().knobs.len()
+        && ro.len() * 2 > reg.knobs.len()
     {
         notes.push(format!(
             "{} of {} knobs read-only (e.g. {}: {why})",
             ro.len(),
-            session.registry().knobs.len(),
+            reg.knobs.len(),
             first.id
         ));
+    }
+    if let Some(why) = domains {
+        notes.push(format!(
+            "sched domains: {why}; relax_domain_level levels estimated from topology"
+        ));
+    }
+    for m in &reg.missing {
+        notes.push(format!("{}: {}", m.what, m.reason));
     }
     let mut app = App::live(topo.clone(), cli.interval, themes);
     let (host, kernel) = record::host_and_kernel(&root);

@@ -111,9 +111,16 @@ fn check_sane(t: &Tmux) -> String {
     s
 }
 
+/// Kernel lockdown: from securityfs when mounted, else by opening the sched features
+/// file for writing (which changes nothing) and getting EPERM.
 fn lockdown() -> bool {
-    std::fs::read_to_string("/sys/kernel/security/lockdown")
-        .is_ok_and(|s| s.contains("[integrity]") || s.contains("[confidentiality]"))
+    if let Ok(s) = std::fs::read_to_string("/sys/kernel/security/lockdown") {
+        return s.contains("[integrity]") || s.contains("[confidentiality]");
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/sys/kernel/debug/sched/features")
+        .is_err_and(|e| e.raw_os_error() == Some(libc::EPERM))
 }
 
 #[test]
@@ -164,23 +171,47 @@ fn live_tui_in_a_real_terminal() {
 
     t.keys(&["7"]);
     let s = t.wait_for(&["Knobs —"], "knobs");
+    // The first table row (the selected one), a feature knob where features exist.
     let first_feature = s.lines().find_map(|l| {
-        l.split_whitespace()
-            .find(|w| w.starts_with("feature."))
+        l.strip_prefix('│')?
+            .split_whitespace()
+            .next()
+            .filter(|w| w.starts_with("feature."))
             .map(str::to_string)
     });
     t.keys(&["x"]);
-    let restored_msg = if lockdown() {
-        let s = t.wait_for(&["not writable"], "toggle under lockdown");
-        assert!(s.contains("EPERM: kernel lockdown"), "{s}");
+    let id = first_feature
+        .clone()
+        .expect("a feature knob is listed first");
+    let s = t.wait_for(
+        &[
+            &format!("{id}: not writable"),
+            &format!("{id}: on → off"),
+            &format!("{id}: off → on"),
+        ],
+        "toggle",
+    );
+    let status = s
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .to_string();
+    let restored_msg = if status.contains("not writable") {
+        if lockdown() {
+            assert!(status.contains("EPERM: kernel lockdown"), "{status}");
+        }
         None
     } else {
-        let s = t.wait_for(&["read back", "not writable"], "toggle");
-        s.contains("read back").then(|| first_feature.clone())
+        assert!(
+            status.contains(" → ") && status.contains("read back"),
+            "{status}"
+        );
+        Some(id)
     };
     t.keys(&["q"]);
     let s = check_sane(&t);
-    if let Some(Some(id)) = restored_msg {
+    if let Some(id) = restored_msg {
         assert!(s.contains(&format!("restored {id}")), "{s}");
     }
     let j = std::fs::read_to_string(&journal).unwrap_or_default();

@@ -13,8 +13,10 @@ use ratatui::widgets::Paragraph;
 use crate::snapshot::SourceState;
 use crate::tui::app::App;
 
-/// Problem lines shown at most (the rest are summarised).
-const MAX_PROBLEMS: usize = 5;
+/// Problem lines shown for a terminal `height` rows high (the rest are summarised).
+fn max_problems(height: u16) -> usize {
+    (height as usize / 6).clamp(1, 6)
+}
 
 fn problems(app: &App) -> Vec<(SourceState, String)> {
     let mut out: Vec<(SourceState, String)> = app
@@ -38,12 +40,16 @@ fn problems(app: &App) -> Vec<(SourceState, String)> {
     out
 }
 
-pub fn height(app: &App, _width: u16) -> u16 {
-    let p = problems(app).len().min(MAX_PROBLEMS + 1);
+/// Rows the header takes on a terminal `screen_height` rows high.
+pub fn height(app: &App, screen_height: u16) -> u16 {
+    let n = problems(app).len();
+    let max = max_problems(screen_height);
+    let p = if n > max { max + 1 } else { n };
     2 + p as u16 + u16::from(app.replay.is_some())
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
+    let max = max_problems(screen_height);
     let t = app.theme();
     let mut lines = Vec::new();
 
@@ -113,7 +119,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::from(src));
 
     let probs = problems(app);
-    for (state, text) in probs.iter().take(MAX_PROBLEMS) {
+    for (state, text) in probs.iter().take(max) {
         let (mark, style) = match state {
             SourceState::Absent => ("✗ ", t.bad()),
             _ => ("◐ ", t.warn()),
@@ -123,9 +129,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             Span::raw(text.clone()),
         ]));
     }
-    if probs.len() > MAX_PROBLEMS {
+    if probs.len() > max {
         lines.push(Line::styled(
-            format!("… {} more (see the views)", probs.len() - MAX_PROBLEMS),
+            format!(
+                "… {} more (see the views; 7 Knobs for knobs)",
+                probs.len() - max
+            ),
             t.dim(),
         ));
     }

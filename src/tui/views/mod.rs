@@ -37,7 +37,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
         return;
     }
-    let head = header::height(app, area.width);
+    let head = header::height(app, area.height);
     let [h, tabs, body, foot] = Layout::vertical([
         Constraint::Length(head),
         Constraint::Length(1),
@@ -45,7 +45,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Constraint::Length(1),
     ])
     .areas(area);
-    header::draw(f, h, app);
+    header::draw(f, h, app, area.height);
     draw_tabs(f, tabs, app);
     match app.view {
         ViewId::Overview => overview::draw(f, body, app),
