@@ -225,9 +225,7 @@ fn run(mut cli: Cli) -> Result<(), Error> {
             print!("{}", llctop::tui::keymap::markdown_table());
             Ok(())
         }
-        None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
-            tui_live(&cli, root, topo, &Changes::default())
-        }
+        None if need_terminal().is_ok() => tui_live(&cli, root, topo, &Changes::default()),
         None => live(&cli, root, topo, None, &Changes::default()),
         Some(Command::Knobs { .. }) => Err("knobs is handled before the pipeline".into()),
     }
@@ -633,6 +631,7 @@ fn tui_themes(cli: &Cli) -> Result<Vec<llctop::tui::theme::Theme>, Error> {
 /// (restored on exit unless --keep-changes), recordings on `r`.
 fn tui_live(cli: &Cli, root: KernelRoot, topo: Topology, changes: &Changes) -> Result<(), Error> {
     use llctop::tui::{self, App};
+    need_terminal()?;
     let stop = stop_flag()?;
     let themes = tui_themes(cli)?;
     let mut session = knob_session(cli, &root, Some(&topo), false);
@@ -695,9 +694,20 @@ fn tui_live(cli: &Cli, root: KernelRoot, topo: Topology, changes: &Changes) -> R
     res.map_err(|e| format!("terminal: {e}").into())
 }
 
+/// The TUI draws on stdout: refuse early (before any knob is touched) without a terminal.
+fn need_terminal() -> Result<(), Error> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        Ok(())
+    } else {
+        Err("the TUI needs a terminal on stdin and stdout (use `llctop live` or `llctop record` otherwise)".into())
+    }
+}
+
 /// `llctop replay FILE`: the recording in the TUI.
 fn tui_replay(cli: &Cli, file: &std::path::Path) -> Result<(), Error> {
     use llctop::tui::{self, App};
+    need_terminal()?;
     let stop = stop_flag()?;
     let rec = record::reader::open(file)?;
     if rec.snapshots.is_empty() {

@@ -65,7 +65,14 @@ pub fn spawn_feed(
 /// Run the UI until the operator quits or `stop` is set (SIGINT/SIGTERM). The terminal
 /// is put back on return, on error and on panic (ratatui's hook).
 pub fn run(app: &mut App, rx: Receiver<Msg>, stop: &AtomicBool) -> std::io::Result<()> {
-    let mut terminal = ratatui::try_init()?;
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            // Half-initialised (raw mode on, no alternate screen): put it back.
+            let _ = ratatui::try_restore();
+            return Err(e);
+        }
+    };
     let res = event_loop(&mut terminal, app, &rx, stop);
     ratatui::try_restore()?;
     res
