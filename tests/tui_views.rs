@@ -344,6 +344,10 @@ fn overview_shows_every_llc_with_cells_then_summaries() {
     has(&s, "n3 LLC 63", "512 summary in columns");
     let s = screen(&live_app(&big, 2), 200, 80);
     has(&s, "LLC 63", "512 at a tall terminal");
+    // Too many LLCs for full lines: compact columns, and what does not fit is counted.
+    let s = screen(&live_app(&big, 2), 80, 24);
+    has(&s, "n0 L0 ", "512 compact");
+    has(&s, "more LLCs: enlarge the terminal", "512 in 80×24");
 }
 
 #[test]

@@ -161,20 +161,26 @@ fn draw_matrix(f: &mut Frame, area: Rect, app: &App, s: &Snapshot) {
         .unwrap_or(0)
         .max(1) as f64;
     let mut lines = Vec::new();
-    let mut head = vec![Span::styled(format!("{:>w$}", "", w = label_w), t.dim())];
+    // Column labels: every column when numbers fit, else every 10th, written across.
+    let mut labels = vec![' '; n * cell + 8];
     for j in 0..n {
-        let lab = if cell >= 6 {
+        let text = if cell >= 6 {
             format!("{:>6}", format!("→{j}"))
-        } else if j % 5 == 0 {
-            format!("{:<w$}", j, w = cell)
+        } else if j % 10 == 0 {
+            j.to_string()
         } else {
-            " ".repeat(cell)
+            continue;
         };
-        head.push(Span::styled(
-            lab.chars().take(cell).collect::<String>(),
-            t.dim(),
-        ));
+        for (k, ch) in text.chars().enumerate() {
+            if let Some(slot) = labels.get_mut(j * cell + k) {
+                *slot = ch;
+            }
+        }
     }
+    let head = vec![
+        Span::styled(format!("{:>w$}", "", w = label_w), t.dim()),
+        Span::styled(labels.iter().take(n * cell).collect::<String>(), t.dim()),
+    ];
     lines.push(Line::from(head));
     for (i, row) in m.llc_matrix.iter().enumerate().take(avail_h) {
         let mut spans = vec![Span::styled(format!("{:>5} ", i), t.dim())];

@@ -25,7 +25,7 @@ const CELL_WIDTHS: [usize; 3] = [8, 4, 2];
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Cells(usize),
-    Summary { columns: usize },
+    Summary { columns: usize, compact: bool },
 }
 
 /// Pick the widest cells with which every node and LLC fits in `width`×`height`.
@@ -43,9 +43,25 @@ pub fn mode_for(app: &App, width: usize, height: usize) -> Mode {
             return Mode::Cells(w);
         }
     }
-    let columns = (width / 76).max(1);
-    Mode::Summary { columns }
+    // One line per LLC: full lines in as many columns as fit, else compact ones.
+    let n = llcs.len();
+    let columns = (width / FULL_W).max(1);
+    if n.div_ceil(columns) <= height {
+        return Mode::Summary {
+            columns,
+            compact: false,
+        };
+    }
+    Mode::Summary {
+        columns: (width / COMPACT_W).max(1),
+        compact: true,
+    }
 }
+
+/// Widths of a summary entry: full (with wait and MPKI) and compact (busy and
+/// migrations only).
+const FULL_W: usize = 76;
+const COMPACT_W: usize = 30;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let outer = block(app, "LLC map — busy per CPU (* run-queue wait > 10%)");
@@ -58,7 +74,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let mode = mode_for(app, inner.width as usize, inner.height as usize);
     let mut lines = match mode {
         Mode::Cells(w) => cell_lines(app, s, w, inner.width as usize),
-        Mode::Summary { columns } => summary_lines(app, s, columns, inner.width as usize),
+        Mode::Summary { columns, compact } => summary_lines(
+            app,
+            s,
+            columns,
+            compact,
+            inner.width as usize,
+            inner.height as usize,
+        ),
     };
     // Small machines: room left for one line per CPU with its numbers.
     if inner.height as usize >= lines.len() + s.cpus.len() + 2 {
@@ -178,6 +201,14 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
     let per_row = (width / w).max(1);
     let secs = s.time.interval_secs();
     let mut lines = Vec::new();
+    // One width for every LLC title so that the bars line up.
+    let title_w = app
+        .topo
+        .llcs
+        .iter()
+        .map(|l| llc_title(l).chars().count())
+        .max()
+        .unwrap_or(0);
     for node in node_ids(app) {
         let llcs: Vec<&Llc> = app
             .topo
@@ -189,7 +220,10 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
         lines.push(node_line(app, s, node, n_cpus));
         for l in llcs {
             let g = s.llcs.get(l.id as usize);
-            let mut head = vec![Span::styled(llc_title(l), t.accent())];
+            let mut head = vec![Span::styled(
+                format!("{:<title_w$}", llc_title(l)),
+                t.accent(),
+            )];
             head.extend(llc_facts(s, g, t));
             lines.push(Line::from(head));
             for chunk in l.cpus.chunks(per_row) {
@@ -217,22 +251,52 @@ fn node_ids(app: &App) -> Vec<u32> {
     ids
 }
 
-fn summary_lines(app: &App, s: &Snapshot, columns: usize, width: usize) -> Vec<Line<'static>> {
+fn summary_lines(
+    app: &App,
+    s: &Snapshot,
+    columns: usize,
+    compact: bool,
+    width: usize,
+    height: usize,
+) -> Vec<Line<'static>> {
     let t = app.theme();
     let col_w = width / columns.max(1);
+    let secs = s.time.interval_secs();
     let mut entries: Vec<Vec<Span<'static>>> = Vec::new();
     for node in node_ids(app) {
         for l in app.topo.llcs.iter().filter(|l| l.node.unwrap_or(0) == node) {
             let g = s.llcs.get(l.id as usize);
-            let mut e = vec![Span::styled(
-                format!("n{node} LLC {:<3} {:>3}c ", l.id, l.cpus.len()),
-                t.accent(),
-            )];
-            e.extend(llc_facts(s, g, t));
-            entries.push(e);
+            if compact {
+                let busy = g.and_then(|g| g.busy);
+                let mut e = vec![
+                    Span::styled(format!("n{node} L{:<3} ", l.id), t.accent()),
+                    Span::styled(
+                        bar(busy.unwrap_or(0.0), 5),
+                        ratatui::style::Style::default().fg(t.heat(busy.unwrap_or(0.0))),
+                    ),
+                    Span::raw(format!(" {:>4}", or_dash(busy, pct))),
+                ];
+                if let Some((i, o)) = g.and_then(|g| Some((g.migrations_in?, g.migrations_out?))) {
+                    e.push(Span::raw(format!(" ↓{} ↑{}", rate(i, secs), rate(o, secs))));
+                }
+                entries.push(e);
+            } else {
+                let mut e = vec![Span::styled(
+                    format!("n{node} LLC {:<3} {:>3}c ", l.id, l.cpus.len()),
+                    t.accent(),
+                )];
+                e.extend(llc_facts(s, g, t));
+                entries.push(e);
+            }
         }
     }
-    let rows = entries.len().div_ceil(columns.max(1));
+    let mut rows = entries.len().div_ceil(columns.max(1));
+    let mut more = 0;
+    if rows > height {
+        // Still too many: show what fits and say how many are left out.
+        rows = height.saturating_sub(1).max(1);
+        more = entries.len().saturating_sub(rows * columns.max(1));
+    }
     let mut lines = Vec::new();
     for r in 0..rows {
         let mut spans = Vec::new();
@@ -254,6 +318,12 @@ fn summary_lines(app: &App, s: &Snapshot, columns: usize, width: usize) -> Vec<L
             }
         }
         lines.push(Line::from(spans));
+    }
+    if more > 0 {
+        lines.push(Line::styled(
+            format!("… {more} more LLCs: enlarge the terminal"),
+            t.dim(),
+        ));
     }
     lines
 }
