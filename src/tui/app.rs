@@ -710,22 +710,24 @@ impl App {
         }
     }
 
-    fn selected_knob(&self) -> Option<Knob> {
-        self.knobs().get(self.knob_sel).cloned()
+    /// The selected knob if this session may change it; otherwise says why and `None`.
+    fn writable_selected(&mut self) -> Option<Knob> {
+        if self.session.is_none() {
+            self.say(Level::Warn, "replay: knobs cannot be changed");
+            return None;
+        }
+        let k = self.knobs().get(self.knob_sel).cloned()?;
+        if let Access::ReadOnly(why) = &k.access {
+            self.say(Level::Bad, format!("{}: not writable: {why}", k.id));
+            return None;
+        }
+        Some(k)
     }
 
     fn knob_toggle(&mut self) {
-        if self.session.is_none() {
-            self.say(Level::Warn, "replay: knobs cannot be changed");
-            return;
-        }
-        let Some(k) = self.selected_knob() else {
+        let Some(k) = self.writable_selected() else {
             return;
         };
-        if let Access::ReadOnly(why) = &k.access {
-            self.say(Level::Bad, format!("{}: not writable: {why}", k.id));
-            return;
-        }
         let Some(cur) = k.value.clone() else {
             let why = k.value_reason.clone().unwrap_or_else(|| "unknown".into());
             self.say(
@@ -744,17 +746,9 @@ impl App {
     }
 
     fn knob_edit(&mut self) {
-        if self.session.is_none() {
-            self.say(Level::Warn, "replay: knobs cannot be changed");
-            return;
-        }
-        let Some(k) = self.selected_knob() else {
+        let Some(k) = self.writable_selected() else {
             return;
         };
-        if let Access::ReadOnly(why) = &k.access {
-            self.say(Level::Bad, format!("{}: not writable: {why}", k.id));
-            return;
-        }
         self.input = Some(Input {
             kind: InputKind::Edit(k.id.clone()),
             text: k.value.unwrap_or_default(),

@@ -217,27 +217,6 @@ pub fn bar(f: f64, width: usize) -> String {
     s
 }
 
-/// Compress a sorted CPU list into ranges: `0-7,64-71`.
-pub fn cpu_ranges(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
-
 /// Style of a selected table row.
 pub fn selected(app: &App) -> Style {
     app.theme().accent().add_modifier(Modifier::REVERSED)
@@ -280,7 +259,6 @@ mod tests {
         assert_eq!(rate(30, 2.0), "15");
         assert_eq!(ns(1_200_000), "1.2ms");
         assert_eq!(ns(12_000), "12µs");
-        assert_eq!(cpu_ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
         assert_eq!(bar(0.5, 4).chars().count(), 4);
         assert_eq!(bar(1.0, 4), "████");
         assert_eq!(sparkline(&[0.0, 1.0], 4), "  ▁█");

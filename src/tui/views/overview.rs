@@ -12,7 +12,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, block, cpu_ranges, ns, or_dash, pct, rate, waiting};
+use super::{bar, block, ns, or_dash, pct, rate, waiting};
 use crate::snapshot::{CpuStats, GroupStats, Snapshot};
 use crate::topology::Llc;
 use crate::tui::app::App;
@@ -167,7 +167,7 @@ fn llc_title(l: &Llc) -> String {
             }
         })
         .unwrap_or_default();
-    format!("LLC {}{size} [{}] ", l.id, cpu_ranges(&l.cpus))
+    format!("LLC {}{size} [{}] ", l.id, crate::cpulist::format(&l.cpus))
 }
 
 fn cpu_cell(c: Option<&CpuStats>, cpu: u32, width: usize, secs: f64, t: &Theme) -> Span<'static> {
@@ -230,7 +230,12 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
                 let spans: Vec<Span> = chunk
                     .iter()
                     .map(|&cpu| {
-                        let c = s.cpus.iter().find(|c| c.cpu == cpu);
+                        // `cpus` is in CPU order and usually dense: index first.
+                        let c = s
+                            .cpus
+                            .get(cpu as usize)
+                            .filter(|c| c.cpu == cpu)
+                            .or_else(|| s.cpus.iter().find(|c| c.cpu == cpu));
                         cpu_cell(c, cpu, w, secs, t)
                     })
                     .collect();
