@@ -2,28 +2,12 @@
 //! and derives the per-LLC, per-node and system aggregates from the per-CPU values and
 //! the LLC migration matrix — in one place, whatever the source.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use crate::clock::{mono_ns, unix_ns};
 use crate::snapshot::{CpuStats, GroupStats, Snapshot};
 use crate::source::Source;
 use crate::topology::Topology;
-
-/// CLOCK_MONOTONIC in ns.
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
 
 pub struct Collector {
     topo: Topology,
@@ -40,10 +24,6 @@ impl Collector {
             seq: 0,
             prev_mono: None,
         }
-    }
-
-    pub fn topology(&self) -> &Topology {
-        &self.topo
     }
 
     /// Read every source. The first call takes the baseline and returns `None`; each later

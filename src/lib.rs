@@ -5,6 +5,7 @@
 //! (procfs now; BPF, perf and replay later) → [`snapshot`] (the one currency: drawn,
 //! recorded, replayed) → [`record`] (JSON Lines recordings and reports).
 
+pub mod clock;
 pub mod collect;
 pub mod counters;
 pub mod cpulist;

@@ -538,7 +538,7 @@ fn record_cmd(
         llctop_version: env!("CARGO_PKG_VERSION").into(),
         host,
         kernel,
-        start_unix_ns: llctop::collect::unix_ns(),
+        start_unix_ns: llctop::clock::unix_ns(),
         interval_ns: cli.interval.as_nanos() as u64,
         topology: topo.clone(),
         sources,

@@ -457,7 +457,7 @@ impl Session {
             path: knob.path.clone(),
             original: old.clone(),
             restore_bytes: knob.kind.encode(&old),
-            changed_unix_ns: crate::collect::unix_ns(),
+            changed_unix_ns: crate::clock::unix_ns(),
             pid: std::process::id(),
         })?;
         if action != KnobAction::Internal && !self.touched.contains(&knob.id) {
@@ -501,8 +501,8 @@ impl Session {
             new: value.clone(),
             written: bytes.clone(),
             read_back: read.clone(),
-            unix_ns: crate::collect::unix_ns(),
-            mono_ns: crate::collect::mono_ns(),
+            unix_ns: crate::clock::unix_ns(),
+            mono_ns: crate::clock::mono_ns(),
             label: label.map(str::to_string),
         });
         if let Some(k) = self.registry.knobs.iter_mut().find(|k| k.id == knob.id) {

@@ -82,7 +82,6 @@ pub struct Marker {
 pub struct Writer {
     path: PathBuf,
     sink: Option<Sink>,
-    lines: u64,
 }
 
 impl Writer {
@@ -101,19 +100,9 @@ impl Writer {
         let mut w = Writer {
             path: path.to_path_buf(),
             sink: Some(sink),
-            lines: 0,
         };
         w.write_json(header)?;
         Ok(w)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Lines written so far, header included.
-    pub fn lines(&self) -> u64 {
-        self.lines
     }
 
     pub fn write_snapshot(&mut self, snap: &Snapshot) -> Result<(), RecordError> {
@@ -174,7 +163,6 @@ impl Writer {
         let w = sink.writer();
         w.write_all(&text).map_err(|e| io_err(&self.path, e))?;
         w.flush().map_err(|e| io_err(&self.path, e))?;
-        self.lines += 1;
         Ok(())
     }
 

@@ -658,7 +658,7 @@ impl App {
             }
             return;
         }
-        let now = crate::collect::unix_ns();
+        let now = crate::clock::unix_ns();
         let path = self
             .record_dir
             .join(format!("llctop-{}.json.gz", utc_stamp(now / 1_000_000_000)));
@@ -697,8 +697,8 @@ impl App {
         r.markers += 1;
         let m = Marker {
             after_seq,
-            unix_ns: crate::collect::unix_ns(),
-            mono_ns: crate::collect::mono_ns(),
+            unix_ns: crate::clock::unix_ns(),
+            mono_ns: crate::clock::mono_ns(),
             label: format!("marker {}", r.markers),
         };
         match r.writer.write_marker(&m) {

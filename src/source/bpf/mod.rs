@@ -35,7 +35,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
 use self::skel::types;
 use super::Source;
-use crate::collect::mono_ns;
+use crate::clock::mono_ns;
 use crate::kroot::KernelRoot;
 use crate::preferred::PreferredLlc;
 use crate::snapshot::{

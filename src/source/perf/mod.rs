@@ -284,11 +284,6 @@ impl PerfSource {
             .collect()
     }
 
-    /// Number of CPUs with an open counter group.
-    pub fn active_cpus(&self) -> usize {
-        self.cpus.len()
-    }
-
     fn open_cpu(&mut self, cpu: u32) {
         let events = self.events.clone();
         let mut it = events.iter();
