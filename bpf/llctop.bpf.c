@@ -24,16 +24,27 @@ char LICENSE[] SEC("license") = "GPL";
  */
 #define RD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
 
-#define MAX_CPUS 4096
 #define TASK_RUNNING 0
 #define TASK_WAKING 0x0200
-#define WAIT_BUCKETS 32
 
-/* Distance classes, in the order of the snapshot's ByDistance. */
-enum { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
-/* Causes, in the order of the snapshot's ByCause. */
-enum { C_WAKEUP, C_LB, C_ACTIVE, C_NUMA, C_OTHER, NR_CAUSE };
-enum { EV_PLACEMENT = 1, EV_MIGRATION = 2 };
+/*
+ * The layout shared with userspace is defined here, once: these named enums and the
+ * structs below reach the object's BTF (through `layout` at the end of this block), and
+ * libbpf-cargo generates Rust types from it (src/source/bpf/layout.rs decodes them).
+ */
+enum llctop_limits {
+	MAX_CPUS = 4096,
+	WAIT_BUCKETS = 32, /* log2 buckets of the run-queue wait histogram */
+	/* Hardware-counter slots, in the order of userspace's perf Slot: cycles,
+	 * instructions, cache-references, cache-misses, LLC read misses. */
+	NR_PC = 5,
+};
+/* Distance classes of a migration, nearest first. */
+enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
+/* Why a task moved. */
+enum llctop_cause { C_WAKEUP, C_LB, C_ACTIVE, C_NUMA, C_OTHER, NR_CAUSE };
+/* Kinds of detail events in the ring buffer. */
+enum llctop_event_kind { EV_PLACEMENT = 1, EV_MIGRATION = 2 };
 
 struct cpu_topo {
 	u32 core;
@@ -50,10 +61,6 @@ const volatile u32 nr_llc = 1;
 const volatile u32 nr_cpu_ids = 1;
 /* Detail events allowed per CPU per 100 ms. */
 const volatile u32 event_budget = 64;
-
-/* Hardware-counter slots, in the order of userspace's perf Slot: cycles, instructions,
- * cache-references, cache-misses, LLC read misses. */
-#define NR_PC 5
 
 /* Bit i set: pmu[cpu * NR_PC + i] may hold a counter. Written by userspace after it
  * fills the pmu map; 0 (the default) turns attribution off. */
@@ -212,6 +219,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
+
+/* Never read or written: its type carries the shared layout into BTF (see the enums). */
+const volatile struct {
+	enum llctop_limits limits;
+	enum llctop_dist dist;
+	enum llctop_cause cause;
+	enum llctop_event_kind kind;
+	struct event event;
+} layout;
 
 static __always_inline struct cpu_stat *this_cpu(void)
 {

@@ -1,10 +1,14 @@
-//! The collector: owns the topology and the sources, produces one [`Snapshot`] per tick,
-//! and derives the per-LLC, per-node and system aggregates from the per-CPU values and
-//! the LLC migration matrix — in one place, whatever the source.
+//! The collector: owns the topology, the sources and the enrichment stage, and runs the
+//! pipeline once per tick — every source reads its raw counters and turns them into the
+//! interval's figures, [`crate::enrich`] names the process rows (once), and
+//! [`aggregate`] derives the per-LLC, per-node and system figures from the per-CPU
+//! values and the LLC migration matrix — in one place, whatever the source.
 
 use std::time::Duration;
 
 use crate::clock::{mono_ns, unix_ns};
+use crate::enrich::ProcessInfo;
+use crate::kroot::KernelRoot;
 use crate::snapshot::{CpuStats, GroupStats, Snapshot};
 use crate::source::Source;
 use crate::topology::Topology;
@@ -12,34 +16,46 @@ use crate::topology::Topology;
 pub struct Collector {
     topo: Topology,
     sources: Vec<Box<dyn Source>>,
+    processes: ProcessInfo,
     seq: u64,
     prev_mono: Option<u64>,
 }
 
 impl Collector {
-    pub fn new(topo: Topology, sources: Vec<Box<dyn Source>>) -> Self {
+    /// `root`: where the enrichment stage reads `/proc/PID` (the sources' own root).
+    pub fn new(root: &KernelRoot, topo: Topology, sources: Vec<Box<dyn Source>>) -> Self {
         Collector {
             topo,
             sources,
+            processes: ProcessInfo::new(root.clone()),
             seq: 0,
             prev_mono: None,
         }
     }
 
-    /// Read every source. The first call takes the baseline and returns `None`; each later
-    /// call returns the snapshot of the interval since the previous call.
-    pub fn tick(&mut self) -> Option<Snapshot> {
+    /// Run the sources and the enrichment stage into a snapshot stamped `now` (the end of
+    /// the interval since `prev`, which the sources use for rates).
+    fn read(&mut self, now: u64, prev: Option<u64>) -> Snapshot {
         let mut snap = empty_snapshot(&self.topo);
+        snap.time.mono_ns = now;
+        snap.time.unix_ns = unix_ns();
+        snap.time.interval_ns = prev.map_or(0, |p| now.saturating_sub(p));
         for s in &mut self.sources {
             s.sample(&self.topo, &mut snap);
         }
+        self.processes.enrich(&mut snap);
+        snap
+    }
+
+    /// Read every source. The first call takes the baseline and returns `None`; each later
+    /// call returns the snapshot of the interval since the previous call.
+    pub fn tick(&mut self) -> Option<Snapshot> {
         let now = mono_ns();
-        let prev = self.prev_mono.replace(now)?;
+        let prev = self.prev_mono.replace(now);
+        let mut snap = self.read(now, prev);
+        prev?;
         snap.seq = self.seq;
         self.seq += 1;
-        snap.time.mono_ns = now;
-        snap.time.unix_ns = unix_ns();
-        snap.time.interval_ns = now.saturating_sub(prev);
         aggregate(&self.topo, &mut snap);
         Some(snap)
     }
@@ -49,12 +65,9 @@ impl Collector {
         if self.prev_mono.is_some() {
             return Vec::new();
         }
-        let mut snap = empty_snapshot(&self.topo);
-        for s in &mut self.sources {
-            s.sample(&self.topo, &mut snap);
-        }
-        self.prev_mono = Some(mono_ns());
-        snap.sources
+        let now = mono_ns();
+        self.prev_mono = Some(now);
+        self.read(now, None).sources
     }
 
     /// Run `f` on every snapshot, one per `interval`, drift-free, until `f` returns false

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod collect;
 pub mod counters;
 pub mod cpulist;
+pub mod enrich;
 pub mod knobs;
 pub mod kroot;
 pub mod mounts;

@@ -473,7 +473,7 @@ fn sources_for(
     let mut list: Vec<Box<dyn Source>> = if kind == SourceKind::Procfs {
         vec![Box::new(procfs())]
     } else {
-        match BpfSource::load(root.clone(), topo, top) {
+        match BpfSource::load(topo, top) {
             Ok(mut bpf) => {
                 // Per-process counters: the BPF program reads perf's counters at switches.
                 if let Some(p) = perf.as_ref() {
@@ -529,7 +529,7 @@ fn record_cmd(
 ) -> Result<(), Error> {
     let flag = stop_flag()?;
     let (host, kernel) = record::host_and_kernel(&root);
-    let mut collector = Collector::new(topo.clone(), sources(cli, &root, &topo)?);
+    let mut collector = Collector::new(&root, topo.clone(), sources(cli, &root, &topo)?);
     // The baseline tick's source states go into the header.
     let sources = collector.baseline();
     let header = Header {
@@ -586,7 +586,7 @@ fn live(
 ) -> Result<(), Error> {
     let flag = stop_flag()?;
     println!("{}", topo.summary());
-    let mut collector = Collector::new(topo.clone(), sources(cli, &root, &topo)?);
+    let mut collector = Collector::new(&root, topo.clone(), sources(cli, &root, &topo)?);
     let mut knobs = run_session(cli, &root, &topo, changes)?;
     let mut first = true;
     let limit = snapshot_count(duration, cli.interval);
@@ -676,7 +676,14 @@ fn tui_live(cli: &Cli, root: KernelRoot, topo: Topology, changes: &Changes) -> R
     let (kind, top, feed_root, feed_topo) = (cli.source, cli.top, root.clone(), topo.clone());
     let make: tui::MakeSources =
         Box::new(move || sources_for(kind, top, &feed_root, &feed_topo).map_err(|e| e.to_string()));
-    let feed = tui::spawn_feed(topo, cli.interval, make, Arc::clone(&stop), tx)?;
+    let feed = tui::spawn_feed(
+        root.clone(),
+        topo,
+        cli.interval,
+        make,
+        Arc::clone(&stop),
+        tx,
+    )?;
     let res = tui::run(&mut app, rx, &stop);
     stop.store(true, Ordering::Relaxed);
     let _ = feed.join();

@@ -208,30 +208,31 @@ pub struct ByDistance {
 }
 
 impl ByDistance {
-    pub fn add(&mut self, d: Distance, n: u64) {
+    fn slot(&mut self, d: Distance) -> &mut u64 {
         match d {
-            Distance::Smt => self.smt += n,
-            Distance::Llc => self.llc += n,
-            Distance::CrossLlc => self.cross_llc += n,
-            Distance::CrossNode => self.cross_node += n,
+            Distance::Smt => &mut self.smt,
+            Distance::Llc => &mut self.llc,
+            Distance::CrossLlc => &mut self.cross_llc,
+            Distance::CrossNode => &mut self.cross_node,
         }
+    }
+
+    pub fn add(&mut self, d: Distance, n: u64) {
+        *self.slot(d) += n;
     }
 
     pub fn get(&self, d: Distance) -> u64 {
-        match d {
-            Distance::Smt => self.smt,
-            Distance::Llc => self.llc,
-            Distance::CrossLlc => self.cross_llc,
-            Distance::CrossNode => self.cross_node,
-        }
+        let mut copy = *self;
+        *copy.slot(d)
     }
 
     pub fn total(&self) -> u64 {
-        self.smt + self.llc + self.cross_llc + self.cross_node
+        Distance::ALL.iter().map(|&d| self.get(d)).sum()
     }
 }
 
-/// Why a task moved (filled by sources that can tell; see docs/metrics.md).
+/// Why a task moved (filled by sources that can tell; see docs/metrics.md). Shaped like
+/// [`ByDistance`]: one field per [`Cause`], read and written through it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ByCause {
     pub wakeup: u64,
@@ -239,6 +240,31 @@ pub struct ByCause {
     pub active_balance: u64,
     pub numa: u64,
     pub other: u64,
+}
+
+impl ByCause {
+    fn slot(&mut self, c: Cause) -> &mut u64 {
+        match c {
+            Cause::Wakeup => &mut self.wakeup,
+            Cause::LoadBalance => &mut self.load_balance,
+            Cause::ActiveBalance => &mut self.active_balance,
+            Cause::Numa => &mut self.numa,
+            Cause::Other => &mut self.other,
+        }
+    }
+
+    pub fn add(&mut self, c: Cause, n: u64) {
+        *self.slot(c) += n;
+    }
+
+    pub fn get(&self, c: Cause) -> u64 {
+        let mut copy = *self;
+        *copy.slot(c)
+    }
+
+    pub fn total(&self) -> u64 {
+        Cause::ALL.iter().map(|&c| self.get(c)).sum()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -284,6 +310,27 @@ pub enum Cause {
     ActiveBalance,
     Numa,
     Other,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 5] = [
+        Cause::Wakeup,
+        Cause::LoadBalance,
+        Cause::ActiveBalance,
+        Cause::Numa,
+        Cause::Other,
+    ];
+
+    /// The one label of a cause, on screen and in reports: its JSON name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::Wakeup => "wakeup",
+            Cause::LoadBalance => "load_balance",
+            Cause::ActiveBalance => "active_balance",
+            Cause::Numa => "numa",
+            Cause::Other => "other",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -481,6 +528,38 @@ impl SourceStatus {
             name: name.into(),
             state: SourceState::Absent,
             reason: Some(reason.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_distance_and_by_cause_read_what_they_add() {
+        let mut d = ByDistance::default();
+        for (i, &x) in Distance::ALL.iter().enumerate() {
+            d.add(x, i as u64 + 1);
+        }
+        assert_eq!((d.smt, d.llc, d.cross_llc, d.cross_node), (1, 2, 3, 4));
+        assert_eq!(d.total(), 10);
+        let mut c = ByCause::default();
+        for (i, &x) in Cause::ALL.iter().enumerate() {
+            c.add(x, 10 * (i as u64 + 1));
+            assert_eq!(c.get(x), 10 * (i as u64 + 1));
+        }
+        assert_eq!(c.total(), 150);
+        assert_eq!((c.load_balance, c.other), (20, 50));
+    }
+
+    #[test]
+    fn cause_labels_are_the_json_names() {
+        for c in Cause::ALL {
+            assert_eq!(
+                serde_json::to_string(&c).unwrap(),
+                format!("\"{}\"", c.label())
+            );
         }
     }
 }

@@ -26,7 +26,7 @@ fn load() -> Option<(Topology, BpfSource)> {
 fn load_modes(modes: &[Mode]) -> Option<(Topology, BpfSource)> {
     let root = KernelRoot::default();
     let topo = topology::discover(&root).expect("topology");
-    match BpfSource::load_modes(root, &topo, 100_000, modes) {
+    match BpfSource::load_modes(&topo, 100_000, modes) {
         Ok(b) => Some((topo, b)),
         Err(e) if e.0 == LoadError::permission().0 => {
             println!("SKIP: the kernel refused BPF (EPERM): {e}");

@@ -140,7 +140,7 @@ fn per_process_counters_add_up_to_the_per_cpu_totals() {
     let root = KernelRoot::default();
     let topo = topology::discover(&root).expect("topology");
     for mode in [Mode::TpBtf, Mode::RawTp] {
-        let mut bpf = match BpfSource::load_modes(root.clone(), &topo, 50, &[mode]) {
+        let mut bpf = match BpfSource::load_modes(&topo, 50, &[mode]) {
             Ok(b) => b,
             Err(e) if e.0 == llctop::source::bpf::LoadError::permission().0 => {
                 println!("SKIP: the kernel refused BPF (EPERM): {e}");
@@ -162,7 +162,7 @@ fn per_process_counters_add_up_to_the_per_cpu_totals() {
         );
         let stop = Arc::new(AtomicBool::new(false));
         let threads = workload(Arc::clone(&stop));
-        let mut c = Collector::new(topo.clone(), vec![Box::new(bpf), Box::new(perf)]);
+        let mut c = Collector::new(&root, topo.clone(), vec![Box::new(bpf), Box::new(perf)]);
         c.baseline();
         let mut snaps = Vec::new();
         c.run(

@@ -26,7 +26,7 @@ fn hardware_counters_report_their_state_and_nothing_else_breaks() {
     let root = KernelRoot::default();
     let topo = topology::discover(&root).unwrap();
     let perf = PerfSource::open(&root, &topo);
-    let mut c = Collector::new(topo.clone(), vec![Box::new(perf)]);
+    let mut c = Collector::new(&root, topo.clone(), vec![Box::new(perf)]);
     c.baseline();
     let mut snaps = Vec::new();
     c.run(

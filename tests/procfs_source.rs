@@ -118,6 +118,7 @@ fn known_moves_are_counted_and_classified() {
     write_proc(root, &before, 100.0, &stat0, 5000);
 
     let mut col = Collector::new(
+        &kroot,
         topo.clone(),
         vec![Box::new(ProcfsSource::new(kroot.clone(), 10))],
     );
@@ -285,7 +286,11 @@ fn schedstat_balance_appears_when_the_file_does() {
         ),
     );
     put(root, "proc/sys/kernel/sched_schedstats", "1\n");
-    let mut col = Collector::new(topo, vec![Box::new(ProcfsSource::new(kroot, 10))]);
+    let mut col = Collector::new(
+        &kroot.clone(),
+        topo,
+        vec![Box::new(ProcfsSource::new(kroot, 10))],
+    );
     col.baseline();
     write_proc(root, &[], 11.0, &[(0, 2, 2), (1, 2, 2)], 2);
     put(

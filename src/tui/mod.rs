@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use crate::collect::Collector;
+use crate::kroot::KernelRoot;
 use crate::source::Source;
 use crate::topology::Topology;
 pub use app::{App, Msg};
@@ -34,6 +35,7 @@ pub type MakeSources = Box<dyn FnOnce() -> Result<Vec<Box<dyn Source>>, String> 
 /// Start the live feed: build the sources, take the baseline (its source states go to
 /// the UI at once), then one snapshot per `interval` until `stop` or the UI goes away.
 pub fn spawn_feed(
+    root: KernelRoot,
     topo: Topology,
     interval: Duration,
     make: MakeSources,
@@ -50,7 +52,7 @@ pub fn spawn_feed(
                     return;
                 }
             };
-            let mut c = Collector::new(topo, sources);
+            let mut c = Collector::new(&root, topo, sources);
             if tx.send(Msg::Sources(c.baseline())).is_err() {
                 return;
             }

@@ -23,7 +23,7 @@ const SAMPLED_NOTE: &str = "sampled: migrations are CPU changes seen between sca
 pub struct ProcfsSource {
     root: KernelRoot,
     /// Scan every thread (sampled migrations, processes). Off when an exact source (BPF)
-    /// provides those; the cgroups for NUMA counters then come from its process rows.
+    /// provides those.
     scan_tasks: bool,
     prev_stat: Option<stat::StatSample>,
     tasks: tasks::TaskScanner,
@@ -80,18 +80,18 @@ impl ProcfsSource {
         self.prev_stat = Some(cur);
     }
 
-    fn sample_tasks(&mut self, topo: &Topology, snap: &mut Snapshot) -> Vec<tasks::CgroupRef> {
+    fn sample_tasks(&mut self, topo: &Topology, snap: &mut Snapshot) {
         let delta = match self.tasks.scan(&self.root, topo) {
             Ok(Some(d)) => d,
             Ok(None) => {
                 snap.sources
                     .push(SourceStatus::degraded("procfs.tasks", SAMPLED_NOTE));
-                return Vec::new();
+                return;
             }
             Err(e) => {
                 snap.sources
                     .push(SourceStatus::absent("procfs.tasks", e.to_string()));
-                return Vec::new();
+                return;
             }
         };
         for c in snap.cpus.iter_mut().filter(|c| c.online) {
@@ -115,7 +115,6 @@ impl ProcfsSource {
         }
         snap.sources
             .push(SourceStatus::degraded("procfs.tasks", notes.join("; ")));
-        delta.cgroups
     }
 
     fn sample_schedstat(&mut self, topo: &Topology, snap: &mut Snapshot) {
@@ -178,20 +177,11 @@ impl Source for ProcfsSource {
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         self.sample_stat(snap);
-        let cgroups = if self.scan_tasks {
-            self.sample_tasks(topo, snap)
-        } else {
-            let pids = snap
-                .processes
-                .as_ref()
-                .map(|t| t.rows.iter().map(|r| r.pid).collect::<Vec<_>>());
-            pids.unwrap_or_default()
-                .into_iter()
-                .map(|p| tasks::read_cgroup(&self.root, p))
-                .collect()
-        };
+        if self.scan_tasks {
+            self.sample_tasks(topo, snap);
+        }
         self.sample_schedstat(topo, snap);
-        let numa = self.numa.read(&self.root, topo, &cgroups);
+        let numa = self.numa.read(&self.root, topo);
         snap.numa = numa.stats;
         snap.sources.push(if numa.missing.is_empty() {
             SourceStatus::active("procfs.numa")

@@ -1,29 +1,28 @@
 //! NUMA counters: `/proc/vmstat` (`numa_*`, `pgmigrate_*`, `pgpromote_*`, `pgdemote_*`,
 //! parsed by procfs-core's `VmStat`), `/sys/devices/system/node/nodeN/{numastat,meminfo}`,
-//! `/proc/sys/kernel/numa_balancing`, and the NUMA balancing counters of cgroup
-//! `memory.stat` (v6.12+) for the cgroups that own the top processes.
+//! `/proc/sys/kernel/numa_balancing` ([`NumaReader`], the procfs source's), and the NUMA
+//! balancing counters of cgroup `memory.stat` (v6.12+) for the cgroups that own the shown
+//! processes (the enrichment stage's, [`crate::enrich`]: it needs the rows' cgroups).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 
 use procfs_core::VmStat;
 
-use super::tasks::CgroupRef;
 use crate::kroot::KernelRoot;
-use crate::snapshot::{CgroupNuma, NodeNuma, NumaStats};
+use crate::snapshot::{NodeNuma, NumaStats};
 use crate::topology::Topology;
 
 const VMSTAT_PREFIXES: [&str; 4] = ["numa_", "pgmigrate_", "pgpromote_", "pgdemote_"];
-const CGROUP_KEYS: [&str; 3] = [
+pub const CGROUP_KEYS: [&str; 3] = [
     "numa_pages_migrated",
     "numa_pte_updates",
     "numa_hint_faults",
 ];
 
-type Counters = BTreeMap<String, u64>;
+pub type Counters = BTreeMap<String, u64>;
 
 /// Differences of counters present in both maps (a counter that went backwards is skipped).
-fn diff(prev: &Counters, cur: &Counters) -> Counters {
+pub fn diff(prev: &Counters, cur: &Counters) -> Counters {
     cur.iter()
         .filter_map(|(k, v)| Some((k.clone(), v.checked_sub(*prev.get(k)?)?)))
         .collect()
@@ -62,14 +61,6 @@ pub fn parse_node_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
 pub struct NumaReader {
     prev_vmstat: Option<Counters>,
     prev_nodes: HashMap<u32, Counters>,
-    prev_cgroups: HashMap<String, Counters>,
-    mounts: Option<CgroupMounts>,
-}
-
-#[derive(Debug, Default, Clone)]
-struct CgroupMounts {
-    v2: Option<PathBuf>,
-    v1_memory: Option<PathBuf>,
 }
 
 /// What one read gave, with the reasons for what it could not give.
@@ -83,8 +74,9 @@ impl NumaReader {
         Self::default()
     }
 
-    /// Read everything; the first call (no previous values) yields no deltas.
-    pub fn read(&mut self, root: &KernelRoot, topo: &Topology, cgroups: &[CgroupRef]) -> NumaRead {
+    /// Read the system and node counters; the first call (no previous values) yields no
+    /// deltas. `cgroups` of the result stay empty.
+    pub fn read(&mut self, root: &KernelRoot, topo: &Topology) -> NumaRead {
         let mut missing = Vec::new();
         let balancing_mode = match root.read_value_opt::<u32>("/proc/sys/kernel/numa_balancing") {
             Ok(v) => {
@@ -149,8 +141,6 @@ impl NumaReader {
             }
         }
 
-        let cg = self.read_cgroups(root, cgroups, &mut missing);
-
         if vm_delta.is_none() || first {
             return NumaRead {
                 stats: None,
@@ -162,83 +152,12 @@ impl NumaReader {
                 balancing_mode,
                 vmstat: vm_delta.unwrap_or_default(),
                 nodes,
-                cgroups: cg,
+                cgroups: Vec::new(),
             }),
             missing,
         }
     }
-
-    fn read_cgroups(
-        &mut self,
-        root: &KernelRoot,
-        refs: &[CgroupRef],
-        missing: &mut Vec<String>,
-    ) -> Vec<CgroupNuma> {
-        let mounts = self.mounts.get_or_insert_with(|| find_mounts(root)).clone();
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut without_counters = 0;
-        let mut next_prev = HashMap::new();
-        for r in refs {
-            // Prefer the v2 hierarchy; fall back to the v1 memory controller.
-            let candidates = [
-                (mounts.v2.as_ref(), r.v2.as_ref()),
-                (mounts.v1_memory.as_ref(), r.v1_memory.as_ref()),
-            ];
-            for (mount, path) in candidates {
-                let (Some(mount), Some(path)) = (mount, path) else {
-                    continue;
-                };
-                if !seen.insert(path.clone()) {
-                    break;
-                }
-                let file = mount.join(path.trim_start_matches('/')).join("memory.stat");
-                let Ok(text) = std::fs::read_to_string(&file) else {
-                    continue;
-                };
-                let cur: Counters = parse_kv(&text)
-                    .into_iter()
-                    .filter(|(k, _)| CGROUP_KEYS.contains(&k.as_str()))
-                    .collect();
-                if cur.is_empty() {
-                    without_counters += 1;
-                    break;
-                }
-                if let Some(p) = self.prev_cgroups.get(path) {
-                    let d = diff(p, &cur);
-                    out.push(CgroupNuma {
-                        path: path.clone(),
-                        numa_pages_migrated: d.get("numa_pages_migrated").copied(),
-                        numa_pte_updates: d.get("numa_pte_updates").copied(),
-                        numa_hint_faults: d.get("numa_hint_faults").copied(),
-                    });
-                }
-                next_prev.insert(path.clone(), cur);
-                break;
-            }
-        }
-        self.prev_cgroups = next_prev;
-        if mounts.v2.is_none() && mounts.v1_memory.is_none() {
-            missing.push("no cgroup2 or v1 memory mount in /proc/self/mountinfo".into());
-        } else if without_counters > 0 && out.is_empty() {
-            missing.push(
-                "cgroup memory.stat has no NUMA balancing counters (kernel < 6.12, cgroup v1, or CONFIG_NUMA_BALANCING off)"
-                    .into(),
-            );
-        }
-        out
-    }
 }
-
-/// The cgroup mounts, as root-prefixed paths.
-fn find_mounts(root: &KernelRoot) -> CgroupMounts {
-    let m = crate::mounts::Mounts::discover(root);
-    CgroupMounts {
-        v2: m.cgroup2.map(|p| root.path(p)),
-        v1_memory: m.memory_v1.map(|p| root.path(p)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
+use procfs_core::Uptime;
 use procfs_core::process::{Schedstat, Stat};
-use procfs_core::{ProcessCGroups, Uptime};
 
 use crate::kroot::{KernelError, KernelRoot};
 use crate::preferred::PreferredLlc;
@@ -49,19 +49,9 @@ pub struct TaskDelta {
     pub processes: ProcessTable,
     /// Whether run-queue wait could be read (`schedstat` per task needs CONFIG_SCHED_INFO).
     pub has_wait: bool,
-    /// cgroup references of the rows, same order as `processes.rows`.
-    pub cgroups: Vec<CgroupRef>,
     /// Threads that could not be read for a reason other than exiting.
     pub unreadable: u64,
     pub first_error: Option<String>,
-}
-
-/// Where a process's cgroup lives: the v2 path and, on hybrid v1 systems, the path in the
-/// v1 memory hierarchy.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CgroupRef {
-    pub v2: Option<String>,
-    pub v1_memory: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -250,11 +240,6 @@ impl TaskScanner {
         self.preferred.retain(|p| alive.contains(&p));
         rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
         rows.truncate(self.top);
-        for row in &mut rows {
-            let cg = read_cgroup(root, row.pid);
-            row.cgroup = cg.v2.clone().or_else(|| cg.v1_memory.clone());
-            out.cgroups.push(cg);
-        }
         out.processes = ProcessTable {
             precision: Precision::Sampled,
             total: procs.len() as u32,
@@ -330,20 +315,4 @@ impl TaskScanner {
             out.first_error = Some(e.to_string());
         }
     }
-}
-
-/// The cgroups of a process (v2 path, and the v1 memory-controller path on hybrid systems).
-pub fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
-    let Ok(groups) = root.parse::<ProcessCGroups>(format!("/proc/{pid}/cgroup")) else {
-        return CgroupRef::default();
-    };
-    let mut r = CgroupRef::default();
-    for g in groups.0 {
-        if g.hierarchy == 0 && g.controllers.is_empty() {
-            r.v2 = Some(g.pathname.clone());
-        } else if g.controllers.iter().any(|c| c == "memory") {
-            r.v1_memory = Some(g.pathname.clone());
-        }
-    }
-    r
 }

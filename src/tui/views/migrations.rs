@@ -8,15 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{block, rate, si, sparkline, waiting};
-use crate::snapshot::{ByCause, EventKind, Precision, Snapshot};
+use crate::snapshot::{Cause, EventKind, Precision, Snapshot};
 use crate::topology::Distance;
 use crate::tui::app::App;
-
-const CAUSES: [&str; 5] = ["wakeup", "load_balance", "active_balance", "numa", "other"];
-
-fn cause(c: &ByCause, i: usize) -> u64 {
-    [c.wakeup, c.load_balance, c.active_balance, c.numa, c.other][i]
-}
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let Some(s) = app.current() else {
@@ -86,19 +80,19 @@ fn draw_rates(f: &mut Frame, area: Rect, app: &App, precision: &str) {
         .and_then(|s| s.migrations.as_ref())
         .is_some_and(|m| m.by_cause.is_some());
     if has_cause {
-        for (i, name) in CAUSES.iter().enumerate() {
+        for cause in Cause::ALL {
             let vals: Vec<f64> = hist
                 .iter()
                 .map(|s| {
                     s.migrations
                         .as_ref()
                         .and_then(|m| m.by_cause.as_ref())
-                        .map_or(0.0, |c| per_sec(s, cause(c, i)))
+                        .map_or(0.0, |c| per_sec(s, c.get(cause)))
                 })
                 .collect();
             let now = vals.last().copied().unwrap_or(0.0);
             lines.push(Line::from(vec![
-                Span::raw(format!("{name:<15}")),
+                Span::raw(format!("{:<15}", cause.label())),
                 Span::styled(sparkline(&vals, w), t.accent()),
                 Span::raw(format!(" {:>8}/s", si(now))),
             ]));
@@ -261,9 +255,7 @@ fn draw_recent(f: &mut Frame, area: Rect, app: &App) {
         .map(|e| {
             let ago = cur.time.mono_ns.saturating_sub(e.mono_ns) as f64 / 1e9;
             let d = e.distance.map_or("?", |d| d.label());
-            let c = e
-                .cause
-                .map_or("?".to_string(), |c| format!("{c:?}").to_lowercase());
+            let c = e.cause.map_or("?", |c| c.label());
             Line::from(vec![
                 Span::styled(format!("-{ago:>6.2}s "), t.dim()),
                 Span::raw(format!(

@@ -1,0 +1,189 @@
+//! The enrichment stage of the pipeline: after every source has made the interval's
+//! process rows, fill what only `/proc/PID` knows — name, thread count, cgroup — reading
+//! each once per shown row (a source that already knows a name or thread count, as the
+//! procfs thread scan does, is not read again), then the NUMA-balancing counters of
+//! those rows' cgroups (cgroup `memory.stat`, v6.12+), which need the cgroups first.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use procfs_core::ProcessCGroups;
+
+use crate::kroot::KernelRoot;
+use crate::snapshot::{CgroupNuma, Snapshot, SourceState};
+use crate::source::procfs::numa::{CGROUP_KEYS, Counters, diff, parse_kv};
+
+/// Shown for a row whose process exited before its name could be read.
+pub const EXITED: &str = "<exited>";
+
+/// Where a process's cgroup lives: the v2 path and, on hybrid v1 systems, the path in the
+/// v1 memory hierarchy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupRef {
+    pub v2: Option<String>,
+    pub v1_memory: Option<String>,
+}
+
+/// The cgroups of a process (v2 path, and the v1 memory-controller path on hybrid systems).
+pub fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
+    let Ok(groups) = root.parse::<ProcessCGroups>(format!("/proc/{pid}/cgroup")) else {
+        return CgroupRef::default();
+    };
+    let mut r = CgroupRef::default();
+    for g in groups.0 {
+        if g.hierarchy == 0 && g.controllers.is_empty() {
+            r.v2 = Some(g.pathname.clone());
+        } else if g.controllers.iter().any(|c| c == "memory") {
+            r.v1_memory = Some(g.pathname.clone());
+        }
+    }
+    r
+}
+
+/// The stage: the kernel root to read `/proc/PID` from and the per-cgroup NUMA deltas.
+pub struct ProcessInfo {
+    root: KernelRoot,
+    cgroup_numa: CgroupNumaReader,
+}
+
+impl ProcessInfo {
+    pub fn new(root: KernelRoot) -> Self {
+        ProcessInfo {
+            root,
+            cgroup_numa: CgroupNumaReader::default(),
+        }
+    }
+
+    /// Fill the rows of `snap.processes`, then `snap.numa.cgroups` (when the NUMA
+    /// counters are there); reasons for missing cgroup counters join the
+    /// `procfs.numa` source state.
+    pub fn enrich(&mut self, snap: &mut Snapshot) {
+        let mut refs = Vec::new();
+        for r in snap.processes.iter_mut().flat_map(|t| t.rows.iter_mut()) {
+            let base = format!("/proc/{}", r.pid);
+            if r.comm.is_empty() {
+                r.comm = self
+                    .root
+                    .read_trimmed(format!("{base}/comm"))
+                    .unwrap_or_else(|_| EXITED.into());
+            }
+            if r.threads == 0 {
+                r.threads = self
+                    .root
+                    .parse::<procfs_core::process::Stat>(format!("{base}/stat"))
+                    .map(|s| u32::try_from(s.num_threads).unwrap_or(0))
+                    .unwrap_or(0);
+            }
+            let cg = read_cgroup(&self.root, r.pid);
+            r.cgroup = cg.v2.clone().or_else(|| cg.v1_memory.clone());
+            refs.push(cg);
+        }
+        let Some(numa) = snap.numa.as_mut() else {
+            // No NUMA counters this interval (or the baseline): keep the cgroups' baseline.
+            let mut ignored = Vec::new();
+            self.cgroup_numa.read(&self.root, &refs, &mut ignored);
+            return;
+        };
+        let mut missing = Vec::new();
+        numa.cgroups = self.cgroup_numa.read(&self.root, &refs, &mut missing);
+        if missing.is_empty() {
+            return;
+        }
+        if let Some(st) = snap.sources.iter_mut().find(|s| s.name == "procfs.numa") {
+            let mut notes: Vec<String> = st.reason.take().into_iter().collect();
+            notes.extend(missing);
+            st.reason = Some(notes.join("; "));
+            if st.state == SourceState::Active {
+                st.state = SourceState::Degraded;
+            }
+        }
+    }
+}
+
+/// Per-cgroup NUMA balancing counters, diffed against the previous read of each cgroup.
+#[derive(Debug, Default)]
+pub struct CgroupNumaReader {
+    prev: HashMap<String, Counters>,
+    mounts: Option<CgroupMounts>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct CgroupMounts {
+    v2: Option<PathBuf>,
+    v1_memory: Option<PathBuf>,
+}
+
+impl CgroupNumaReader {
+    /// The counters of each cgroup in `refs` (once per cgroup) since the previous read;
+    /// a cgroup read for the first time gives its baseline only. Why none could be read
+    /// goes to `missing`.
+    pub fn read(
+        &mut self,
+        root: &KernelRoot,
+        refs: &[CgroupRef],
+        missing: &mut Vec<String>,
+    ) -> Vec<CgroupNuma> {
+        let mounts = self.mounts.get_or_insert_with(|| find_mounts(root)).clone();
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut without_counters = 0;
+        let mut next_prev = HashMap::new();
+        for r in refs {
+            // Prefer the v2 hierarchy; fall back to the v1 memory controller.
+            let candidates = [
+                (mounts.v2.as_ref(), r.v2.as_ref()),
+                (mounts.v1_memory.as_ref(), r.v1_memory.as_ref()),
+            ];
+            for (mount, path) in candidates {
+                let (Some(mount), Some(path)) = (mount, path) else {
+                    continue;
+                };
+                if !seen.insert(path.clone()) {
+                    break;
+                }
+                let file = mount.join(path.trim_start_matches('/')).join("memory.stat");
+                let Ok(text) = std::fs::read_to_string(&file) else {
+                    continue;
+                };
+                let cur: Counters = parse_kv(&text)
+                    .into_iter()
+                    .filter(|(k, _)| CGROUP_KEYS.contains(&k.as_str()))
+                    .collect();
+                if cur.is_empty() {
+                    without_counters += 1;
+                    break;
+                }
+                if let Some(p) = self.prev.get(path) {
+                    let d = diff(p, &cur);
+                    out.push(CgroupNuma {
+                        path: path.clone(),
+                        numa_pages_migrated: d.get("numa_pages_migrated").copied(),
+                        numa_pte_updates: d.get("numa_pte_updates").copied(),
+                        numa_hint_faults: d.get("numa_hint_faults").copied(),
+                    });
+                }
+                next_prev.insert(path.clone(), cur);
+                break;
+            }
+        }
+        self.prev = next_prev;
+        if mounts.v2.is_none() && mounts.v1_memory.is_none() {
+            missing.push("no cgroup2 or v1 memory mount in /proc/self/mountinfo".into());
+        } else if without_counters > 0 && out.is_empty() {
+            missing.push(
+                "cgroup memory.stat has no NUMA balancing counters (kernel < 6.12, cgroup v1, or CONFIG_NUMA_BALANCING off)"
+                    .into(),
+            );
+        }
+        out
+    }
+}
+
+/// The cgroup mounts, as root-prefixed paths.
+fn find_mounts(root: &KernelRoot) -> CgroupMounts {
+    let m = crate::mounts::Mounts::discover(root);
+    CgroupMounts {
+        v2: m.cgroup2.map(|p| root.path(p)),
+        v1_memory: m.memory_v1.map(|p| root.path(p)),
+    }
+}

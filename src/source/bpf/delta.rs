@@ -1,0 +1,350 @@
+//! The delta stage of the BPF source: two [`Cumulative`] reads → the interval's per-CPU
+//! counts, exact migrations by distance and cause with the LLC matrix, and the process
+//! rows (runtime per LLC, migrations, wait, preferred LLC, attributed counters). Pure
+//! functions over data: no kernel, unit-tested here. Names, thread counts and cgroups of
+//! the rows are the enrichment stage's ([`crate::enrich`]).
+
+use super::layout::{self, NR_PC};
+use super::read::{Cumulative, LlcCum, ProcCum};
+use crate::counters;
+use crate::preferred::PreferredLlc;
+use crate::snapshot::{
+    Counters, CpuStats, Migrations, Precision, PreferredKind, ProcessStats, ProcessTable,
+    RawCounters,
+};
+use crate::source::perf::Slot;
+use crate::topology::Topology;
+
+/// `cur - prev` of a cumulative counter; one that went backwards was re-created (LRU
+/// eviction) and counts from zero.
+pub fn d(cur: u64, prev: u64) -> u64 {
+    if cur >= prev { cur - prev } else { cur }
+}
+
+/// Per-CPU context switches, migrations in/out, run-queue wait and its histogram, for
+/// the online CPUs below `nr_cpus`.
+pub fn cpus(prev: &Cumulative, cur: &Cumulative, out: &mut [CpuStats]) {
+    for c in out.iter_mut().filter(|c| c.online) {
+        let i = c.cpu as usize;
+        let (Some(&sw), Some(&psw)) = (cur.switches.get(i), prev.switches.get(i)) else {
+            continue;
+        };
+        c.ctx_switches = Some(d(sw, psw));
+        c.migrations_in = Some(d(cur.mig_in[i], prev.mig_in[i]));
+        c.migrations_out = Some(d(cur.mig_out[i], prev.mig_out[i]));
+        c.rq_wait_ns = Some(d(cur.rq_wait[i], prev.rq_wait[i]));
+        let mut h: Vec<u64> = cur.hist[i]
+            .iter()
+            .zip(&prev.hist[i])
+            .map(|(&a, &b)| d(a, b))
+            .collect();
+        while h.last() == Some(&0) {
+            h.pop();
+        }
+        c.rq_wait_hist = Some(h);
+        c.runnable = None;
+    }
+}
+
+/// Exact migrations of the interval: by distance, by cause, and the LLC matrix.
+pub fn migrations(prev: &Cumulative, cur: &Cumulative, nr_llc: usize) -> Migrations {
+    let cell = |a: usize, b: usize| {
+        let i = a * nr_llc + b;
+        d(
+            cur.matrix.get(i).copied().unwrap_or(0),
+            prev.matrix.get(i).copied().unwrap_or(0),
+        )
+    };
+    Migrations {
+        precision: Precision::Exact,
+        by_distance: layout::by_distance(|i| d(cur.dist[i], prev.dist[i])),
+        by_cause: Some(layout::by_cause(|i| d(cur.cause[i], prev.cause[i]))),
+        llc_matrix: (0..nr_llc)
+            .map(|a| (0..nr_llc).map(|b| cell(a, b)).collect())
+            .collect(),
+        unclassified: d(cur.unclassified, prev.unclassified),
+    }
+}
+
+/// Scaled, derived counters from the difference of two cumulative LLC entries, for the
+/// slots in `pc_mask` (`None` when attribution is off).
+pub fn counters_between(pc_mask: u32, cur: &LlcCum, prev: &LlcCum, secs: f64) -> Option<Counters> {
+    if pc_mask == 0 {
+        return None;
+    }
+    let pick = |slot: Slot| {
+        let i = slot.index();
+        (i < NR_PC && pc_mask & (1 << i) != 0).then(|| d(cur.pc[i], prev.pc[i]))
+    };
+    let raw = RawCounters {
+        cycles: pick(Slot::Cycles),
+        instructions: pick(Slot::Instructions),
+        cache_references: pick(Slot::CacheReferences),
+        cache_misses: pick(Slot::CacheMisses),
+        llc_read_misses: pick(Slot::LlcReadMisses),
+        time_enabled_ns: d(cur.enabled, prev.enabled),
+        time_running_ns: d(cur.running, prev.running),
+    };
+    let mut c = counters::scaled(&raw);
+    counters::derive(&mut c, secs);
+    Some(c)
+}
+
+/// How the process rows are built.
+pub struct ProcessParams<'a> {
+    pub topo: &'a Topology,
+    pub nr_llc: usize,
+    /// Counter slots attributed to processes (0: attribution off).
+    pub pc_mask: u32,
+    /// Rows kept (the busiest); the rest's counters are summed into `other_counters`.
+    pub top: usize,
+    pub secs: f64,
+}
+
+/// The process rows of the interval, busiest first, `top` of them; comm, threads and
+/// cgroup are left for the enrichment stage. `preferred` emulates the preferred LLC
+/// where the kernel does not report one, and forgets processes gone from the maps.
+pub fn processes(
+    prev: &Cumulative,
+    cur: &Cumulative,
+    p: &ProcessParams,
+    preferred: &mut PreferredLlc,
+) -> ProcessTable {
+    let empty = ProcCum::default();
+    let llc_counters = |a: &ProcCum, b: &ProcCum| -> Vec<Option<Counters>> {
+        if p.pc_mask == 0 {
+            return Vec::new();
+        }
+        (0..p.nr_llc)
+            .map(|l| {
+                let x = a.llc.get(l).copied().unwrap_or_default();
+                let y = b.llc.get(l).copied().unwrap_or_default();
+                counters_between(p.pc_mask, &x, &y, p.secs).filter(|_| d(x.running, y.running) > 0)
+            })
+            .collect()
+    };
+    let total_of = |per_llc: &[Option<Counters>]| {
+        let mut c = counters::sum(per_llc.iter().flatten())?;
+        counters::derive(&mut c, p.secs);
+        Some(c)
+    };
+    let mut idle_counters = None;
+    let mut rows = Vec::with_capacity(cur.procs.len());
+    for (&tgid, a) in &cur.procs {
+        let b = prev.procs.get(&tgid).unwrap_or(&empty);
+        let counters_per_llc = llc_counters(a, b);
+        if tgid == 0 {
+            idle_counters = total_of(&counters_per_llc);
+            continue;
+        }
+        let runtime: Vec<u64> = (0..p.nr_llc)
+            .map(|l| {
+                d(
+                    a.llc.get(l).map_or(0, |x| x.runtime),
+                    b.llc.get(l).map_or(0, |x| x.runtime),
+                )
+            })
+            .collect();
+        let dist = layout::by_distance(|i| d(a.dist[i], b.dist[i]));
+        let (preferred_llc, preferred_hit, preferred_kind) = if cur.kernel_preferred {
+            let hits = d(a.pref_hit, b.pref_hit);
+            let misses = d(a.pref_miss, b.pref_miss);
+            let llc = u32::try_from(a.kernel_pref)
+                .ok()
+                .and_then(|cpu| p.topo.llc_of(cpu));
+            let hit = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
+            (llc, hit, PreferredKind::Kernel)
+        } else {
+            let pref = preferred.update(tgid, &runtime);
+            (pref.preferred_llc, pref.hit, PreferredKind::Emulated)
+        };
+        let cpu_time_ns: u64 = runtime.iter().sum();
+        let migrations = dist.total() + d(a.unclassified, b.unclassified);
+        let counters = total_of(&counters_per_llc);
+        if cpu_time_ns == 0 && migrations == 0 && counters.is_none() {
+            continue;
+        }
+        rows.push(ProcessStats {
+            pid: tgid,
+            cpu_time_ns,
+            llc_spread: runtime.iter().filter(|&&r| r > 0).count() as u32,
+            runtime_per_llc_ns: runtime,
+            preferred_llc,
+            preferred_kind,
+            preferred_hit,
+            migrations,
+            cross_llc_migrations: dist.cross_llc + dist.cross_node,
+            migrations_by_distance: Some(dist),
+            rq_wait_ns: d(a.wait_ns, b.wait_ns),
+            counters,
+            counters_per_llc,
+            ..ProcessStats::default()
+        });
+    }
+    let total = cur.procs.keys().filter(|&&t| t != 0).count() as u32;
+    preferred.retain(|pid| cur.procs.contains_key(&pid));
+    rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
+    let rest = rows.split_off(p.top.min(rows.len()));
+    let other_counters = total_of(&rest.iter().map(|r| r.counters.clone()).collect::<Vec<_>>());
+    ProcessTable {
+        precision: Precision::Exact,
+        total,
+        rows,
+        idle_counters,
+        other_counters,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Distance;
+
+    fn topo() -> Topology {
+        crate::topology::tests::sample()
+    }
+
+    fn proc(runtime: &[u64], dist: [u64; 4]) -> ProcCum {
+        ProcCum {
+            dist,
+            llc: runtime
+                .iter()
+                .map(|&r| LlcCum {
+                    runtime: r,
+                    ..LlcCum::default()
+                })
+                .collect(),
+            kernel_pref: -1,
+            ..ProcCum::default()
+        }
+    }
+
+    #[test]
+    fn deltas_count_from_zero_after_a_reset() {
+        assert_eq!(d(10, 4), 6);
+        assert_eq!(d(3, 9), 3, "re-created entry: counts from zero");
+    }
+
+    #[test]
+    fn cpu_deltas_and_trimmed_histogram() {
+        let t = topo();
+        let n = t.nr_cpu_ids();
+        let prev = Cumulative::zeroed(n, 4);
+        let mut cur = prev.clone();
+        cur.switches[0] = 5;
+        cur.mig_in[0] = 2;
+        cur.mig_out[1] = 3;
+        cur.rq_wait[0] = 1000;
+        cur.hist[0][3] = 4;
+        let mut s = crate::collect::empty_snapshot(&t);
+        s.cpus[1].online = false;
+        cpus(&prev, &cur, &mut s.cpus);
+        let c0 = &s.cpus[0];
+        assert_eq!(
+            (c0.ctx_switches, c0.migrations_in, c0.rq_wait_ns),
+            (Some(5), Some(2), Some(1000))
+        );
+        assert_eq!(c0.rq_wait_hist.as_deref(), Some(&[0, 0, 0, 4][..]));
+        assert_eq!(
+            s.cpus[1].migrations_out, None,
+            "offline CPUs are left alone"
+        );
+        assert_eq!(s.cpus[2].rq_wait_hist.as_deref(), Some(&[][..]));
+    }
+
+    #[test]
+    fn migrations_by_distance_cause_and_matrix() {
+        let mut prev = Cumulative::zeroed(2, 2);
+        prev.dist = [1, 1, 1, 1];
+        prev.matrix = vec![1, 0, 0, 0];
+        let mut cur = prev.clone();
+        cur.dist = [2, 3, 4, 9];
+        cur.cause = [1, 2, 3, 4, 5];
+        cur.matrix = vec![2, 7, 0, 1];
+        cur.unclassified = 6;
+        let m = migrations(&prev, &cur, 2);
+        assert_eq!(m.precision, Precision::Exact);
+        assert_eq!(m.by_distance.get(Distance::Smt), 1);
+        assert_eq!(m.by_distance.get(Distance::CrossNode), 8);
+        let c = m.by_cause.unwrap();
+        assert_eq!((c.wakeup, c.numa, c.other), (1, 4, 5));
+        assert_eq!(m.llc_matrix, vec![vec![1, 7], vec![0, 1]]);
+        assert_eq!(m.total(), 1 + 2 + 3 + 8 + 6);
+    }
+
+    #[test]
+    fn process_rows_busiest_first_rest_summed_idle_apart() {
+        let t = topo();
+        let prev = Cumulative::zeroed(16, 4);
+        let mut cur = prev.clone();
+        cur.procs.insert(10, proc(&[100, 0, 0, 0], [0, 1, 0, 0]));
+        cur.procs.insert(11, proc(&[300, 100, 0, 0], [0, 0, 2, 1]));
+        cur.procs.insert(12, proc(&[50, 0, 0, 0], [0; 4]));
+        cur.procs.insert(13, proc(&[0; 4], [0; 4])); // did nothing: no row
+        cur.procs.insert(0, proc(&[900, 0, 0, 0], [0; 4])); // idle: never a row
+        let params = ProcessParams {
+            topo: &t,
+            nr_llc: 4,
+            pc_mask: 0,
+            top: 2,
+            secs: 1.0,
+        };
+        let mut pref = PreferredLlc::new();
+        let table = processes(&prev, &cur, &params, &mut pref);
+        assert_eq!(table.total, 4, "every process seen, idle excluded");
+        let pids: Vec<u32> = table.rows.iter().map(|r| r.pid).collect();
+        assert_eq!(pids, vec![11, 10]);
+        let r = &table.rows[0];
+        assert_eq!((r.cpu_time_ns, r.llc_spread, r.migrations), (400, 2, 3));
+        assert_eq!(r.cross_llc_migrations, 3);
+        assert_eq!(r.preferred_kind, PreferredKind::Emulated);
+        assert_eq!(r.preferred_llc, Some(0));
+        assert_eq!(r.preferred_hit, Some(0.75));
+        assert!(r.comm.is_empty(), "names are the enrichment stage's");
+        assert_eq!((table.idle_counters, table.other_counters), (None, None));
+        assert_eq!(pref.len(), 4, "the emulation follows every live process");
+    }
+
+    #[test]
+    fn kernel_preference_and_attributed_counters() {
+        let t = topo();
+        let prev = Cumulative::zeroed(16, 4);
+        let mut cur = prev.clone();
+        cur.kernel_preferred = true;
+        let mut p = proc(&[0, 500, 0, 0], [0; 4]);
+        p.pref_hit = 3;
+        p.pref_miss = 1;
+        p.kernel_pref = 2; // CPU 2 is in LLC 1 of the sample topology
+        p.llc[1].pc = [1000, 2000, 10, 5, 1];
+        p.llc[1].enabled = 100;
+        p.llc[1].running = 50; // multiplexed half the time: scaled ×2
+        cur.procs.insert(20, p);
+        let mut idle = proc(&[0; 4], [0; 4]);
+        idle.llc[0].pc = [10, 0, 0, 0, 0];
+        idle.llc[0].enabled = 7;
+        idle.llc[0].running = 7;
+        cur.procs.insert(0, idle);
+        let params = ProcessParams {
+            topo: &t,
+            nr_llc: 4,
+            pc_mask: 0b00011,
+            top: 10,
+            secs: 1.0,
+        };
+        let table = processes(&prev, &cur, &params, &mut PreferredLlc::new());
+        let r = &table.rows[0];
+        assert_eq!(r.preferred_kind, PreferredKind::Kernel);
+        assert_eq!(
+            (r.preferred_llc, r.preferred_hit),
+            (t.llc_of(2), Some(0.75))
+        );
+        let c = r.counters.as_ref().unwrap();
+        assert_eq!((c.cycles, c.instructions), (Some(2000), Some(4000)));
+        assert_eq!(c.cache_misses, None, "slot not in the mask");
+        assert_eq!(c.ipc, Some(2.0));
+        assert_eq!(r.counters_per_llc.len(), 4);
+        assert!(r.counters_per_llc[0].is_none(), "no slice ran there");
+        let idle = table.idle_counters.unwrap();
+        assert_eq!(idle.cycles, Some(10));
+    }
+}

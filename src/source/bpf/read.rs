@@ -1,0 +1,236 @@
+//! The raw stage of the BPF source: read the program's maps into [`Cumulative`] values
+//! (totals since attach), and add the slice each CPU is still running so that a task that
+//! never switches out is counted too. Kernel reads only; deltas are [`super::delta`]'s.
+
+use std::collections::HashMap;
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::layout::{NR_CAUSE, NR_DIST, NR_PC, WAIT_BUCKETS, pod, skel, types};
+use crate::clock::mono_ns;
+use crate::source::perf::GroupReader;
+
+/// What a process did on one LLC, cumulative: runtime and raw counter values with the
+/// enabled/running time to scale them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlcCum {
+    pub runtime: u64,
+    pub pc: [u64; NR_PC],
+    pub enabled: u64,
+    pub running: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcCum {
+    pub wait_ns: u64,
+    pub dist: [u64; NR_DIST],
+    pub unclassified: u64,
+    pub pref_hit: u64,
+    pub pref_miss: u64,
+    /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
+    pub kernel_pref: i64,
+    /// Indexed by LLC id (empty until the process ran somewhere).
+    pub llc: Vec<LlcCum>,
+}
+
+impl ProcCum {
+    pub fn on_llc(&mut self, llc: u32, nr_llc: usize) -> Option<&mut LlcCum> {
+        if self.llc.is_empty() {
+            self.llc = vec![LlcCum::default(); nr_llc];
+        }
+        self.llc.get_mut(llc as usize)
+    }
+}
+
+/// Every counter of the program, cumulative since attach.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cumulative {
+    pub switches: Vec<u64>,
+    pub rq_wait: Vec<u64>,
+    pub hist: Vec<[u64; WAIT_BUCKETS]>,
+    pub mig_in: Vec<u64>,
+    pub mig_out: Vec<u64>,
+    pub dist: [u64; NR_DIST],
+    pub cause: [u64; NR_CAUSE],
+    pub unclassified: u64,
+    pub dropped: u64,
+    /// `matrix[from * nr_llc + to]`.
+    pub matrix: Vec<u64>,
+    pub procs: HashMap<u32, ProcCum>,
+    /// Whether the kernel reports `p->preferred_llc` (v7.2+ cache-aware scheduling).
+    pub kernel_preferred: bool,
+}
+
+impl Cumulative {
+    pub fn zeroed(nr_cpus: usize, nr_llc: usize) -> Self {
+        Cumulative {
+            switches: vec![0; nr_cpus],
+            rq_wait: vec![0; nr_cpus],
+            hist: vec![[0; WAIT_BUCKETS]; nr_cpus],
+            mig_in: vec![0; nr_cpus],
+            mig_out: vec![0; nr_cpus],
+            matrix: vec![0; nr_llc * nr_llc],
+            ..Cumulative::default()
+        }
+    }
+}
+
+/// The slice still running on a CPU when the maps are read.
+struct Inflight {
+    cpu: u32,
+    tgid: u32,
+    ns: u64,
+    /// Counter values and enabled/running at the slice start (`None`: no baseline).
+    pc_start: Option<([u64; NR_PC], u64, u64)>,
+}
+
+/// Read every map of `skel` for `nr_cpus` CPUs and `nr_llc` LLCs, adding each CPU's
+/// running slice (counters read now through `readers`, when attribution is on).
+pub fn read(
+    skel: &skel::LlctopSkel<'static>,
+    nr_cpus: usize,
+    nr_llc: usize,
+    readers: &[GroupReader],
+) -> Cumulative {
+    let n = nr_cpus;
+    let mut c = Cumulative::zeroed(n, nr_llc);
+    let maps = &skel.maps;
+    let zero = 0u32.to_ne_bytes();
+    let per_cpu = maps
+        .cpu_stats
+        .lookup_percpu(&zero, MapFlags::ANY)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let now = mono_ns();
+    let mut inflight: Vec<Inflight> = Vec::new();
+    for (cpu, bytes) in per_cpu.iter().enumerate() {
+        let s: types::cpu_stat = pod(bytes);
+        if cpu < n {
+            c.switches[cpu] = s.switches;
+            c.rq_wait[cpu] = s.rq_wait_ns;
+        }
+        for (a, b) in c.dist.iter_mut().zip(s.mig_dist) {
+            *a += b;
+        }
+        for (a, b) in c.cause.iter_mut().zip(s.mig_cause) {
+            *a += b;
+        }
+        c.unclassified += s.mig_unclassified;
+        c.dropped += s.events_dropped;
+        inflight.push(Inflight {
+            cpu: cpu as u32,
+            tgid: if s.curr_pid != 0 { s.curr_tgid } else { 0 },
+            ns: if s.curr_pid != 0 && s.last_switch_ns > 0 && now > s.last_switch_ns {
+                now - s.last_switch_ns
+            } else {
+                0
+            },
+            pc_start: (s.pc_valid != 0).then_some((
+                s.pc_last,
+                s.pc_last_enabled,
+                s.pc_last_running,
+            )),
+        });
+    }
+    for b in 0..WAIT_BUCKETS as u32 {
+        if let Ok(Some(vals)) = maps
+            .wait_hist
+            .lookup_percpu(&b.to_ne_bytes(), MapFlags::ANY)
+        {
+            for (cpu, bytes) in vals.iter().enumerate().take(n) {
+                c.hist[cpu][b as usize] = pod::<u64>(bytes);
+            }
+        }
+    }
+    for cpu in 0..n as u32 {
+        if let Ok(Some(bytes)) = maps.cpu_mig.lookup(&cpu.to_ne_bytes(), MapFlags::ANY) {
+            let m: types::cpu_mig = pod(&bytes);
+            c.mig_in[cpu as usize] = m.r#in;
+            c.mig_out[cpu as usize] = m.out;
+        }
+    }
+    for i in 0..c.matrix.len() as u32 {
+        if let Ok(Some(bytes)) = maps.llc_matrix.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
+            c.matrix[i as usize] = pod::<u64>(&bytes);
+        }
+    }
+    for key in maps.proc_stats.keys() {
+        if let Ok(Some(bytes)) = maps.proc_stats.lookup(&key, MapFlags::ANY) {
+            let tgid = pod::<u32>(&key);
+            let s: types::proc_stat = pod(&bytes);
+            let p = c.procs.entry(tgid).or_default();
+            p.wait_ns = s.wait_ns;
+            p.dist = s.mig_dist;
+            p.unclassified = s.mig_unclassified;
+            p.pref_hit = s.pref_hit;
+            p.pref_miss = s.pref_miss;
+            p.kernel_pref = s.preferred_llc;
+        }
+    }
+    for key in maps.proc_llc.keys() {
+        if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
+            let k: types::proc_llc_key = pod(&key);
+            let v: types::proc_llc_val = pod(&bytes);
+            if let Some(l) = c.procs.entry(k.tgid).or_default().on_llc(k.llc, nr_llc) {
+                l.runtime += v.runtime_ns;
+                for (a, b) in l.pc.iter_mut().zip(v.pc) {
+                    *a += b;
+                }
+                l.enabled += v.pc_enabled;
+                l.running += v.pc_running;
+            }
+        }
+    }
+    c.kernel_preferred = maps
+        .bss_data
+        .as_ref()
+        .is_some_and(|b| b.kernel_preferred_llc != 0);
+    if let Some(ro) = maps.rodata_data.as_ref() {
+        add_inflight(&mut c, inflight, &ro.topo, nr_llc, readers);
+    }
+    c
+}
+
+/// Add each CPU's running slice to its process on that CPU's LLC: its runtime so far
+/// and, with attribution, the counters since the slice began (read now from the same
+/// counter group).
+fn add_inflight(
+    c: &mut Cumulative,
+    inflight: Vec<Inflight>,
+    topo: &[types::cpu_topo],
+    nr_llc: usize,
+    readers: &[GroupReader],
+) {
+    for f in inflight {
+        let Some(t) = topo.get(f.cpu as usize).filter(|t| t.valid != 0) else {
+            continue;
+        };
+        let counters = f.pc_start.and_then(|(start, en, run)| {
+            let r = readers.iter().find(|r| r.cpu == f.cpu)?.read().ok()?;
+            let mut pc = [0u64; NR_PC];
+            for (slot, v) in &r.values {
+                pc[slot.index()] = v.saturating_sub(start[slot.index()]);
+            }
+            Some((
+                pc,
+                r.enabled.saturating_sub(en),
+                r.running.saturating_sub(run),
+            ))
+        });
+        if f.ns == 0 && counters.is_none() {
+            continue;
+        }
+        let Some(l) = c.procs.entry(f.tgid).or_default().on_llc(t.llc, nr_llc) else {
+            continue;
+        };
+        l.runtime += f.ns;
+        if let Some((pc, en, run)) = counters {
+            for (a, b) in l.pc.iter_mut().zip(pc) {
+                *a += b;
+            }
+            l.enabled += en;
+            l.running += run;
+        }
+    }
+}
