@@ -5,6 +5,7 @@
 //! (procfs now; BPF, perf and replay later) → [`snapshot`] (the one currency: drawn,
 //! recorded, replayed) → [`record`] (JSON Lines recordings and reports).
 
+pub mod cli;
 pub mod clock;
 pub mod collect;
 pub mod counters;
@@ -15,6 +16,7 @@ pub mod kroot;
 pub mod mounts;
 pub mod preferred;
 pub mod record;
+pub mod run;
 pub mod snapshot;
 pub mod source;
 pub mod topology;

@@ -11,6 +11,7 @@
 
 pub mod catalog;
 pub mod cgroup;
+pub mod cli;
 pub mod domains;
 pub mod features;
 pub mod journal;

@@ -46,6 +46,31 @@ pub struct Header {
     pub command: Vec<String>,
 }
 
+impl Header {
+    /// The header of a recording starting now: this llctop, `host` and `kernel` (see
+    /// [`host_and_kernel`]), the requested interval, the topology, the source states so
+    /// far, and this process's command line.
+    pub fn new(
+        (host, kernel): (Option<String>, Option<String>),
+        interval: std::time::Duration,
+        topology: Topology,
+        sources: Vec<SourceStatus>,
+    ) -> Header {
+        Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            llctop_version: env!("CARGO_PKG_VERSION").into(),
+            host,
+            kernel,
+            start_unix_ns: crate::clock::unix_ns(),
+            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
+            topology,
+            sources,
+            command: std::env::args().collect(),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     #[error("{}: {source}", path.display())]

@@ -6,14 +6,72 @@
 //!   sampled. Busy time, schedstat and NUMA always come from here; with BPF active its
 //!   thread scan is off. It is the whole story when BPF cannot load.
 //!
-//! perf (hardware counters) and replay come next and implement the same [`Source`].
+//! - [`perf`]: hardware counters per CPU (and, through BPF, per process).
+//!
+//! [`select`] builds the set for a run from `--source`.
 
 pub mod bpf;
 pub mod perf;
 pub mod procfs;
 
+use crate::kroot::KernelRoot;
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::topology::Topology;
+
+/// Which sources a run uses (`--source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// BPF when it loads, else procfs (the reason is shown).
+    Auto,
+    /// BPF or fail.
+    Bpf,
+    /// procfs sampling only.
+    Procfs,
+}
+
+/// The sources for `kind` on `root`, keeping `top` process rows. BPF (exact events) comes
+/// first, procfs (busy, schedstat, NUMA, and the thread scan when BPF is not there), then
+/// perf (hardware counters, on the live system only). Fails only when `kind` is `Bpf`
+/// and BPF does not load.
+pub fn select(
+    kind: Kind,
+    top: usize,
+    root: &KernelRoot,
+    topo: &Topology,
+) -> Result<Vec<Box<dyn Source>>, bpf::LoadError> {
+    // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
+    let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
+    let procfs = || procfs::ProcfsSource::new(root.clone(), top);
+    let mut list: Vec<Box<dyn Source>> = if kind == Kind::Procfs {
+        vec![Box::new(procfs())]
+    } else {
+        match bpf::BpfSource::load(topo, top) {
+            Ok(mut b) => {
+                // Per-process counters: the BPF program reads perf's counters at switches.
+                if let Some(p) = perf.as_ref() {
+                    b.attach_counters(p);
+                }
+                vec![Box::new(b), Box::new(procfs().without_task_scan())]
+            }
+            Err(e) if kind == Kind::Bpf => return Err(e),
+            Err(e) => vec![
+                Box::new(FixedStatus(SourceStatus::absent(
+                    "bpf",
+                    format!("{e}; using procfs sampling"),
+                ))),
+                Box::new(procfs()),
+            ],
+        }
+    };
+    list.push(match perf {
+        Some(p) => Box::new(p),
+        None => Box::new(FixedStatus(SourceStatus::absent(
+            "perf",
+            "--sysroot is not the live system: its hardware counters cannot be opened",
+        ))),
+    });
+    Ok(list)
+}
 
 pub trait Source {
     /// Short name used in source states, e.g. `procfs`.

@@ -658,22 +658,16 @@ impl App {
             }
             return;
         }
-        let now = crate::clock::unix_ns();
-        let path = self
-            .record_dir
-            .join(format!("llctop-{}.json.gz", utc_stamp(now / 1_000_000_000)));
-        let header = Header {
-            format: record::FORMAT.into(),
-            version: record::VERSION,
-            llctop_version: env!("CARGO_PKG_VERSION").into(),
-            host: self.host.clone(),
-            kernel: self.kernel.clone(),
-            start_unix_ns: now,
-            interval_ns: self.interval.as_nanos() as u64,
-            topology: self.topo.clone(),
-            sources: self.sources().to_vec(),
-            command: std::env::args().collect(),
-        };
+        let header = Header::new(
+            (self.host.clone(), self.kernel.clone()),
+            self.interval,
+            self.topo.clone(),
+            self.sources().to_vec(),
+        );
+        let path = self.record_dir.join(format!(
+            "llctop-{}.json.gz",
+            utc_stamp(header.start_unix_ns / 1_000_000_000)
+        ));
         match record::Writer::create(&path, &header) {
             Ok(writer) => {
                 self.say(Level::Good, format!("recording to {}", path.display()));

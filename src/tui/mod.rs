@@ -12,6 +12,7 @@
 
 pub mod app;
 pub mod keymap;
+pub mod launch;
 pub mod theme;
 pub mod views;
 

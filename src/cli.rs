@@ -1,0 +1,155 @@
+//! The command line: every subcommand and option of `llctop` (clap), parsed into the
+//! library's own option types. main.rs dispatches on it; tests and docs read it too.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::knobs::cli::KnobsCommand;
+use crate::run::{Changes, Options};
+use crate::source;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "llctop",
+    version,
+    about = "Scheduler cache and NUMA behaviour, live: per-LLC occupancy, migrations by distance, preferred-LLC hits"
+)]
+pub struct Cli {
+    /// Root under which /sys and /proc are read (a fixture tree in tests).
+    #[arg(long, global = true, default_value = "/", value_name = "DIR")]
+    pub sysroot: PathBuf,
+
+    /// Time between snapshots (e.g. 1s, 500ms).
+    #[arg(long, global = true, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+
+    /// Where the data comes from. `auto` picks the best source that works here.
+    #[arg(long, global = true, value_enum, default_value_t = source::Kind::Auto)]
+    pub source: source::Kind,
+
+    /// Process rows kept per snapshot (the busiest).
+    #[arg(long, global = true, default_value_t = 64)]
+    pub top: usize,
+
+    /// Never write to the kernel (knob changes are refused).
+    #[arg(long, global = true)]
+    pub read_only: bool,
+
+    /// Leave knob changes in place on exit (they stay journaled: `llctop knobs restore`
+    /// puts the originals back later).
+    #[arg(long, global = true)]
+    pub keep_changes: bool,
+
+    /// The knob journal (default: /run/llctop/journal.json as root, else
+    /// $XDG_STATE_HOME/llctop/journal.json).
+    #[arg(long, global = true, env = "LLCTOP_JOURNAL", value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+
+    /// TUI colour theme: dark, light, high-contrast, colorblind, or one of
+    /// $XDG_CONFIG_HOME/llctop/themes/*.toml (NO_COLOR turns colour off).
+    #[arg(long, global = true, default_value = "dark", value_name = "NAME")]
+    pub theme: String,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// The options every run shares.
+    pub fn options(&self) -> Options {
+        Options {
+            interval: self.interval,
+            source: self.source,
+            top: self.top,
+            read_only: self.read_only,
+            keep_changes: self.keep_changes,
+            journal: self.journal.clone(),
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the CPU / LLC / NUMA topology.
+    Topology {
+        /// Print JSON instead of the tree.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record snapshots to a JSON Lines file (.gz compresses).
+    Record {
+        /// Output file.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Stop after this long, i.e. after duration/interval snapshots (default: until
+        /// Ctrl-C / SIGTERM).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        #[command(flatten)]
+        changes: Changes,
+    },
+    /// Summarise a recording.
+    Report { file: PathBuf },
+    /// The terminal UI (the default without a subcommand when stdout is a terminal).
+    Tui {
+        #[command(flatten)]
+        changes: Changes,
+    },
+    /// Open a recording in the TUI: the same views, with pause, seek and speed.
+    Replay { file: PathBuf },
+    /// Print the key table (Markdown), generated from the TUI's keymap.
+    Keys,
+    /// Print one summary line per interval (the default without a subcommand when
+    /// stdout is not a terminal).
+    Live {
+        /// Stop after this long.
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        #[command(flatten)]
+        changes: Changes,
+    },
+    /// Kernel policy knobs: list, read, change (journaled), restore.
+    Knobs {
+        #[command(subcommand)]
+        command: KnobsCommand,
+    },
+}
+
+/// A duration: `1s`, `500ms`, `2m` (humantime), or plain seconds (`2`, `0.25`); never
+/// zero.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = if s.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        s.parse::<f64>()
+            .map_err(|e| e.to_string())
+            .and_then(|x| Duration::try_from_secs_f64(x).map_err(|e| e.to_string()))?
+    } else {
+        humantime::parse_duration(s).map_err(|e| e.to_string())?
+    };
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("0.25"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,140 @@
+//! Starting the TUI: live (sources on the feed thread, the knob session here, restored
+//! on exit unless --keep-changes; recordings on `r`) or over a recording (replay), with
+//! the themes of `--theme`, after checking for a terminal before anything is touched.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::theme::{self, Theme};
+use super::{App, MakeSources};
+use crate::knobs::{Access, Knob, Session, profile};
+use crate::kroot::KernelRoot;
+use crate::record;
+use crate::run::{self, Changes, Error, Options};
+use crate::source;
+use crate::topology::Topology;
+
+/// The TUI draws on stdout and reads keys from stdin: refuse early (before any knob is
+/// touched) without a terminal.
+pub fn need_terminal() -> Result<(), Error> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        Ok(())
+    } else {
+        Err("the TUI needs a terminal on stdin and stdout (use `llctop live` or `llctop record` otherwise)".into())
+    }
+}
+
+/// The themes: NO_COLOR gives the monochrome one; otherwise all themes with `first` at
+/// the start of the cycle.
+pub fn themes(first: &str) -> Result<Vec<Theme>, Error> {
+    if theme::no_color() {
+        return Ok(vec![Theme::mono()]);
+    }
+    let (mut all, errors) = theme::load_all(theme::user_dir().as_deref());
+    for e in errors {
+        eprintln!("llctop: theme: {e}");
+    }
+    let Some(i) = all.iter().position(|t| t.name == first) else {
+        let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+        return Err(format!("unknown theme {first:?} (have: {})", names.join(", ")).into());
+    };
+    all.rotate_left(i);
+    Ok(all)
+}
+
+/// What the header says about knobs, most telling first: most knobs read-only
+/// (lockdown), then sched domains unreadable (`domains`), then whatever is missing.
+pub fn knob_notes(session: &Session, domains: Option<String>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let reg = session.registry();
+    let ro: Vec<&Knob> = reg
+        .knobs
+        .iter()
+        .filter(|k| !k.access.is_writable())
+        .collect();
+    if let Some(first) = ro.first()
+        && let Access::ReadOnly(why) = &first.access
+        && ro.len() * 2 > reg.knobs.len()
+    {
+        notes.push(format!(
+            "{} of {} knobs read-only (e.g. {}: {why})",
+            ro.len(),
+            reg.knobs.len(),
+            first.id
+        ));
+    }
+    if let Some(why) = domains {
+        notes.push(format!(
+            "sched domains: {why}; relax_domain_level levels estimated from topology"
+        ));
+    }
+    for m in &reg.missing {
+        notes.push(format!("{}: {}", m.what, m.reason));
+    }
+    notes
+}
+
+/// The TUI on the live system with `changes` applied for the session.
+pub fn live(
+    opts: &Options,
+    theme: &str,
+    root: &KernelRoot,
+    topo: &Topology,
+    changes: &Changes,
+) -> Result<(), Error> {
+    need_terminal()?;
+    let stop = run::stop_flag()?;
+    let themes = themes(theme)?;
+    let mut session = run::knob_session(opts, root, Some(topo), false);
+    let domains = session.read_domains();
+    run::apply_changes(&mut session, changes)?;
+    let mut app = App::live(topo.clone(), opts.interval, themes);
+    (app.host, app.kernel) = record::host_and_kernel(root);
+    app.knob_notes = knob_notes(&session, domains);
+    app.knob_log = session.take_events();
+    app.profiles = profile::load_all(profile::user_dir().as_deref()).0;
+    app.session = Some(session);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (kind, top, feed_root, feed_topo) = (opts.source, opts.top, root.clone(), topo.clone());
+    let make: MakeSources = Box::new(move || {
+        source::select(kind, top, &feed_root, &feed_topo).map_err(|e| e.to_string())
+    });
+    let feed = super::spawn_feed(
+        root.clone(),
+        topo.clone(),
+        opts.interval,
+        make,
+        Arc::clone(&stop),
+        tx,
+    )?;
+    let res = super::run(&mut app, rx, &stop);
+    stop.store(true, Ordering::Relaxed);
+    let _ = feed.join();
+    if let Some(r) = app.recording.take() {
+        let n = r.snapshots;
+        let path = r.path.clone();
+        match r.finish() {
+            Ok(()) => eprintln!("llctop: recorded {n} snapshots to {}", path.display()),
+            Err(e) => eprintln!("llctop: recording: {e}"),
+        }
+    }
+    if let Some(mut s) = app.session.take() {
+        run::finish_session(&mut s);
+    }
+    res.map_err(|e| format!("terminal: {e}").into())
+}
+
+/// `llctop replay FILE`: the recording in the TUI.
+pub fn replay(theme: &str, file: &Path) -> Result<(), Error> {
+    need_terminal()?;
+    let stop = run::stop_flag()?;
+    let rec = record::reader::open(file)?;
+    if rec.snapshots.is_empty() {
+        return Err(format!("{}: no snapshots to replay", file.display()).into());
+    }
+    let mut app = App::replay(rec, &file.display().to_string(), themes(theme)?);
+    let (_tx, rx) = std::sync::mpsc::channel();
+    super::run(&mut app, rx, &stop).map_err(|e| format!("terminal: {e}").into())
+}
