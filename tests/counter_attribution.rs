@@ -8,6 +8,8 @@
 //! Checked per interval: the per-process sums (rows + processes outside the top + idle)
 //! equal the per-CPU totals within 1%, and this process's cpu-clock equals its runtime.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -131,22 +133,16 @@ fn check(s: &Snapshot, mode: Mode) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn per_process_counters_add_up_to_the_per_cpu_totals() {
-    // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP: BPF and CPU-wide counters need root");
-        return;
-    }
+    // BPF and CPU-wide counters.
+    common::require_root();
     let root = KernelRoot::default();
     let topo = topology::discover(&root).expect("topology");
     for mode in [Mode::TpBtf, Mode::RawTp] {
         let mut bpf = match BpfSource::load_modes(&topo, 50, &[mode]) {
             Ok(b) => b,
-            Err(e) if e.0 == llctop::source::bpf::LoadError::permission().0 => {
-                println!("SKIP: the kernel refused BPF (EPERM): {e}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
+            Err(e) => panic!("BPF failed to load as root: {e}"),
         };
         let events = vec![
             (Slot::Cycles, Spec::Software(Software::CpuClock)),

@@ -5,6 +5,8 @@
 //! and echo back). Then a recording made by `llctop record` is replayed the same way.
 //! Needs tmux (scripts/deps.sh installs it) and root for the BPF source.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,14 +18,14 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn new(tag: &str) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            println!("SKIP: tmux is not installed (scripts/deps.sh installs it)");
-            return None;
-        }
-        Some(Tmux {
+    fn new(tag: &str) -> Tmux {
+        assert!(
+            Command::new("tmux").arg("-V").output().is_ok(),
+            "tmux is not installed (scripts/deps.sh installs it)"
+        );
+        Tmux {
             socket: format!("llctop-test-{tag}-{}", std::process::id()),
-        })
+        }
     }
 
     fn cmd(&self, args: &[&str]) -> String {
@@ -124,15 +126,11 @@ fn lockdown() -> bool {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn live_tui_in_a_real_terminal() {
-    // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP: the live TUI test runs as root (BPF source, knobs)");
-        return;
-    }
-    let Some(t) = Tmux::new("live") else {
-        return;
-    };
+    // The BPF source and the knobs need root.
+    common::require_root();
+    let t = Tmux::new("live");
     let dir = tempfile::tempdir().expect("tempdir");
     let journal = dir.path().join("journal.json");
     t.start(&format!(
@@ -229,9 +227,7 @@ fn live_tui_in_a_real_terminal() {
 
 #[test]
 fn replay_of_a_recording_in_a_real_terminal() {
-    let Some(t) = Tmux::new("replay") else {
-        return;
-    };
+    let t = Tmux::new("replay");
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("r.jsonl.gz");
     let ok = Command::new(BIN)

@@ -8,7 +8,8 @@
 //!   each spinning for SECS seconds, and prints the CPU each thread started on — the
 //!   stream placement case (shared/seeds/001) in miniature.
 //! - `churn SECS`: threads that sleep and wake in a ring, for context switches and
-//!   wakeup migrations.
+//!   wakeup migrations; prints the round trips and its threads' migrations as the kernel
+//!   counts them (`se.nr_migrations` of /proc/thread-self/sched: a test's oracle).
 //! - `bpf-stats`: the kernel's run count and run time of every loaded llctop BPF program
 //!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
 
@@ -105,6 +106,18 @@ fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), Strin
     Ok(())
 }
 
+/// This thread's migrations as the kernel counts them (`None` without the file).
+fn own_migrations() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("se.nr_migrations"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn churn(secs: f64) -> Result<(), String> {
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
@@ -115,6 +128,7 @@ fn churn(secs: f64) -> Result<(), String> {
                 break;
             }
         }
+        own_migrations()
     });
     let mut v = 0;
     while Instant::now() < end {
@@ -122,8 +136,12 @@ fn churn(secs: f64) -> Result<(), String> {
         v = rx2.recv().map_err(|e| e.to_string())?;
     }
     drop(tx);
-    let _ = t.join();
-    println!("round-trips {v}");
+    let worker = t.join().map_err(|_| "worker panicked".to_string())?;
+    let migrations = worker.zip(own_migrations()).map(|(a, b)| a + b);
+    match migrations {
+        Some(m) => println!("round-trips {v} migrations {m}"),
+        None => println!("round-trips {v} migrations ?"),
+    }
     Ok(())
 }
 

@@ -29,10 +29,12 @@ pub enum Kind {
     Procfs,
 }
 
-/// The sources for `kind` on `root`, keeping `top` process rows. BPF (exact events) comes
-/// first, procfs (busy, schedstat, NUMA, and the thread scan when BPF is not there), then
-/// perf (hardware counters, on the live system only). Fails only when `kind` is `Bpf`
-/// and BPF does not load.
+/// The sources for `kind` on `root`, keeping `top` process rows, in the order they are
+/// read: BPF (exact events, and per-process counters read at every switch), then perf
+/// (the per-CPU counters, read right after BPF so that the processes' shares and the
+/// per-CPU totals are taken at nearly one moment), then procfs (busy, schedstat, NUMA,
+/// and the thread scan when BPF is not there). Fails only when `kind` is `Bpf` and BPF
+/// does not load.
 pub fn select(
     kind: Kind,
     top: usize,
@@ -41,28 +43,27 @@ pub fn select(
 ) -> Result<Vec<Box<dyn Source>>, bpf::LoadError> {
     // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
     let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
-    let procfs = || procfs::ProcfsSource::new(root.clone(), top);
-    let mut list: Vec<Box<dyn Source>> = if kind == Kind::Procfs {
-        vec![Box::new(procfs())]
-    } else {
-        match bpf::BpfSource::load(topo, top) {
-            Ok(mut b) => {
-                // Per-process counters: the BPF program reads perf's counters at switches.
-                if let Some(p) = perf.as_ref() {
-                    b.attach_counters(p);
-                }
-                vec![Box::new(b), Box::new(procfs().without_task_scan())]
-            }
-            Err(e) if kind == Kind::Bpf => return Err(e),
-            Err(e) => vec![
-                Box::new(FixedStatus(SourceStatus::absent(
-                    "bpf",
-                    format!("{e}; using procfs sampling"),
-                ))),
-                Box::new(procfs()),
-            ],
-        }
+    let bpf = match kind {
+        Kind::Procfs => None,
+        Kind::Bpf => Some(Ok(bpf::BpfSource::load(topo, top)?)),
+        Kind::Auto => Some(bpf::BpfSource::load(topo, top)),
     };
+    let exact = matches!(bpf, Some(Ok(_)));
+    let mut list: Vec<Box<dyn Source>> = Vec::new();
+    match bpf {
+        Some(Ok(mut b)) => {
+            // Per-process counters: the BPF program reads perf's counters at switches.
+            if let Some(p) = perf.as_ref() {
+                b.attach_counters(p);
+            }
+            list.push(Box::new(b));
+        }
+        Some(Err(e)) => list.push(Box::new(FixedStatus(SourceStatus::absent(
+            "bpf",
+            format!("{e}; using procfs sampling"),
+        )))),
+        None => {}
+    }
     list.push(match perf {
         Some(p) => Box::new(p),
         None => Box::new(FixedStatus(SourceStatus::absent(
@@ -70,6 +71,12 @@ pub fn select(
             "--sysroot is not the live system: its hardware counters cannot be opened",
         ))),
     });
+    let procfs = procfs::ProcfsSource::new(root.clone(), top);
+    list.push(Box::new(if exact {
+        procfs.without_task_scan()
+    } else {
+        procfs
+    }));
     Ok(list)
 }
 

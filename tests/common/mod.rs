@@ -40,3 +40,17 @@ pub fn put(root: &Path, rel: &str, text: &str) {
     fs::create_dir_all(p.parent().unwrap()).unwrap();
     fs::write(p, text).unwrap();
 }
+
+/// The reason given by every test that needs root: such tests are
+/// `#[ignore = "needs root …"]`, so an unprivileged `cargo test` lists them as ignored (by
+/// name, counted in the summary); scripts/test runs them when it runs as root.
+pub const NEEDS_ROOT: &str =
+    "needs root: run scripts/test as root (or cargo test -- --include-ignored)";
+
+/// Fail at once when a root test was asked for without root: a root test never passes
+/// by doing nothing.
+pub fn require_root() {
+    // SAFETY: no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "{NEEDS_ROOT}");
+}

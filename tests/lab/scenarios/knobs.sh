@@ -10,9 +10,18 @@
 SCHED=/sys/kernel/debug/sched
 feature() { tr ' ' '\n' < $SCHED/features | grep -x -e "$1" -e "NO_$1"; }
 flags() { cat $SCHED/domains/cpu0/domain$1/flags 2>/dev/null | tr -s ' \n' ' '; }
-wait_for() { # wait_for CMD EXPECTED: poll until CMD prints EXPECTED (10 s at most)
+wait_for() { # wait_for CMD EXPECTED: poll until CMD prints EXPECTED (60 s at most)
   n=0
-  until [ "$($1)" = "$2" ]; do usleep 50000; n=$((n + 1)); [ $n -lt 200 ] || return 1; done
+  until [ "$($1)" = "$2" ]; do usleep 50000; n=$((n + 1)); [ $n -lt 1200 ] || return 1; done
+}
+# wait_line FILE PATTERN PID: poll until a line of FILE matches or PID has ended (60 s at
+# most): llctop prints a knob's change once it is written and read back, and exits at
+# once when the change is refused.
+wait_line() {
+  n=0
+  until grep -q -e "$2" "$1" 2>/dev/null || ! kill -0 "$3" 2>/dev/null; do
+    usleep 50000; n=$((n + 1)); [ $n -lt 1200 ] || return 1
+  done
 }
 
 # cgroup v1 cpuset: 6.1 has it; 6.12's Debian cloud kernel was built without CPUSETS_V1.
@@ -62,13 +71,15 @@ lab domain1_name "$(cat $SCHED/domains/cpu0/domain1/name)"
 lab domain0_flags_before "$(flags 0)"
 lab domain1_flags_before "$(flags 1)"
 for value in 0 llc; do
-  llctop live --source procfs --interval 500ms --duration 3s --set relax_domain_level=$value \
+  llctop live --source procfs --interval 500ms --set relax_domain_level=$value \
     >/tmp/relax.out 2>&1 &
   pid=$!
-  usleep 1500000
+  # The change is made (or refused) before the first line of numbers.
+  wait_line /tmp/relax.out '^#0 ' $pid
   lab relax_${value}_value "$(cat /sys/fs/cgroup/cpuset/cpuset.sched_relax_domain_level 2>/dev/null)"
   lab domain0_flags_${value} "$(flags 0)"
   lab domain1_flags_${value} "$(flags 1)"
+  kill -TERM $pid 2>/dev/null || true
   wait $pid && lab relax_${value}_rc 0 || lab relax_${value}_rc $?
   lab_block relax_${value}_out cat /tmp/relax.out
   lab domain0_flags_after_${value} "$(flags 0)"
@@ -79,11 +90,11 @@ echo N > $SCHED/verbose
 
 # 4. numa_balancing.
 lab numa_before "$(cat /proc/sys/kernel/numa_balancing)"
-llctop live --source procfs --interval 500ms --duration 3s --set numa_balancing=0 \
-  >/tmp/numa.out 2>&1 &
+llctop live --source procfs --interval 500ms --set numa_balancing=0 >/tmp/numa.out 2>&1 &
 pid=$!
-usleep 1500000
+wait_line /tmp/numa.out '^numa_balancing: ' $pid
 lab numa_during "$(cat /proc/sys/kernel/numa_balancing)"
+kill -TERM $pid
 wait $pid
 lab numa_after "$(cat /proc/sys/kernel/numa_balancing)"
 lab_block numa_out cat /tmp/numa.out
