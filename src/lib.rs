@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod clock;
 pub mod collect;
+pub mod config;
 pub mod counters;
 pub mod cpulist;
 pub mod enrich;

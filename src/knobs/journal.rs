@@ -60,12 +60,9 @@ pub fn default_path() -> PathBuf {
     if unsafe { libc::geteuid() } == 0 {
         return PathBuf::from("/run/llctop/journal.json");
     }
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    state.join("llctop/journal.json")
+    crate::config::state_dir()
+        .unwrap_or_else(|| PathBuf::from("llctop"))
+        .join("journal.json")
 }
 
 /// Holds the journal's lock until dropped.

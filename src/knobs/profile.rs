@@ -59,10 +59,12 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Parse profile `name` from `text`; `origin` (`shipped` or the file) is kept in the
+    /// profile. Errors say what is wrong, not where (the loader adds the origin).
     pub fn parse(name: &str, text: &str, origin: &str) -> Result<Profile, String> {
-        let f: ProfileFile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        let f: ProfileFile = toml::from_str(text).map_err(|e| e.to_string())?;
         if f.set.is_empty() && f.optional.is_empty() {
-            return Err(format!("{origin}: profile {name} sets nothing"));
+            return Err(format!("profile {name} sets nothing"));
         }
         Ok(Profile {
             name: name.to_string(),
@@ -102,51 +104,20 @@ fn access_reason(a: &super::Access) -> String {
 
 /// The operator's profile directory.
 pub fn user_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .map(|c| c.join("llctop/profiles"))
+    crate::config::config_dir("profiles")
 }
 
-/// Shipped profiles plus those in `dir` (which win by name). Unreadable or malformed
-/// user files are returned as errors next to the profiles that did load.
+/// Shipped profiles plus those in `dir` (which win by name), sorted by name. Unreadable
+/// or malformed user files are returned as errors next to the profiles that did load.
 pub fn load_all(dir: Option<&Path>) -> (Vec<Profile>, Vec<String>) {
-    let mut by_name: BTreeMap<String, Profile> = BTreeMap::new();
-    let mut errors = Vec::new();
-    for (name, text) in SHIPPED {
-        match Profile::parse(name, text, "shipped") {
-            Ok(p) => {
-                by_name.insert(name.to_string(), p);
-            }
-            Err(e) => errors.push(e),
-        }
-    }
-    if let Some(dir) = dir
-        && let Ok(rd) = std::fs::read_dir(dir)
-    {
-        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for p in paths {
-            if p.extension().is_none_or(|e| e != "toml") {
-                continue;
-            }
-            let Some(name) = p.file_stem().and_then(|s| s.to_str()) else {
-                continue;
-            };
-            let origin = p.display().to_string();
-            match std::fs::read_to_string(&p)
-                .map_err(|e| format!("{origin}: {e}"))
-                .and_then(|t| Profile::parse(name, &t, &origin))
-            {
-                Ok(prof) => {
-                    by_name.insert(name.to_string(), prof);
-                }
-                Err(e) => errors.push(e),
-            }
-        }
-    }
-    (by_name.into_values().collect(), errors)
+    let (mut all, errors) = crate::config::load_named(
+        SHIPPED,
+        dir,
+        |s| Profile::parse(s.name, s.text, s.origin),
+        |p| p.name.as_str(),
+    );
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    (all, errors)
 }
 
 pub fn find(name: &str, dir: Option<&Path>) -> Result<Profile, String> {

@@ -93,6 +93,19 @@ impl Sink {
     }
 }
 
+/// Every line after the header: its `"type"` names the variant, the rest are the
+/// variant's fields. Written borrowed (`Line<&Snapshot, …>`), read owned; a type this
+/// llctop does not know (a newer minor addition) reads as `Unknown`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line<S, K, M> {
+    Snapshot(S),
+    Knob(K),
+    Marker(M),
+    #[serde(other)]
+    Unknown,
+}
+
 /// A marker the operator dropped into a recording (`"type":"marker"`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
@@ -131,42 +144,17 @@ impl Writer {
     }
 
     pub fn write_snapshot(&mut self, snap: &Snapshot) -> Result<(), RecordError> {
-        // Serialize through a borrowed view to avoid cloning the snapshot.
-        #[derive(Serialize)]
-        struct SnapLine<'a> {
-            r#type: &'static str,
-            #[serde(flatten)]
-            snap: &'a Snapshot,
-        }
-        self.write_json(&SnapLine {
-            r#type: "snapshot",
-            snap,
-        })
+        self.write_json(&Line::<_, &KnobEvent, &Marker>::Snapshot(snap))
     }
 
     /// A knob change (`"type":"knob"`), written when it happens.
     pub fn write_knob(&mut self, ev: &KnobEvent) -> Result<(), RecordError> {
-        #[derive(Serialize)]
-        struct KnobLine<'a> {
-            r#type: &'static str,
-            #[serde(flatten)]
-            ev: &'a KnobEvent,
-        }
-        self.write_json(&KnobLine { r#type: "knob", ev })
+        self.write_json(&Line::<&Snapshot, _, &Marker>::Knob(ev))
     }
 
     /// A marker (`"type":"marker"`), written when the operator drops it.
     pub fn write_marker(&mut self, m: &Marker) -> Result<(), RecordError> {
-        #[derive(Serialize)]
-        struct MarkerLine<'a> {
-            r#type: &'static str,
-            #[serde(flatten)]
-            m: &'a Marker,
-        }
-        self.write_json(&MarkerLine {
-            r#type: "marker",
-            m,
-        })
+        self.write_json(&Line::<&Snapshot, &KnobEvent, _>::Marker(m))
     }
 
     fn write_json<T: Serialize>(&mut self, v: &T) -> Result<(), RecordError> {

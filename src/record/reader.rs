@@ -8,7 +8,7 @@ use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 
-use super::{FORMAT, Header, Marker, RecordError, VERSION};
+use super::{FORMAT, Header, Line, Marker, RecordError, VERSION};
 use crate::knobs::session::KnobEvent;
 use crate::snapshot::Snapshot;
 
@@ -101,25 +101,13 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
         if line.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value =
+        let parsed: Line<Snapshot, KnobEvent, Marker> =
             serde_json::from_str(line).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
-        match v.get("type").and_then(|t| t.as_str()) {
-            Some("knob") => {
-                let k: KnobEvent =
-                    serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
-                knobs.push(k);
-            }
-            Some("marker") => {
-                let m: Marker =
-                    serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
-                markers.push(m);
-            }
-            Some("snapshot") => {
-                let s: Snapshot =
-                    serde_json::from_value(v).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
-                snapshots.push(s);
-            }
-            _ => skipped_lines += 1,
+        match parsed {
+            Line::Snapshot(s) => snapshots.push(s),
+            Line::Knob(k) => knobs.push(k),
+            Line::Marker(m) => markers.push(m),
+            Line::Unknown => skipped_lines += 1,
         }
     }
     Ok(Recording {

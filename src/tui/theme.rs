@@ -169,42 +169,17 @@ impl Theme {
 /// The shipped themes, then the user's (a user theme with a shipped name replaces it),
 /// and the errors of user files that did not parse.
 pub fn load_all(user_dir: Option<&Path>) -> (Vec<Theme>, Vec<String>) {
-    let mut out: Vec<Theme> = Vec::new();
-    let mut errors = Vec::new();
-    for (name, text) in SHIPPED {
-        match Theme::parse(text) {
-            Ok(t) => out.push(t),
-            Err(e) => errors.push(format!("shipped theme {name}: {e}")),
-        }
-    }
-    if let Some(dir) = user_dir
-        && let Ok(rd) = std::fs::read_dir(dir)
-    {
-        let mut files: Vec<_> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-            .collect();
-        files.sort();
-        for p in files {
-            match std::fs::read_to_string(&p)
-                .map_err(|e| e.to_string())
-                .and_then(|t| Theme::parse(&t))
-            {
-                Ok(t) => {
-                    out.retain(|o| o.name != t.name);
-                    out.push(t);
-                }
-                Err(e) => errors.push(format!("{}: {e}", p.display())),
-            }
-        }
-    }
-    (out, errors)
+    crate::config::load_named(
+        SHIPPED,
+        user_dir,
+        |s| Theme::parse(s.text),
+        |t| t.name.as_str(),
+    )
 }
 
 /// $XDG_CONFIG_HOME/llctop/themes (or ~/.config/llctop/themes).
 pub fn user_dir() -> Option<std::path::PathBuf> {
-    crate::knobs::profile::user_dir().and_then(|p| p.parent().map(|d| d.join("themes")))
+    crate::config::config_dir("themes")
 }
 
 /// NO_COLOR is set to a non-empty value (no-color.org).
