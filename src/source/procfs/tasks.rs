@@ -8,6 +8,10 @@
 //! - runnable threads (state `R`) per CPU at the end of the interval.
 //!
 //! A thread or process that disappears between listing and reading is skipped silently.
+//!
+//! The stages: [`TaskScanner::scan`] reads every thread (the raw stage, kernel reads
+//! only), [`account`] diffs the read against the previous one (pure, unit-tested), and
+//! [`rows`] makes the busiest processes' rows with the emulated preferred LLC.
 
 use std::collections::HashMap;
 
@@ -21,15 +25,23 @@ use crate::snapshot::{
 };
 use crate::topology::Topology;
 
-#[derive(Debug, Clone)]
-struct ThreadPrev {
-    runtime_ns: u64,
-    wait_ns: Option<u64>,
-    cpu: Option<u32>,
-    state: char,
-    comm: String,
-    starttime: u64,
-    generation: u64,
+/// One thread as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadSample {
+    pub runtime_ns: u64,
+    pub wait_ns: Option<u64>,
+    pub cpu: Option<u32>,
+    pub state: char,
+    pub comm: String,
+    /// Start time in clock ticks since boot.
+    pub starttime: u64,
+}
+
+/// One process as read: its threads by tid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcSample {
+    pub pid: u32,
+    pub threads: Vec<(u32, ThreadSample)>,
 }
 
 /// Per-CPU results of one scan, indexed by CPU number.
@@ -54,21 +66,22 @@ pub struct TaskDelta {
     pub first_error: Option<String>,
 }
 
-#[derive(Debug, Default)]
-struct ProcAcc {
-    comm: String,
-    threads: u32,
-    cpu_time_ns: u64,
-    per_llc: Vec<u64>,
-    migrations: u64,
-    by_distance: ByDistance,
-    wait_ns: u64,
+/// One process's figures of the interval.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ProcAcc {
+    pub comm: String,
+    pub threads: u32,
+    pub cpu_time_ns: u64,
+    pub per_llc: Vec<u64>,
+    pub migrations: u64,
+    pub by_distance: ByDistance,
+    pub wait_ns: u64,
 }
 
 pub struct TaskScanner {
-    threads: HashMap<u32, ThreadPrev>,
+    /// The previous scan's threads by tid (`None` before the first scan).
+    threads: Option<HashMap<u32, ThreadSample>>,
     preferred: PreferredLlc,
-    generation: u64,
     prev_uptime_s: Option<f64>,
     ns_per_tick: u64,
     ticks_per_s: u64,
@@ -84,9 +97,8 @@ impl TaskScanner {
         let tps = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let tps = if tps > 0 { tps as u64 } else { 100 };
         TaskScanner {
-            threads: HashMap::new(),
+            threads: None,
             preferred: PreferredLlc::new(),
-            generation: 0,
             prev_uptime_s: None,
             ns_per_tick: 1_000_000_000 / tps,
             ticks_per_s: tps,
@@ -103,150 +115,50 @@ impl TaskScanner {
     ) -> Result<Option<TaskDelta>, KernelError> {
         let pids = root.numbered_entries("/proc", "")?;
         let uptime_s = root.parse::<Uptime>("/proc/uptime").ok().map(|u| u.uptime);
-        let primed = self.generation > 0;
-        self.generation += 1;
-        let generation = self.generation;
-        let nr_llc = topo.llcs.len();
-        let mut out = TaskDelta {
-            cpus: vec![CpuTasks::default(); topo.nr_cpu_ids()],
-            migrations: Migrations {
-                precision: Precision::Sampled,
-                llc_matrix: vec![vec![0; nr_llc]; nr_llc],
-                ..Migrations::default()
-            },
-            ..TaskDelta::default()
-        };
-        let mut procs: Vec<(u32, ProcAcc)> = Vec::new();
-
-        for pid in pids {
-            let tids = match root.numbered_entries(format!("/proc/{pid}/task"), "") {
-                Ok(t) => t,
-                Err(_) => continue, // exited
-            };
-            let mut acc = ProcAcc {
-                per_llc: vec![0; nr_llc],
-                ..ProcAcc::default()
-            };
-            for tid in tids {
-                let base = format!("/proc/{pid}/task/{tid}");
-                let Some(t) = self.read_thread(root, &base, tid, &mut out) else {
-                    continue;
-                };
-                let (runtime_ns, wait_ns, cpu) = (t.runtime_ns, t.wait_ns, t.cpu);
-                if tid == pid || acc.comm.is_empty() {
-                    acc.comm.clone_from(&t.comm);
-                }
-                acc.threads += 1;
-                if t.state == 'R'
-                    && let Some(c) = cpu.and_then(|c| out.cpus.get_mut(c as usize))
-                {
-                    c.runnable += 1;
-                }
-                let starttime = t.starttime;
-                let prev = self.threads.insert(tid, ThreadPrev { generation, ..t });
-                if !primed {
-                    continue;
-                }
-                // A thread not seen before counts from zero only if it started during the
-                // interval; otherwise (it was missed) its history is unknown.
-                let (d_run, d_wait, prev_cpu) = match prev {
-                    Some(p) => (
-                        runtime_ns.saturating_sub(p.runtime_ns),
-                        match (wait_ns, p.wait_ns) {
-                            (Some(a), Some(b)) => a.saturating_sub(b),
-                            _ => 0,
-                        },
-                        p.cpu,
-                    ),
-                    None => {
-                        let started_s = starttime as f64 / self.ticks_per_s as f64;
-                        if self.prev_uptime_s.is_some_and(|u| started_s + 0.01 >= u) {
-                            (runtime_ns, wait_ns.unwrap_or(0), None)
-                        } else {
-                            (0, 0, None)
-                        }
-                    }
-                };
-                acc.cpu_time_ns += d_run;
-                acc.wait_ns += d_wait;
-                if let Some(c) = cpu {
-                    if let Some(l) = topo.llc_of(c) {
-                        acc.per_llc[l as usize] += d_run;
-                    }
-                    if let Some(slot) = out.cpus.get_mut(c as usize) {
-                        slot.rq_wait_ns += d_wait;
-                    }
-                }
-                if let (Some(from), Some(to)) = (prev_cpu, cpu)
-                    && from != to
-                {
-                    acc.migrations += 1;
-                    if let Some(s) = out.cpus.get_mut(from as usize) {
-                        s.migrations_out += 1;
-                    }
-                    if let Some(s) = out.cpus.get_mut(to as usize) {
-                        s.migrations_in += 1;
-                    }
-                    match topo.distance(from, to) {
-                        Some(d) => {
-                            out.migrations.by_distance.add(d, 1);
-                            acc.by_distance.add(d, 1);
-                        }
-                        None => out.migrations.unclassified += 1,
-                    }
-                    if let (Some(a), Some(b)) = (topo.llc_of(from), topo.llc_of(to)) {
-                        out.migrations.llc_matrix[a as usize][b as usize] += 1;
-                    }
-                }
-            }
-            if acc.threads > 0 {
-                procs.push((pid, acc));
-            }
-        }
-
-        out.has_wait = self.sched_info != Some(false);
-        // Forget threads not seen in this scan.
-        self.threads.retain(|_, t| t.generation == generation);
-        self.prev_uptime_s = uptime_s;
-        if !primed {
+        let mut errors = ReadErrors::default();
+        let procs: Vec<ProcSample> = pids
+            .into_iter()
+            .filter_map(|pid| self.read_process(root, pid, &mut errors))
+            .collect();
+        let now: HashMap<u32, ThreadSample> = procs
+            .iter()
+            .flat_map(|p| p.threads.iter().cloned())
+            .collect();
+        // Threads not seen in this scan are forgotten.
+        let prev = self.threads.replace(now);
+        let started_after = std::mem::replace(&mut self.prev_uptime_s, uptime_s);
+        let Some(prev) = prev else {
             return Ok(None);
-        }
-
-        let mut rows: Vec<ProcessStats> = Vec::with_capacity(procs.len());
-        for (pid, acc) in &procs {
-            let pref = self.preferred.update(*pid, &acc.per_llc);
-            if acc.cpu_time_ns == 0 && acc.migrations == 0 {
-                continue;
-            }
-            rows.push(ProcessStats {
-                pid: *pid,
-                comm: acc.comm.clone(),
-                threads: acc.threads,
-                cpu_time_ns: acc.cpu_time_ns,
-                llc_spread: acc.per_llc.iter().filter(|&&r| r > 0).count() as u32,
-                runtime_per_llc_ns: acc.per_llc.clone(),
-                preferred_llc: pref.preferred_llc,
-                preferred_kind: PreferredKind::Emulated,
-                preferred_hit: pref.hit,
-                migrations: acc.migrations,
-                cross_llc_migrations: acc.by_distance.cross_llc + acc.by_distance.cross_node,
-                migrations_by_distance: Some(acc.by_distance),
-                rq_wait_ns: acc.wait_ns,
-                cgroup: None,
-                ..ProcessStats::default()
-            });
-        }
-        let alive: std::collections::HashSet<u32> = procs.iter().map(|(p, _)| *p).collect();
-        self.preferred.retain(|p| alive.contains(&p));
-        rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
-        rows.truncate(self.top);
-        out.processes = ProcessTable {
-            precision: Precision::Sampled,
-            total: procs.len() as u32,
-            rows,
-            ..ProcessTable::default()
         };
+        // A thread not seen before counts from zero only if it started during the
+        // interval; otherwise (it was missed) its history is unknown.
+        let new_since = started_after.map(|u| (u - 0.01) * self.ticks_per_s as f64);
+        let (mut out, accs) = account(&prev, &procs, topo, new_since);
+        out.has_wait = self.sched_info != Some(false);
+        out.unreadable = errors.unreadable;
+        out.first_error = errors.first;
+        out.processes = rows(&accs, &mut self.preferred, self.top);
         Ok(Some(out))
+    }
+
+    /// Read every thread of `pid` (`None` when the process exited).
+    fn read_process(
+        &mut self,
+        root: &KernelRoot,
+        pid: u32,
+        errors: &mut ReadErrors,
+    ) -> Option<ProcSample> {
+        let tids = root
+            .numbered_entries(format!("/proc/{pid}/task"), "")
+            .ok()?;
+        let threads: Vec<(u32, ThreadSample)> = tids
+            .into_iter()
+            .filter_map(|tid| {
+                let base = format!("/proc/{pid}/task/{tid}");
+                Some((tid, self.read_thread(root, &base, tid, errors)?))
+            })
+            .collect();
+        (!threads.is_empty()).then_some(ProcSample { pid, threads })
     }
 
     /// Read one thread. `schedstat` first: a known thread whose runtime and wait did not
@@ -258,8 +170,8 @@ impl TaskScanner {
         root: &KernelRoot,
         base: &str,
         tid: u32,
-        out: &mut TaskDelta,
-    ) -> Option<ThreadPrev> {
+        errors: &mut ReadErrors,
+    ) -> Option<ThreadSample> {
         let mut sched = None;
         if self.sched_info != Some(false) {
             match root.parse::<Schedstat>(format!("{base}/schedstat")) {
@@ -274,12 +186,12 @@ impl TaskScanner {
                     self.sched_info = Some(false); // CONFIG_SCHED_INFO off
                 }
                 Err(e) => {
-                    self.note_error(out, e);
+                    errors.note(e);
                     return None;
                 }
             }
         }
-        if let (Some(s), Some(p)) = (&sched, self.threads.get(&tid))
+        if let (Some(s), Some(p)) = (&sched, self.threads.as_ref().and_then(|t| t.get(&tid)))
             && p.runtime_ns == s.sum_exec_runtime
             && p.wait_ns == Some(s.run_delay)
         {
@@ -288,11 +200,11 @@ impl TaskScanner {
         let stat = match root.parse::<Stat>(format!("{base}/stat")) {
             Ok(s) => s,
             Err(e) => {
-                self.note_error(out, e);
+                errors.note(e);
                 return None;
             }
         };
-        Some(ThreadPrev {
+        Some(ThreadSample {
             runtime_ns: match &sched {
                 Some(s) => s.sum_exec_runtime,
                 None => (stat.utime + stat.stime) * self.ns_per_tick,
@@ -302,17 +214,239 @@ impl TaskScanner {
             state: stat.state,
             comm: stat.comm,
             starttime: stat.starttime,
-            generation: 0,
         })
     }
+}
 
-    fn note_error(&self, out: &mut TaskDelta, e: KernelError) {
+/// Threads that could not be read for a reason other than exiting.
+#[derive(Debug, Default)]
+struct ReadErrors {
+    unreadable: u64,
+    first: Option<String>,
+}
+
+impl ReadErrors {
+    fn note(&mut self, e: KernelError) {
         if e.is_not_found() || e.errno() == Some(libc::ESRCH) {
             return; // the thread exited between listing and reading
         }
-        out.unreadable += 1;
-        if out.first_error.is_none() {
-            out.first_error = Some(e.to_string());
+        self.unreadable += 1;
+        if self.first.is_none() {
+            self.first = Some(e.to_string());
         }
+    }
+}
+
+/// Diff one scan against the previous one: per-CPU migrations in/out, run-queue wait and
+/// runnable threads, sampled migrations by distance with the LLC matrix, and each
+/// process's figures. A thread absent from `prev` counts from zero if it started
+/// (`starttime`, in ticks) at or after `new_since`, and not at all otherwise.
+pub fn account(
+    prev: &HashMap<u32, ThreadSample>,
+    procs: &[ProcSample],
+    topo: &Topology,
+    new_since: Option<f64>,
+) -> (TaskDelta, Vec<(u32, ProcAcc)>) {
+    let nr_llc = topo.llcs.len();
+    let mut out = TaskDelta {
+        cpus: vec![CpuTasks::default(); topo.nr_cpu_ids()],
+        migrations: Migrations {
+            precision: Precision::Sampled,
+            llc_matrix: vec![vec![0; nr_llc]; nr_llc],
+            ..Migrations::default()
+        },
+        ..TaskDelta::default()
+    };
+    let mut accs = Vec::with_capacity(procs.len());
+    for p in procs {
+        let mut acc = ProcAcc {
+            per_llc: vec![0; nr_llc],
+            ..ProcAcc::default()
+        };
+        for (tid, t) in &p.threads {
+            if *tid == p.pid || acc.comm.is_empty() {
+                acc.comm.clone_from(&t.comm);
+            }
+            acc.threads += 1;
+            if t.state == 'R'
+                && let Some(c) = t.cpu.and_then(|c| out.cpus.get_mut(c as usize))
+            {
+                c.runnable += 1;
+            }
+            let (d_run, d_wait, prev_cpu) = match prev.get(tid) {
+                Some(q) => (
+                    t.runtime_ns.saturating_sub(q.runtime_ns),
+                    match (t.wait_ns, q.wait_ns) {
+                        (Some(a), Some(b)) => a.saturating_sub(b),
+                        _ => 0,
+                    },
+                    q.cpu,
+                ),
+                None if new_since.is_some_and(|s| t.starttime as f64 >= s) => {
+                    (t.runtime_ns, t.wait_ns.unwrap_or(0), None)
+                }
+                None => (0, 0, None),
+            };
+            acc.cpu_time_ns += d_run;
+            acc.wait_ns += d_wait;
+            if let Some(c) = t.cpu {
+                if let Some(l) = topo.llc_of(c) {
+                    acc.per_llc[l as usize] += d_run;
+                }
+                if let Some(slot) = out.cpus.get_mut(c as usize) {
+                    slot.rq_wait_ns += d_wait;
+                }
+            }
+            let (Some(from), Some(to)) = (prev_cpu, t.cpu) else {
+                continue;
+            };
+            if from == to {
+                continue;
+            }
+            acc.migrations += 1;
+            if let Some(s) = out.cpus.get_mut(from as usize) {
+                s.migrations_out += 1;
+            }
+            if let Some(s) = out.cpus.get_mut(to as usize) {
+                s.migrations_in += 1;
+            }
+            match topo.distance(from, to) {
+                Some(d) => {
+                    out.migrations.by_distance.add(d, 1);
+                    acc.by_distance.add(d, 1);
+                }
+                None => out.migrations.unclassified += 1,
+            }
+            if let (Some(a), Some(b)) = (topo.llc_of(from), topo.llc_of(to)) {
+                out.migrations.llc_matrix[a as usize][b as usize] += 1;
+            }
+        }
+        accs.push((p.pid, acc));
+    }
+    (out, accs)
+}
+
+/// The rows of the `top` busiest processes (that ran or moved), with the emulated
+/// preferred LLC (`preferred` follows every process and forgets the gone ones).
+pub fn rows(accs: &[(u32, ProcAcc)], preferred: &mut PreferredLlc, top: usize) -> ProcessTable {
+    let mut rows: Vec<ProcessStats> = Vec::with_capacity(accs.len());
+    for (pid, acc) in accs {
+        let pref = preferred.update(*pid, &acc.per_llc);
+        if acc.cpu_time_ns == 0 && acc.migrations == 0 {
+            continue;
+        }
+        rows.push(ProcessStats {
+            pid: *pid,
+            comm: acc.comm.clone(),
+            threads: acc.threads,
+            cpu_time_ns: acc.cpu_time_ns,
+            llc_spread: acc.per_llc.iter().filter(|&&r| r > 0).count() as u32,
+            runtime_per_llc_ns: acc.per_llc.clone(),
+            preferred_llc: pref.preferred_llc,
+            preferred_kind: PreferredKind::Emulated,
+            preferred_hit: pref.hit,
+            migrations: acc.migrations,
+            cross_llc_migrations: acc.by_distance.cross_llc + acc.by_distance.cross_node,
+            migrations_by_distance: Some(acc.by_distance),
+            rq_wait_ns: acc.wait_ns,
+            ..ProcessStats::default()
+        });
+    }
+    let alive: std::collections::HashSet<u32> = accs.iter().map(|(p, _)| *p).collect();
+    preferred.retain(|p| alive.contains(&p));
+    rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
+    rows.truncate(top);
+    ProcessTable {
+        precision: Precision::Sampled,
+        total: accs.len() as u32,
+        rows,
+        ..ProcessTable::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Distance;
+
+    fn t(runtime_ns: u64, cpu: u32, state: char, starttime: u64) -> ThreadSample {
+        ThreadSample {
+            runtime_ns,
+            wait_ns: Some(runtime_ns / 10),
+            cpu: Some(cpu),
+            state,
+            comm: "w".into(),
+            starttime,
+        }
+    }
+
+    #[test]
+    fn moves_runtime_wait_and_new_threads_from_two_scans() {
+        // Sample topology: cpu0/1 llc0 (node 0), cpu2 llc1 (node 0), cpu4 llc2 (node 1).
+        let topo = crate::topology::tests::sample();
+        let prev: HashMap<u32, ThreadSample> = [
+            (10, t(1000, 0, 'S', 0)),
+            (11, t(1000, 0, 'S', 0)),
+            (12, t(1000, 0, 'S', 0)),
+            (20, t(5000, 2, 'S', 0)),
+        ]
+        .into();
+        let procs = vec![
+            ProcSample {
+                pid: 10,
+                threads: vec![
+                    (10, t(3000, 1, 'R', 0)),  // same LLC
+                    (11, t(1500, 2, 'S', 0)),  // cross-LLC, same node
+                    (12, t(1000, 4, 'S', 0)),  // cross-node, did not run
+                    (13, t(700, 4, 'R', 500)), // new, started in the interval
+                    (14, t(900, 4, 'S', 100)), // new to us, but older: unknown history
+                ],
+            },
+            ProcSample {
+                pid: 20,
+                threads: vec![(20, t(5000, 2, 'S', 0))], // idle: no row
+            },
+        ];
+        let (out, accs) = account(&prev, &procs, &topo, Some(400.0));
+        let m = &out.migrations;
+        assert_eq!(m.precision, Precision::Sampled);
+        assert_eq!(
+            (
+                m.by_distance.get(Distance::Llc),
+                m.by_distance.get(Distance::CrossLlc),
+                m.by_distance.get(Distance::CrossNode)
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(m.llc_matrix[0][1], 1);
+        assert_eq!(m.llc_matrix[0][2], 1);
+        assert_eq!(
+            (out.cpus[0].migrations_out, out.cpus[4].migrations_in),
+            (3, 1)
+        );
+        assert_eq!((out.cpus[1].runnable, out.cpus[4].runnable), (1, 1));
+        let (_, a) = &accs[0];
+        assert_eq!(a.threads, 5);
+        assert_eq!(
+            a.cpu_time_ns,
+            2000 + 500 + 700,
+            "the old unknown thread adds nothing"
+        );
+        assert_eq!(a.per_llc, vec![2000, 500, 700, 0]);
+        assert_eq!(a.wait_ns, 200 + 50 + 70);
+        assert_eq!(out.cpus[1].rq_wait_ns, 200);
+
+        let mut pref = PreferredLlc::new();
+        let table = rows(&accs, &mut pref, 10);
+        assert_eq!(table.total, 2);
+        assert_eq!(table.rows.len(), 1, "the idle process has no row");
+        let r = &table.rows[0];
+        assert_eq!(
+            (r.pid, r.migrations, r.cross_llc_migrations, r.llc_spread),
+            (10, 3, 2, 3)
+        );
+        assert_eq!(r.preferred_llc, Some(0));
+        assert!(r.cgroup.is_none(), "cgroups are the enrichment stage's");
+        assert_eq!(rows(&accs, &mut pref, 0).rows.len(), 0, "top 0 keeps none");
     }
 }
