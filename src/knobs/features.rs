@@ -129,7 +129,7 @@ pub fn read(root: &KernelRoot) -> FeatureRead {
         FEATURES_OLD
     } else {
         return FeatureRead::Unavailable {
-            reason: super::registry::debugfs_absence(root, FEATURES),
+            reason: super::access::debugfs_absence(root, FEATURES),
         };
     };
     let refused = match root.read(path) {
@@ -139,7 +139,7 @@ pub fn read(root: &KernelRoot) -> FeatureRead {
                 features: parse_list(&text),
             };
         }
-        Err(e) => super::registry::refusal(&e),
+        Err(e) => super::access::refusal(&e),
     };
     let mask = match root.read(SCHED_DEBUG) {
         Ok(t) => match sysctl_features(&t) {

@@ -9,6 +9,7 @@
 //! `0`/`1` for booleans, decimal integers for integers and bitmasks, the kernel's own word
 //! for enums.
 
+pub mod access;
 pub mod catalog;
 pub mod cgroup;
 pub mod cli;

@@ -532,7 +532,7 @@ fn write_cause(e: std::io::Error, path: &std::path::Path) -> String {
         Some(libc::EINVAL) => "EINVAL: the kernel refused the value".into(),
         Some(libc::ENOENT) => "ENOENT: the knob vanished".into(),
         Some(libc::EBUSY) => "EBUSY: the kernel is busy (e.g. CPU offline)".into(),
-        _ => super::registry::refusal(&crate::kroot::KernelError::Io {
+        _ => super::access::refusal(&crate::kroot::KernelError::Io {
             path: path.to_path_buf(),
             source: e,
         }),
