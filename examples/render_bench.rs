@@ -60,7 +60,7 @@ fn main() {
         let topo = topology::synthetic(nodes, llcs, cpus);
         let mut app = App::live(topo.clone(), Duration::from_secs(1), themes.clone());
         for i in 0..120 {
-            app.update(Msg::Snapshot(Box::new(snapshot(&topo, i))));
+            app.handle(Msg::Snapshot(Box::new(snapshot(&topo, i))));
         }
         let mut cols = Vec::new();
         for v in ViewId::ALL {

@@ -21,6 +21,28 @@ pub fn unix_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// `YYYYMMDD-HHMMSSZ` of a Unix time (UTC; no time-zone database needed).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -28,5 +50,11 @@ mod tests {
         let (a, b) = (super::mono_ns(), super::mono_ns());
         assert!(b >= a && a > 0);
         assert!(super::unix_ns() > 1_600_000_000 * 1_000_000_000);
+    }
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(super::utc_stamp(0), "19700101-000000Z");
+        assert_eq!(super::utc_stamp(1_795_244_016), "20261121-065336Z");
     }
 }

@@ -834,3 +834,37 @@ fn live_kernel_lockdown_lists_features_read_only_with_the_reason() {
         assert_eq!(feats.len(), text.split_whitespace().count());
     }
 }
+
+#[test]
+fn values_changed_behind_llctop_are_seen_at_the_next_refresh() {
+    let (dir, root) = fixture();
+    let topo = llctop::topology::discover(&root).unwrap();
+    let mut reg = Registry::discover(&root, Some(&topo));
+    assert!(reg.refresh_values().is_empty(), "nothing changed yet");
+    let d = dir.path();
+    put(d, "proc/sys/kernel/numa_balancing", "0\n");
+    let features = read(&root, "/sys/kernel/debug/sched/features");
+    put(
+        d,
+        "sys/kernel/debug/sched/features",
+        &features.replace("TTWU_QUEUE", "NO_TTWU_QUEUE"),
+    );
+    fs::remove_file(d.join("sys/kernel/debug/sched/nr_migrate")).unwrap();
+    let mut changed = reg.refresh_values();
+    changed.sort();
+    assert_eq!(
+        changed,
+        ["feature.TTWU_QUEUE", "numa_balancing", "sched.nr_migrate"]
+    );
+    let v = |id: &str| reg.get(id).and_then(|k| k.value.clone());
+    assert_eq!(v("numa_balancing").as_deref(), Some("0"));
+    assert_eq!(v("feature.TTWU_QUEUE").as_deref(), Some("off"));
+    let gone = reg.get("sched.nr_migrate").unwrap();
+    assert_eq!(gone.value, None);
+    assert!(
+        gone.value_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("ENOENT")),
+        "{gone:?}"
+    );
+}

@@ -276,13 +276,13 @@ fn live_app(topo: &Topology, n: u64) -> App {
     app.host = Some("fixture".into());
     app.kernel = Some("7.2.0".into());
     for i in 0..n {
-        app.update(Msg::Snapshot(Box::new(fixture_snapshot(topo, i))));
+        app.handle(Msg::Snapshot(Box::new(fixture_snapshot(topo, i))));
     }
     app
 }
 
 fn key(app: &mut App, c: KeyCode) {
-    app.update(Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+    app.handle(Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)));
 }
 
 fn screen(app: &App, w: u16, h: u16) -> String {
@@ -466,7 +466,7 @@ fn views_say_why_when_a_source_is_missing() {
             "schedstat unavailable (CONFIG_SCHEDSTATS off: /proc/schedstat does not exist)",
         ),
     ];
-    app.update(Msg::Snapshot(Box::new(s)));
+    app.handle(Msg::Snapshot(Box::new(s)));
     for (k, want) in [
         ('4', "no hardware PMU"),
         ('5', "CONFIG_SCHEDSTATS off"),
@@ -642,7 +642,7 @@ fn replay_shows_what_live_showed() {
     let views = ['1', '2', '3', '4', '5', '6'];
     let mut seen: Vec<Vec<Vec<String>>> = Vec::new();
     for i in 0..4 {
-        live.update(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
+        live.handle(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
         let mut per_view = Vec::new();
         for v in views {
             key(&mut live, KeyCode::Char(v));

@@ -110,20 +110,46 @@ impl Registry {
         Ok(self.knobs.last().expect("just pushed"))
     }
 
-    /// Re-read every knob's value and access (after writes, or periodically).
-    pub fn refresh(&mut self) {
-        let domains = self.domains.take();
-        let mut fresh = Registry::discover(&self.root, self.topo.as_ref());
-        // Keep knobs resolved on demand (cgroups beyond the walk).
-        for k in &self.knobs {
-            if fresh.get(&k.id).is_none() && k.id.contains('@') {
-                let _ = fresh.resolve(&k.id);
+    /// Re-read every knob's current value (the TUI does so at each interval: another
+    /// tool or operator may change a knob while llctop runs). Values decoded under
+    /// lockdown are kept: lockdown refuses every writer, so they cannot change. Returns
+    /// the ids whose value changed.
+    pub fn refresh_values(&mut self) -> Vec<String> {
+        let mut changed = Vec::new();
+        let mut features: Option<Result<String, String>> = None;
+        for i in 0..self.knobs.len() {
+            if self.knobs[i].value_source.is_some() {
+                continue;
             }
+            let k = &self.knobs[i];
+            let now = match &k.kind {
+                // One read of the features file for all of them.
+                KnobType::Feature { .. } => {
+                    let text = features.get_or_insert_with(|| {
+                        self.root
+                            .read(&k.path)
+                            .map_err(|e| format!("{}: {}", k.path.display(), refusal(&e)))
+                    });
+                    text.clone().and_then(|t| {
+                        k.kind
+                            .decode(&t)
+                            .ok_or_else(|| format!("{}: no {}", k.path.display(), k.id))
+                    })
+                }
+                _ => self.read_value(k),
+            };
+            let k = &mut self.knobs[i];
+            let (value, reason) = match now {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e)),
+            };
+            if value != k.value {
+                changed.push(k.id.clone());
+            }
+            k.value = value;
+            k.value_reason = reason;
         }
-        if let Some(d) = domains.filter(|d| d.from_kernel) {
-            fresh.set_domains(d);
-        }
-        *self = fresh;
+        changed
     }
 
     /// Use `info` (read from the kernel) for the relax_domain_level notes and range.

@@ -97,7 +97,7 @@ fn event_loop(
         if event::poll(Duration::from_millis(50))? {
             match event::read()? {
                 Event::Key(k) if k.kind != KeyEventKind::Release => {
-                    app.update(Msg::Key(k));
+                    app.handle(Msg::Key(k));
                     dirty = true;
                 }
                 Event::Resize(..) => dirty = true,
@@ -105,13 +105,13 @@ fn event_loop(
             }
         }
         while let Ok(m) = rx.try_recv() {
-            app.update(m);
+            app.handle(m);
             dirty = true;
         }
         let now = Instant::now();
         if app.replay.as_ref().is_some_and(|r| r.playing) {
             let before = app.pos;
-            app.update(Msg::Elapsed(now - last));
+            app.handle(Msg::Elapsed(now - last));
             dirty |= app.pos != before || !app.replay.as_ref().is_some_and(|r| r.playing);
         }
         last = now;

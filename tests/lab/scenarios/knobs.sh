@@ -71,17 +71,18 @@ lab domain1_name "$(cat $SCHED/domains/cpu0/domain1/name)"
 lab domain0_flags_before "$(flags 0)"
 lab domain1_flags_before "$(flags 1)"
 for value in 0 llc; do
-  llctop live --source procfs --interval 500ms --set relax_domain_level=$value \
-    >/tmp/relax.out 2>&1 &
+  # A file of its own: the shell truncates a reused one only once the job has started.
+  out=/tmp/relax_${value}.out
+  llctop live --source procfs --interval 500ms --set relax_domain_level=$value >$out 2>&1 &
   pid=$!
   # The change is made (or refused) before the first line of numbers.
-  wait_line /tmp/relax.out '^#0 ' $pid
+  wait_line $out '^#0 ' $pid
   lab relax_${value}_value "$(cat /sys/fs/cgroup/cpuset/cpuset.sched_relax_domain_level 2>/dev/null)"
   lab domain0_flags_${value} "$(flags 0)"
   lab domain1_flags_${value} "$(flags 1)"
   kill -TERM $pid 2>/dev/null || true
   wait $pid && lab relax_${value}_rc 0 || lab relax_${value}_rc $?
-  lab_block relax_${value}_out cat /tmp/relax.out
+  lab_block relax_${value}_out cat $out
   lab domain0_flags_after_${value} "$(flags 0)"
   lab domain1_flags_after_${value} "$(flags 1)"
 done

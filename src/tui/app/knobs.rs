@@ -1,0 +1,138 @@
+//! Knob flows of the Knobs view: `x` toggles, Enter edits, `u` undoes, `p` applies a
+//! profile — each asks for an effect; the writes go through the session here, the events
+//! are logged and recorded, and the status line says what was written and read back. At
+//! each interval the values are re-read, so a change made by someone else shows.
+
+use super::{App, Effect, Input, InputKind, Level};
+use crate::knobs::profile::Profile;
+use crate::knobs::session::KnobError;
+use crate::knobs::{Access, Knob};
+
+impl App {
+    /// The selected knob if this session may change it; otherwise says why and `None`.
+    fn writable_selected(&mut self) -> Option<Knob> {
+        if self.session.is_none() {
+            self.say(Level::Warn, "replay: knobs cannot be changed");
+            return None;
+        }
+        let k = self.knobs().get(self.knob_sel).cloned()?;
+        if let Access::ReadOnly(why) = &k.access {
+            self.say(Level::Bad, format!("{}: not writable: {why}", k.id));
+            return None;
+        }
+        Some(k)
+    }
+
+    pub(super) fn knob_toggle(&mut self) {
+        let Some(k) = self.writable_selected() else {
+            return;
+        };
+        let Some(cur) = k.value.clone() else {
+            let why = k.value_reason.clone().unwrap_or_else(|| "unknown".into());
+            self.say(
+                Level::Bad,
+                format!("{}: current value unknown: {why}", k.id),
+            );
+            return;
+        };
+        match k.kind.toggled(&cur) {
+            Some(value) => self.effect(Effect::SetKnob { id: k.id, value }),
+            None => self.say(
+                Level::Info,
+                format!("{}: {} — Enter edits the value", k.id, k.kind.summary()),
+            ),
+        }
+    }
+
+    pub(super) fn knob_edit(&mut self) {
+        let Some(k) = self.writable_selected() else {
+            return;
+        };
+        self.input = Some(Input {
+            kind: InputKind::Edit(k.id.clone()),
+            text: k.value.unwrap_or_default(),
+        });
+    }
+
+    pub(super) fn knob_undo(&mut self) {
+        if self.session.is_none() {
+            self.say(Level::Warn, "replay: knobs cannot be changed");
+        } else {
+            self.effect(Effect::UndoKnob);
+        }
+    }
+
+    pub(super) fn set_knob(&mut self, id: &str, value: &str) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        let res = s.set(id, value);
+        self.after_knob_change(res.map(|c| format!("{}: {} → {}", c.id, c.old, c.new)));
+    }
+
+    pub(super) fn undo_knob(&mut self) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        match s.undo() {
+            Ok(None) => self.say(Level::Info, "nothing to undo"),
+            res => self.after_knob_change(
+                res.map(|step| format!("undid {}", step.map(|s| s.label).unwrap_or_default())),
+            ),
+        }
+    }
+
+    pub(super) fn apply_profile(&mut self, p: &Profile) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        let (plan, skipped) = p.plan(s.registry_mut());
+        let res = s.apply(&p.name, &plan).map(|changes| {
+            let mut t = format!("profile {}: {} changes", p.name, changes.len());
+            if !skipped.is_empty() {
+                t.push_str(&format!(" (skipped {})", skipped.join("; ")));
+            }
+            t
+        });
+        self.after_knob_change(res);
+    }
+
+    /// Re-read the knobs' values; a change made outside llctop is said once.
+    pub(super) fn refresh_knobs(&mut self) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        let changed = s.registry_mut().refresh_values();
+        if !changed.is_empty() {
+            self.say(
+                Level::Info,
+                format!("changed outside llctop: {}", changed.join(", ")),
+            );
+        }
+    }
+
+    /// Record the session's new events (log, recording) and say what was written and
+    /// read back, or why it failed.
+    fn after_knob_change(&mut self, res: Result<String, KnobError>) {
+        let events = self
+            .session
+            .as_mut()
+            .map(|s| s.take_events())
+            .unwrap_or_default();
+        let failed = self.record_knob_events(&events);
+        let detail = events
+            .iter()
+            .map(|e| format!("wrote {:?}, read back {:?}", e.written, e.read_back))
+            .collect::<Vec<_>>()
+            .join("; ");
+        self.knob_log.extend(events);
+        match res {
+            Ok(text) if detail.is_empty() => self.say(Level::Good, format!("{text} (no change)")),
+            Ok(text) => self.say(Level::Good, format!("{text}: {detail}")),
+            Err(e) => self.say(Level::Bad, e.to_string()),
+        }
+        if let Some(f) = failed {
+            self.say(Level::Bad, format!("knob change not recorded: {f}"));
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! The TUI's model and its update function: every input (a key, a snapshot from the
+//! feed, time passing in replay) is a [`Msg`]; [`App::update`] is the only place state
+//! changes, and it does no I/O: what must touch a file or the kernel comes back as an
+//! [`Effect`], which [`App::perform`] carries out ([`App::handle`] does both). Views only
+//! read an `App`. Live and replay fill the same model: a list of snapshots and the
+//! position shown.
+//!
+//! The flows live beside this file: `keys.rs` (a key → an action, text input, the
+//! profile chooser), `playback.rs` (history, pause, seek, replay speed),
+//! `recording.rs` (the `r` recording and markers), `knobs.rs` (toggle, edit, undo,
+//! profiles, refresh).
+
+mod keys;
+mod knobs;
+mod playback;
+mod recording;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ratatui::crossterm::event::KeyEvent;
+
+use super::keymap::Context;
+use super::theme::Theme;
+use crate::knobs::Knob;
+use crate::knobs::profile::Profile;
+use crate::knobs::session::{KnobEvent, Session};
+use crate::record::{Marker, Recording};
+use crate::snapshot::{ProcessStats, Snapshot, SourceStatus};
+use crate::topology::Topology;
+
+pub use playback::Replay;
+pub use recording::Recorder;
+
+/// Snapshots kept in live mode for history and sparklines (10 minutes at 1 s).
+pub const HISTORY: usize = 600;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewId {
+    Overview,
+    Migrations,
+    Processes,
+    Cache,
+    Balance,
+    Numa,
+    Knobs,
+    Help,
+}
+
+impl ViewId {
+    pub const ALL: [ViewId; 8] = [
+        ViewId::Overview,
+        ViewId::Migrations,
+        ViewId::Processes,
+        ViewId::Cache,
+        ViewId::Balance,
+        ViewId::Numa,
+        ViewId::Knobs,
+        ViewId::Help,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            ViewId::Overview => "Overview",
+            ViewId::Migrations => "Migrations",
+            ViewId::Processes => "Processes",
+            ViewId::Cache => "Cache",
+            ViewId::Balance => "Balance",
+            ViewId::Numa => "NUMA",
+            ViewId::Knobs => "Knobs",
+            ViewId::Help => "Help",
+        }
+    }
+
+    fn index(self) -> usize {
+        ViewId::ALL.iter().position(|v| *v == self).unwrap_or(0)
+    }
+
+    fn context(self) -> Context {
+        match self {
+            ViewId::Processes => Context::Processes,
+            ViewId::Knobs => Context::Knobs,
+            _ => Context::Global,
+        }
+    }
+}
+
+/// Process table sort columns, in `s` order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Cpu,
+    CrossLlc,
+    Migrations,
+    Wait,
+    Hit,
+    Mpki,
+    Ipc,
+    Pid,
+}
+
+impl SortKey {
+    const ALL: [SortKey; 8] = [
+        SortKey::Cpu,
+        SortKey::CrossLlc,
+        SortKey::Migrations,
+        SortKey::Wait,
+        SortKey::Hit,
+        SortKey::Mpki,
+        SortKey::Ipc,
+        SortKey::Pid,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Cpu => "CPU",
+            SortKey::CrossLlc => "xLLC/s",
+            SortKey::Migrations => "MIG/s",
+            SortKey::Wait => "WAIT",
+            SortKey::Hit => "HIT",
+            SortKey::Mpki => "MPKI",
+            SortKey::Ipc => "IPC",
+            SortKey::Pid => "PID",
+        }
+    }
+
+    fn next(self) -> SortKey {
+        let i = SortKey::ALL.iter().position(|k| *k == self).unwrap_or(0);
+        SortKey::ALL[(i + 1) % SortKey::ALL.len()]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Good,
+    Warn,
+    Bad,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub text: String,
+    pub level: Level,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputKind {
+    Filter,
+    /// Editing this knob's value.
+    Edit(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub kind: InputKind,
+    pub text: String,
+}
+
+pub enum Msg {
+    Key(KeyEvent),
+    /// Source states of the baseline read, before the first snapshot.
+    Sources(Vec<SourceStatus>),
+    Snapshot(Box<Snapshot>),
+    /// The feed could not start or stopped.
+    FeedError(String),
+    /// Wall time passed (replay playback).
+    Elapsed(Duration),
+}
+
+/// What [`App::update`] asks the runtime to do: every file and kernel write of the TUI.
+/// [`App::perform`] does it (recording files in `recording.rs`, knob writes and reads in
+/// `knobs.rs`) and reports the outcome in the status line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Write the newest snapshot to the recording.
+    RecordSnapshot,
+    /// Create a recording in `record_dir` / finish the current one.
+    StartRecording,
+    StopRecording,
+    /// Drop a marker into the recording.
+    Marker,
+    SetKnob {
+        id: String,
+        value: String,
+    },
+    /// Undo the last change (a profile is one step).
+    UndoKnob,
+    ApplyProfile(Profile),
+    /// Re-read the knobs' values (at each interval: something else may change them).
+    RefreshKnobs,
+}
+
+pub struct App {
+    pub topo: Topology,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub interval: Duration,
+    /// Live: the last [`HISTORY`] snapshots; replay: the whole recording.
+    pub snaps: Vec<Snapshot>,
+    /// Index of the snapshot shown (`None` before the first one).
+    pub pos: Option<usize>,
+    /// Live display frozen (history browsing) / replay stopped.
+    pub paused: bool,
+    pub view: ViewId,
+    pub themes: Vec<Theme>,
+    pub theme: usize,
+    pub input: Option<Input>,
+    pub filter: String,
+    pub sort: SortKey,
+    pub proc_sel: usize,
+    /// The process drilled into (Processes view).
+    pub drill: Option<u32>,
+    pub knob_sel: usize,
+    pub profiles: Vec<Profile>,
+    /// The profile chooser is open at this row.
+    pub profile_pick: Option<usize>,
+    pub status: Option<Status>,
+    /// Knob changes: this session's (live) or the recording's (replay).
+    pub knob_log: Vec<KnobEvent>,
+    pub markers: Vec<Marker>,
+    pub recording: Option<Recorder>,
+    pub session: Option<Session>,
+    pub replay: Option<Replay>,
+    /// Source states before the first snapshot arrives.
+    pub early_sources: Vec<SourceStatus>,
+    pub feed_error: Option<String>,
+    /// Where `r` writes recordings.
+    pub record_dir: PathBuf,
+    /// Notes about knobs found at startup (e.g. why sched domains could not be read).
+    pub knob_notes: Vec<String>,
+    pub quit: bool,
+    /// Effects asked for by the message being handled.
+    effects: Vec<Effect>,
+}
+
+impl App {
+    /// A live model: snapshots arrive through [`Msg::Snapshot`].
+    pub fn live(topo: Topology, interval: Duration, themes: Vec<Theme>) -> App {
+        App {
+            topo,
+            host: None,
+            kernel: None,
+            interval,
+            snaps: Vec::new(),
+            pos: None,
+            paused: false,
+            view: ViewId::Overview,
+            themes: if themes.is_empty() {
+                vec![Theme::mono()]
+            } else {
+                themes
+            },
+            theme: 0,
+            input: None,
+            filter: String::new(),
+            sort: SortKey::Cpu,
+            proc_sel: 0,
+            drill: None,
+            knob_sel: 0,
+            profiles: Vec::new(),
+            profile_pick: None,
+            status: None,
+            knob_log: Vec::new(),
+            markers: Vec::new(),
+            recording: None,
+            session: None,
+            replay: None,
+            early_sources: Vec::new(),
+            feed_error: None,
+            record_dir: PathBuf::from("."),
+            knob_notes: Vec::new(),
+            quit: false,
+            effects: Vec::new(),
+        }
+    }
+
+    /// A replay model over a recording, starting at its first snapshot, playing.
+    pub fn replay(rec: Recording, file: &str, themes: Vec<Theme>) -> App {
+        let interval = Duration::from_nanos(rec.header.interval_ns.max(1));
+        let mut app = App::live(rec.header.topology.clone(), interval, themes);
+        app.host = rec.header.host.clone();
+        app.kernel = rec.header.kernel.clone();
+        app.pos = (!rec.snapshots.is_empty()).then_some(0);
+        app.snaps = rec.snapshots;
+        app.knob_log = rec.knobs;
+        app.markers = rec.markers;
+        app.early_sources = rec.header.sources;
+        app.replay = Some(Replay {
+            file: file.to_string(),
+            speed: 1.0,
+            playing: true,
+            carry: Duration::ZERO,
+            truncated: rec.truncated,
+        });
+        app
+    }
+
+    pub fn theme(&self) -> &Theme {
+        &self.themes[self.theme.min(self.themes.len() - 1)]
+    }
+
+    /// The snapshot shown.
+    pub fn current(&self) -> Option<&Snapshot> {
+        self.pos.and_then(|i| self.snaps.get(i))
+    }
+
+    /// The shown snapshot and up to `n - 1` before it, oldest first.
+    pub fn history(&self, n: usize) -> &[Snapshot] {
+        match self.pos {
+            Some(p) if p < self.snaps.len() => &self.snaps[(p + 1).saturating_sub(n)..=p],
+            _ => &[],
+        }
+    }
+
+    /// Source states to show: the current snapshot's, else the early ones.
+    pub fn sources(&self) -> &[SourceStatus] {
+        match self.current() {
+            Some(s) if !s.sources.is_empty() => &s.sources,
+            _ => &self.early_sources,
+        }
+    }
+
+    /// Knob events up to the shown snapshot (replay), or all of them (live).
+    pub fn knob_events_so_far(&self) -> Vec<&KnobEvent> {
+        let until = match (&self.replay, self.current()) {
+            (Some(_), Some(s)) => s.time.mono_ns,
+            _ => u64::MAX,
+        };
+        self.knob_log
+            .iter()
+            .filter(|e| e.mono_ns <= until)
+            .collect()
+    }
+
+    /// The process rows of the shown snapshot, filtered and sorted as the table shows
+    /// them.
+    pub fn process_rows(&self) -> Vec<&ProcessStats> {
+        let Some(t) = self.current().and_then(|s| s.processes.as_ref()) else {
+            return Vec::new();
+        };
+        let f = self.filter.to_lowercase();
+        let mut rows: Vec<&ProcessStats> = t
+            .rows
+            .iter()
+            .filter(|r| {
+                f.is_empty()
+                    || r.comm.to_lowercase().contains(&f)
+                    || r.pid.to_string().contains(&f)
+                    || r.cgroup
+                        .as_deref()
+                        .is_some_and(|c| c.to_lowercase().contains(&f))
+            })
+            .collect();
+        let key = |r: &ProcessStats| -> f64 {
+            let c = r.counters.as_ref();
+            match self.sort {
+                SortKey::Cpu => r.cpu_time_ns as f64,
+                SortKey::CrossLlc => r.cross_llc_migrations as f64,
+                SortKey::Migrations => r.migrations as f64,
+                SortKey::Wait => r.rq_wait_ns as f64,
+                // Lowest hit first: the processes away from their LLC.
+                SortKey::Hit => -r.preferred_hit.unwrap_or(2.0),
+                SortKey::Mpki => c.and_then(|c| c.mpki).unwrap_or(-1.0),
+                // Lowest IPC first among those that have one.
+                SortKey::Ipc => c.and_then(|c| c.ipc).map_or(f64::MIN, |v| -v),
+                SortKey::Pid => -(r.pid as f64),
+            }
+        };
+        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.pid.cmp(&b.pid)));
+        rows
+    }
+
+    /// The knobs listed in the Knobs view (live session only).
+    pub fn knobs(&self) -> &[Knob] {
+        self.session
+            .as_ref()
+            .map_or(&[][..], |s| s.registry().knobs.as_slice())
+    }
+
+    pub(crate) fn say(&mut self, level: Level, text: impl Into<String>) {
+        self.status = Some(Status {
+            text: text.into(),
+            level,
+        });
+    }
+
+    /// Apply `msg` to the model; returns what must be done outside it.
+    #[must_use = "effects are what the message asked the runtime to do"]
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Key(k) => self.key(k),
+            Msg::Sources(s) => self.early_sources = s,
+            Msg::Snapshot(s) => self.snapshot(*s),
+            Msg::FeedError(e) => {
+                self.say(Level::Bad, e.clone());
+                self.feed_error = Some(e);
+            }
+            Msg::Elapsed(d) => self.elapsed(d),
+        }
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Update with `msg` and perform the effects: what the event loop does.
+    pub fn handle(&mut self, msg: Msg) {
+        for e in self.update(msg) {
+            self.perform(e);
+        }
+    }
+
+    /// Carry out one effect (file and kernel I/O) and say how it went.
+    pub fn perform(&mut self, e: Effect) {
+        match e {
+            Effect::RecordSnapshot => self.write_snapshot(),
+            Effect::StartRecording => self.start_recording(),
+            Effect::StopRecording => self.stop_recording(),
+            Effect::Marker => self.write_marker(),
+            Effect::SetKnob { id, value } => self.set_knob(&id, &value),
+            Effect::UndoKnob => self.undo_knob(),
+            Effect::ApplyProfile(p) => self.apply_profile(&p),
+            Effect::RefreshKnobs => self.refresh_knobs(),
+        }
+    }
+
+    fn effect(&mut self, e: Effect) {
+        self.effects.push(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+
+    fn snap(seq: u64) -> Snapshot {
+        let mut s = Snapshot {
+            seq,
+            ..Snapshot::default()
+        };
+        s.time.interval_ns = 1_000_000_000;
+        s.time.mono_ns = (seq + 1) * 1_000_000_000;
+        s
+    }
+
+    fn key(c: KeyCode) -> Msg {
+        Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn live_follows_pause_freezes_history_is_bounded() {
+        let mut a = App::live(Topology::default(), Duration::from_secs(1), vec![]);
+        a.handle(Msg::Snapshot(Box::new(snap(0))));
+        assert_eq!(a.pos, Some(0));
+        a.handle(key(KeyCode::Char(' ')));
+        a.handle(Msg::Snapshot(Box::new(snap(1))));
+        assert_eq!(a.current().map(|s| s.seq), Some(0), "paused");
+        a.handle(key(KeyCode::Right));
+        assert_eq!(a.current().map(|s| s.seq), Some(1));
+        a.handle(key(KeyCode::Left));
+        a.handle(key(KeyCode::End));
+        assert!(!a.paused, "End follows again");
+        for i in 2..(HISTORY as u64 + 10) {
+            a.handle(Msg::Snapshot(Box::new(snap(i))));
+        }
+        assert_eq!(a.snaps.len(), HISTORY);
+        assert_eq!(a.current().map(|s| s.seq), Some(HISTORY as u64 + 9));
+        assert_eq!(a.history(5).len(), 5);
+    }
+
+    #[test]
+    fn replay_plays_at_speed_and_stops_at_the_end() {
+        let rec = Recording {
+            header: crate::record::Header {
+                format: crate::record::FORMAT.into(),
+                version: 1,
+                llctop_version: "t".into(),
+                host: None,
+                kernel: None,
+                start_unix_ns: 0,
+                interval_ns: 1_000_000_000,
+                topology: Topology::default(),
+                sources: vec![],
+                command: vec![],
+            },
+            snapshots: (0..10).map(snap).collect(),
+            knobs: vec![],
+            markers: vec![],
+            skipped_lines: 0,
+            truncated: false,
+        };
+        let mut a = App::replay(rec, "x", vec![]);
+        a.handle(Msg::Elapsed(Duration::from_millis(2500)));
+        assert_eq!(a.pos, Some(2));
+        a.handle(key(KeyCode::Char(']')));
+        a.handle(Msg::Elapsed(Duration::from_millis(1000)));
+        assert_eq!(a.pos, Some(4), "×2");
+        a.handle(key(KeyCode::Char(' ')));
+        a.handle(Msg::Elapsed(Duration::from_secs(5)));
+        assert_eq!(a.pos, Some(4), "paused");
+        a.handle(key(KeyCode::Right));
+        assert_eq!(a.pos, Some(5));
+        a.handle(key(KeyCode::Char(' ')));
+        a.handle(Msg::Elapsed(Duration::from_secs(60)));
+        assert_eq!(a.pos, Some(9));
+        assert!(
+            a.replay.as_ref().is_some_and(|r| !r.playing),
+            "stopped at the end"
+        );
+        a.handle(key(KeyCode::Char('r')));
+        assert!(a.recording.is_none());
+    }
+
+    #[test]
+    fn keys_ask_for_effects_and_do_no_io() {
+        let mut a = App::live(Topology::default(), Duration::from_secs(1), vec![]);
+        assert_eq!(
+            a.update(key(KeyCode::Char('r'))),
+            vec![Effect::StartRecording]
+        );
+        assert!(a.recording.is_none(), "update itself creates no file");
+        assert!(
+            a.update(key(KeyCode::Char('m'))).is_empty(),
+            "not recording"
+        );
+        assert!(
+            a.status
+                .as_ref()
+                .is_some_and(|s| s.text.contains("not recording"))
+        );
+        a.view = ViewId::Knobs;
+        assert!(a.update(key(KeyCode::Char('u'))).is_empty(), "no session");
+        let fx = a.update(Msg::Snapshot(Box::new(snap(0))));
+        assert!(fx.is_empty(), "no recording, no session: nothing to do");
+    }
+
+    #[test]
+    fn keys_switch_views_and_quit() {
+        let mut a = App::live(Topology::default(), Duration::from_secs(1), vec![]);
+        a.handle(key(KeyCode::Char('3')));
+        assert_eq!(a.view, ViewId::Processes);
+        a.handle(key(KeyCode::Tab));
+        assert_eq!(a.view, ViewId::Cache);
+        a.handle(key(KeyCode::F(1)));
+        assert_eq!(a.view, ViewId::Help);
+        a.handle(key(KeyCode::Char('3')));
+        a.handle(key(KeyCode::Char('/')));
+        a.handle(key(KeyCode::Char('q')));
+        assert!(!a.quit, "q is text while filtering");
+        assert_eq!(a.filter, "q");
+        a.handle(key(KeyCode::Esc));
+        assert!(a.filter.is_empty());
+        a.handle(key(KeyCode::Char('q')));
+        assert!(a.quit);
+    }
+}

@@ -1,0 +1,109 @@
+//! Playback: live history (follow, pause, browse) and replay (play at a speed, seek,
+//! stop at the end). Pure state changes.
+
+use std::time::Duration;
+
+use super::{App, Effect, HISTORY, Level};
+use crate::snapshot::Snapshot;
+
+pub struct Replay {
+    pub file: String,
+    pub speed: f64,
+    pub playing: bool,
+    /// Replay time accumulated towards the next snapshot.
+    pub(super) carry: Duration,
+    pub truncated: bool,
+}
+
+impl App {
+    /// A live snapshot: kept (history bounded to [`HISTORY`]), shown unless paused,
+    /// recorded when recording; the knobs are re-read at the same interval.
+    pub(super) fn snapshot(&mut self, s: Snapshot) {
+        self.snaps.push(s);
+        if self.recording.is_some() {
+            self.effect(Effect::RecordSnapshot);
+        }
+        if self.session.is_some() {
+            self.effect(Effect::RefreshKnobs);
+        }
+        if self.snaps.len() > HISTORY {
+            let n = self.snaps.len() - HISTORY;
+            self.snaps.drain(..n);
+            self.pos = self.pos.map(|p| p.saturating_sub(n));
+        }
+        if !self.paused || self.pos.is_none() {
+            self.pos = Some(self.snaps.len() - 1);
+        }
+    }
+
+    pub(super) fn elapsed(&mut self, d: Duration) {
+        let Some(r) = self.replay.as_mut() else {
+            return;
+        };
+        if !r.playing {
+            return;
+        }
+        let Some(p) = self.pos else {
+            return;
+        };
+        r.carry += d.mul_f64(r.speed);
+        let mut p = p;
+        while let Some(next) = self.snaps.get(p + 1) {
+            let step = Duration::from_nanos(next.time.interval_ns.max(1));
+            if r.carry < step {
+                break;
+            }
+            r.carry -= step;
+            p += 1;
+        }
+        if p + 1 >= self.snaps.len() {
+            r.playing = false;
+            r.carry = Duration::ZERO;
+            self.paused = true;
+        }
+        self.pos = Some(p);
+    }
+
+    pub(super) fn toggle_pause(&mut self) {
+        if let Some(r) = self.replay.as_mut() {
+            if !r.playing && self.pos.is_some_and(|p| p + 1 >= self.snaps.len()) {
+                // At the end: play again from the start.
+                self.pos = (!self.snaps.is_empty()).then_some(0);
+            }
+            r.playing = !r.playing;
+            self.paused = !r.playing;
+        } else {
+            self.paused = !self.paused;
+            if !self.paused && !self.snaps.is_empty() {
+                self.pos = Some(self.snaps.len() - 1);
+            }
+        }
+    }
+
+    pub(super) fn seek(&mut self, by: i64) {
+        let Some(p) = self.pos else {
+            return;
+        };
+        let last = self.snaps.len().saturating_sub(1) as i64;
+        let to = (p as i64 + by).clamp(0, last) as usize;
+        self.pos = Some(to);
+        match self.replay.as_mut() {
+            Some(r) => r.carry = Duration::ZERO,
+            None => self.paused = to as i64 != last || self.paused,
+        }
+    }
+
+    pub(super) fn speed(&mut self, faster: bool) {
+        let Some(r) = self.replay.as_mut() else {
+            self.say(Level::Info, "speed applies to replay");
+            return;
+        };
+        r.speed = if faster {
+            (r.speed * 2.0).min(64.0)
+        } else {
+            (r.speed / 2.0).max(1.0 / 16.0)
+        };
+        let s = r.speed;
+        self.say(Level::Info, format!("replay speed ×{s}"));
+    }
+}
