@@ -1,157 +1,16 @@
-//! The knob registry: every knob this kernel offers, discovered at runtime through the
-//! kernel root — the feature names from the features file (or BTF under lockdown), the
-//! debugfs directories as the kernel lists them, the cgroups that carry a control file.
-//! Each knob gets its current value and whether it can be written, probed by opening it
-//! for writing (which changes nothing), so a refusal is reported with the kernel's reason.
-//!
-//! The registry is also the write allowlist: the session writes only to paths of knobs
-//! found here (plus cgroup knobs resolved inside their mount by [`Registry::resolve`]).
+//! Discovery of each knob family: sched features, the sched-domain knobs and what
+//! relax_domain_level's values mean on this machine, NUMA balancing (system-wide and per
+//! cgroup), the 7.2 `llc_balancing/` directory and the balance tunables.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-use crate::kroot::{KernelError, KernelRoot};
-use crate::mounts::Mounts;
-use crate::topology::Topology;
-
-use super::access::{SCHED_DIR, debugfs_absence, refusal};
-use super::domains::{self, DomainInfo, Semantics};
-use super::features::{self, FeatureRead};
-use super::{Access, Bit, Family, Knob, KnobType, catalog, cgroup};
-
-const NUMA_SYSCTL: &str = "/proc/sys/kernel/numa_balancing";
-const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
-const CPUSET_RELAX: &str = "cpuset.sched_relax_domain_level";
-const CGROUP_NUMA: &str = "cpu.numa_load_balance";
-
-/// Something llctop looked for and this kernel does not offer, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Missing {
-    pub what: String,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Registry {
-    pub knobs: Vec<Knob>,
-    pub missing: Vec<Missing>,
-    /// The domains relax_domain_level notes were computed from.
-    pub domains: Option<DomainInfo>,
-    pub semantics: Semantics,
-    #[serde(skip)]
-    root: KernelRoot,
-    #[serde(skip)]
-    mounts: Mounts,
-    #[serde(skip)]
-    topo: Option<Topology>,
-}
+use super::{CGROUP_NUMA, CPUSET_RELAX, Missing, NUMA_SYSCTL, Registry, SCHEDSTATS};
+use crate::knobs::access::{SCHED_DIR, debugfs_absence, refusal};
+use crate::knobs::domains::{self, DomainInfo};
+use crate::knobs::features::{self, FeatureRead};
+use crate::knobs::{Access, Bit, Family, Knob, KnobType, ValueNote, catalog, cgroup};
 
 impl Registry {
-    /// Discover every knob under `root`. Reads only; domains are read from debugfs only
-    /// if `sched/verbose` already exposes them (see `Session::read_domains`).
-    pub fn discover(root: &KernelRoot, topo: Option<&Topology>) -> Registry {
-        let mut r = Registry {
-            knobs: Vec::new(),
-            missing: Vec::new(),
-            domains: None,
-            semantics: Semantics::for_version(domains::kernel_version(root)),
-            root: root.clone(),
-            mounts: Mounts::discover(root),
-            topo: topo.cloned(),
-        };
-        r.features();
-        r.domain_knobs();
-        r.numa();
-        r.llc_balancing();
-        r.tunables();
-        r
-    }
-
-    pub fn root(&self) -> &KernelRoot {
-        &self.root
-    }
-
-    pub fn get(&self, id: &str) -> Option<&Knob> {
-        self.knobs.iter().find(|k| k.id == id)
-    }
-
-    /// A registered knob, or a cgroup knob (`cgroup.numa_load_balance@/path`,
-    /// `relax_domain_level@/path`) resolved inside its mount and added to the registry.
-    pub fn resolve(&mut self, id: &str) -> Result<&Knob, String> {
-        if let Some(i) = self.knobs.iter().position(|k| k.id == id) {
-            return Ok(&self.knobs[i]);
-        }
-        let Some((base, cg)) = id.split_once('@') else {
-            return Err(format!("no knob {id:?} on this kernel (llctop knobs list)"));
-        };
-        let (mount, file) = match base {
-            "cgroup.numa_load_balance" => (self.mounts.cgroup2.clone(), CGROUP_NUMA),
-            "relax_domain_level" => (self.mounts.cpuset_v1.clone(), CPUSET_RELAX),
-            _ => return Err(format!("no knob {id:?} on this kernel (llctop knobs list)")),
-        };
-        let Some(mount) = mount else {
-            return Err(format!(
-                "{id}: the cgroup hierarchy for {file} is not mounted"
-            ));
-        };
-        let (norm, path) = cgroup::resolve(&self.root, &mount, cg, file)?;
-        let canonical_id = format!("{base}@{norm}");
-        if let Some(i) = self.knobs.iter().position(|k| k.id == canonical_id) {
-            return Ok(&self.knobs[i]);
-        }
-        let knob = if base == "relax_domain_level" {
-            self.relax_knob(canonical_id, path)
-        } else {
-            self.cgroup_numa_knob(canonical_id, path)
-        };
-        self.knobs.push(knob);
-        Ok(self.knobs.last().expect("just pushed"))
-    }
-
-    /// Re-read every knob's current value (the TUI does so at each interval: another
-    /// tool or operator may change a knob while llctop runs). Values decoded under
-    /// lockdown are kept: lockdown refuses every writer, so they cannot change. Returns
-    /// the ids whose value changed.
-    pub fn refresh_values(&mut self) -> Vec<String> {
-        let mut changed = Vec::new();
-        let mut features: Option<Result<String, String>> = None;
-        for i in 0..self.knobs.len() {
-            if self.knobs[i].value_source.is_some() {
-                continue;
-            }
-            let k = &self.knobs[i];
-            let now = match &k.kind {
-                // One read of the features file for all of them.
-                KnobType::Feature { .. } => {
-                    let text = features.get_or_insert_with(|| {
-                        self.root
-                            .read(&k.path)
-                            .map_err(|e| format!("{}: {}", k.path.display(), refusal(&e)))
-                    });
-                    text.clone().and_then(|t| {
-                        k.kind
-                            .decode(&t)
-                            .ok_or_else(|| format!("{}: no {}", k.path.display(), k.id))
-                    })
-                }
-                _ => self.read_value(k),
-            };
-            let k = &mut self.knobs[i];
-            let (value, reason) = match now {
-                Ok(v) => (Some(v), None),
-                Err(e) => (None, Some(e)),
-            };
-            if value != k.value {
-                changed.push(k.id.clone());
-            }
-            k.value = value;
-            k.value_reason = reason;
-        }
-        changed
-    }
-
     /// Use `info` (read from the kernel) for the relax_domain_level notes and range.
     pub fn set_domains(&mut self, info: DomainInfo) {
         self.domains = Some(info);
@@ -174,60 +33,7 @@ impl Registry {
         }
     }
 
-    /// Read the current canonical value of a knob from the kernel.
-    pub fn read_value(&self, knob: &Knob) -> Result<String, String> {
-        let raw = self
-            .root
-            .read(&knob.path)
-            .map_err(|e| format!("{}: {}", knob.path.display(), refusal(&e)))?;
-        knob.kind.decode(&raw).ok_or_else(|| {
-            format!(
-                "{}: unexpected content {:?} for {}",
-                knob.path.display(),
-                raw.trim(),
-                knob.kind.summary()
-            )
-        })
-    }
-
-    fn access(&self, path: &Path) -> Access {
-        match OpenOptions::new().write(true).open(self.root.path(path)) {
-            Ok(_) => Access::Writable,
-            Err(source) => Access::ReadOnly(refusal(&KernelError::Io {
-                path: path.to_path_buf(),
-                source,
-            })),
-        }
-    }
-
-    /// A knob for a plain file: value, access, catalog entry.
-    fn file_knob(&self, id: &str, family: Family, path: PathBuf, kind: KnobType) -> Knob {
-        let cat = catalog::knob(id.split('@').next().unwrap_or(id));
-        let (value, value_reason) = match self.root.read(&path) {
-            Ok(raw) => match kind.decode(&raw) {
-                Some(v) => (Some(v), None),
-                None => (None, Some(format!("unexpected content {:?}", raw.trim()))),
-            },
-            Err(e) => (None, Some(refusal(&e))),
-        };
-        Knob {
-            id: id.to_string(),
-            family,
-            access: self.access(&path),
-            path,
-            kind,
-            value,
-            value_source: None,
-            value_reason,
-            default: cat.default.map(str::to_string),
-            description: cat.description.to_string(),
-            reference: cat.reference.map(str::to_string),
-            notes: Vec::new(),
-            aliases: Vec::new(),
-        }
-    }
-
-    fn features(&mut self) {
+    pub(super) fn features(&mut self) {
         let (path, features, access, source) = match features::read(&self.root) {
             FeatureRead::File { path, features } => {
                 let access = self.access(Path::new(path));
@@ -274,7 +80,7 @@ impl Registry {
         }
     }
 
-    fn domain_knobs(&mut self) {
+    pub(super) fn domain_knobs(&mut self) {
         let verbose = format!("{SCHED_DIR}/verbose");
         if self.root.exists(&verbose) {
             let k = self.file_knob(
@@ -339,7 +145,7 @@ impl Registry {
     }
 
     /// Notes, aliases and the valid range for relax_domain_level from the domains.
-    fn relax_meaning(&self) -> (Vec<super::ValueNote>, Vec<super::ValueNote>, KnobType) {
+    pub(super) fn relax_meaning(&self) -> (Vec<ValueNote>, Vec<ValueNote>, KnobType) {
         let info = self.domains.clone().or_else(|| {
             self.topo.as_ref().map(|t| {
                 domains::from_topology(
@@ -350,7 +156,7 @@ impl Registry {
                 )
             })
         });
-        let semantics = super::ValueNote {
+        let semantics = ValueNote {
             value: "semantics".into(),
             meaning: format!(
                 "this kernel clears balancing on {}",
@@ -383,7 +189,7 @@ impl Registry {
         }
     }
 
-    fn relax_knob(&self, id: String, path: PathBuf) -> Knob {
+    pub(super) fn relax_knob(&self, id: String, path: PathBuf) -> Knob {
         let (notes, aliases, kind) = self.relax_meaning();
         let mut k = self.file_knob(&id, Family::Domain, path, kind);
         k.notes = notes;
@@ -391,11 +197,11 @@ impl Registry {
         k
     }
 
-    fn cgroup_numa_knob(&self, id: String, path: PathBuf) -> Knob {
+    pub(super) fn cgroup_numa_knob(&self, id: String, path: PathBuf) -> Knob {
         self.file_knob(&id, Family::Numa, path, KnobType::Bool)
     }
 
-    fn numa(&mut self) {
+    pub(super) fn numa(&mut self) {
         let cgroups: Vec<String> = match &self.mounts.cgroup2 {
             Some(m) => cgroup::walk_with_file(&self.root, m, CGROUP_NUMA),
             None => Vec::new(),
@@ -462,7 +268,7 @@ impl Registry {
         });
     }
 
-    fn llc_balancing(&mut self) {
+    pub(super) fn llc_balancing(&mut self) {
         self.debugfs_dir("llc_balancing", Family::LlcBalancing, |name| match name {
             "enabled" => KnobType::Bool,
             _ => KnobType::Int {
@@ -506,7 +312,7 @@ impl Registry {
         }
     }
 
-    fn tunables(&mut self) {
+    pub(super) fn tunables(&mut self) {
         let u32_max = u32::MAX as i64;
         let files: [(&str, KnobType); 3] = [
             (
