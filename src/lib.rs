@@ -1,9 +1,13 @@
 //! llctop: scheduler cache and NUMA behaviour, live.
 //!
 //! The data pipeline, in the order data flows:
-//! [`kroot`] (the one kernel root) → [`topology`] (CPUs, LLCs, nodes) → [`source`]
-//! (procfs now; BPF, perf and replay later) → [`snapshot`] (the one currency: drawn,
-//! recorded, replayed) → [`record`] (JSON Lines recordings and reports).
+//! [`kroot`] (the one kernel root) → [`topology`] (CPUs, LLCs, nodes) → [`source`] (BPF,
+//! perf, procfs: each reads raw counters, then a pure delta step) → [`enrich`] (names,
+//! threads and cgroups of the shown processes) → [`collect`] (aggregation per LLC, node,
+//! system) → [`snapshot`] (the one currency: drawn, recorded, replayed) → [`tui`],
+//! [`record`] (JSON Lines recordings and reports), [`run`] (headless runs).
+//! [`knobs`] is the one writer to the kernel. [`cli`] is the command line; main.rs only
+//! dispatches.
 
 pub mod cli;
 pub mod clock;

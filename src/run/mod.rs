@@ -1,7 +1,7 @@
 //! Running llctop: what a run is made of — the sources for `--source`, the collector, the
 //! knob session of `--set`/`--profile` (restored when the run ends), the stop flag of
 //! SIGINT/SIGTERM — and the headless runs over them: [`record`] (a recording file) and
-//! [`live`] (one summary line per interval). The TUI ([`crate::tui::launch`]) and later
+//! [`live`] (one summary line per interval). The TUI (tui::launch) and later
 //! subcommands build on the same pieces.
 
 pub mod live;

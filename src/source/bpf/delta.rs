@@ -2,7 +2,7 @@
 //! counts, exact migrations by distance and cause with the LLC matrix, and the process
 //! rows (runtime per LLC, migrations, wait, preferred LLC, attributed counters). Pure
 //! functions over data: no kernel, unit-tested here. Names, thread counts and cgroups of
-//! the rows are the enrichment stage's ([`crate::enrich`]).
+//! the rows are the enrichment stage's (src/enrich.rs).
 
 use super::layout::{self, NR_PC};
 use super::read::{Cumulative, LlcCum, ProcCum};

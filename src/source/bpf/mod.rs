@@ -16,7 +16,7 @@
 //! runtime per LLC, migrations by distance, wait and the preferred LLC (the kernel's own
 //! on v7.2+, else emulated from the exact runtime); the detail-event log. Busy time,
 //! schedstat and NUMA stay with the procfs source; names and cgroups of the rows come
-//! from the enrichment stage ([`crate::enrich`]).
+//! from the enrichment stage (src/enrich.rs).
 
 pub mod delta;
 pub mod layout;

@@ -2,7 +2,7 @@
 //! parsed by procfs-core's `VmStat`), `/sys/devices/system/node/nodeN/{numastat,meminfo}`,
 //! `/proc/sys/kernel/numa_balancing` ([`NumaReader`], the procfs source's), and the NUMA
 //! balancing counters of cgroup `memory.stat` (v6.12+) for the cgroups that own the shown
-//! processes (the enrichment stage's, [`crate::enrich`]: it needs the rows' cgroups).
+//! processes (the enrichment stage's, src/enrich.rs: it needs the rows' cgroups).
 
 use std::collections::{BTreeMap, HashMap};
 
