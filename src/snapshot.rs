@@ -199,71 +199,54 @@ pub struct GroupStats {
     pub counters: Option<Counters>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ByDistance {
-    pub smt: u64,
-    pub llc: u64,
-    pub cross_llc: u64,
-    pub cross_node: u64,
-}
-
-impl ByDistance {
-    fn slot(&mut self, d: Distance) -> &mut u64 {
-        match d {
-            Distance::Smt => &mut self.smt,
-            Distance::Llc => &mut self.llc,
-            Distance::CrossLlc => &mut self.cross_llc,
-            Distance::CrossNode => &mut self.cross_node,
+/// A count per class: one `u64` field per class (the JSON shape), read and written
+/// through the class enum, so every class is listed once, here.
+macro_rules! by_class {
+    ($(#[$doc:meta])* $name:ident by $class:ident { $($field:ident: $variant:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct $name {
+            $(pub $field: u64),+
         }
-    }
 
-    pub fn add(&mut self, d: Distance, n: u64) {
-        *self.slot(d) += n;
-    }
+        impl $name {
+            pub fn add(&mut self, c: $class, n: u64) {
+                match c {
+                    $($class::$variant => self.$field += n),+
+                }
+            }
 
-    pub fn get(&self, d: Distance) -> u64 {
-        let mut copy = *self;
-        *copy.slot(d)
-    }
+            pub fn get(&self, c: $class) -> u64 {
+                match c {
+                    $($class::$variant => self.$field),+
+                }
+            }
 
-    pub fn total(&self) -> u64 {
-        Distance::ALL.iter().map(|&d| self.get(d)).sum()
-    }
-}
-
-/// Why a task moved (filled by sources that can tell; see docs/metrics.md). Shaped like
-/// [`ByDistance`]: one field per [`Cause`], read and written through it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ByCause {
-    pub wakeup: u64,
-    pub load_balance: u64,
-    pub active_balance: u64,
-    pub numa: u64,
-    pub other: u64,
-}
-
-impl ByCause {
-    fn slot(&mut self, c: Cause) -> &mut u64 {
-        match c {
-            Cause::Wakeup => &mut self.wakeup,
-            Cause::LoadBalance => &mut self.load_balance,
-            Cause::ActiveBalance => &mut self.active_balance,
-            Cause::Numa => &mut self.numa,
-            Cause::Other => &mut self.other,
+            pub fn total(&self) -> u64 {
+                0 $(+ self.$field)+
+            }
         }
-    }
+    };
+}
 
-    pub fn add(&mut self, c: Cause, n: u64) {
-        *self.slot(c) += n;
+by_class! {
+    /// Migrations by how far the task moved ([`Distance`]).
+    ByDistance by Distance {
+        smt: Smt,
+        llc: Llc,
+        cross_llc: CrossLlc,
+        cross_node: CrossNode,
     }
+}
 
-    pub fn get(&self, c: Cause) -> u64 {
-        let mut copy = *self;
-        *copy.slot(c)
-    }
-
-    pub fn total(&self) -> u64 {
-        Cause::ALL.iter().map(|&c| self.get(c)).sum()
+by_class! {
+    /// Why a task moved (filled by sources that can tell; see docs/metrics.md).
+    ByCause by Cause {
+        wakeup: Wakeup,
+        load_balance: LoadBalance,
+        active_balance: ActiveBalance,
+        numa: Numa,
+        other: Other,
     }
 }
 

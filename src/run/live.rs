@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Changes, Error, Options};
+use super::{Changes, Error, Options, Run};
 use crate::kroot::KernelRoot;
 use crate::snapshot::Snapshot;
 use crate::topology::{Distance, Topology};
@@ -15,13 +15,11 @@ pub fn run(
     duration: Option<Duration>,
     changes: &Changes,
 ) -> Result<(), Error> {
-    let flag = super::stop_flag()?;
     println!("{}", topo.summary());
-    let mut collector = super::collector(opts, root, topo)?;
-    let mut knobs = super::run_session(opts, root, topo, changes)?;
+    let mut run = Run::start(opts, root, topo, duration)?;
+    run.change_knobs(opts, root, topo, changes)?;
     let mut first = true;
-    let limit = super::snapshot_count(duration, opts.interval);
-    collector.run(opts.interval, super::signalled(flag), |snap| {
+    run.each(|snap, _| {
         if first {
             for s in &snap.sources {
                 if let Some(r) = &s.reason {
@@ -30,12 +28,10 @@ pub fn run(
             }
             first = false;
         }
-        println!("{}", summary_line(&snap));
-        limit.is_none_or(|l| snap.seq + 1 < l)
+        println!("{}", summary_line(snap));
+        true
     });
-    if let Some(k) = knobs.as_mut() {
-        super::finish_session(k);
-    }
+    run.finish();
     Ok(())
 }
 

@@ -129,10 +129,73 @@ pub fn finish_session(s: &mut Session) {
     }
 }
 
-/// The collector of a run: `opts.source`'s sources on `root`.
-pub fn collector(opts: &Options, root: &KernelRoot, topo: &Topology) -> Result<Collector, Error> {
-    let sources = source::select(opts.source, opts.top, root, topo)?;
-    Ok(Collector::new(root, topo.clone(), sources))
+/// A headless run: the collector of `opts.source`'s sources with its baseline taken, the
+/// knob session of the run's changes ([`Run::change_knobs`], after the baseline), and
+/// when to stop (the duration, SIGINT, SIGTERM).
+pub struct Run {
+    collector: Collector,
+    /// The source states the baseline found (a recording's header keeps them).
+    pub sources: Vec<crate::snapshot::SourceStatus>,
+    pub knobs: Option<Session>,
+    stop: Arc<AtomicBool>,
+    interval: Duration,
+    limit: Option<u64>,
+}
+
+impl Run {
+    pub fn start(
+        opts: &Options,
+        root: &KernelRoot,
+        topo: &Topology,
+        duration: Option<Duration>,
+    ) -> Result<Run, Error> {
+        let stop = stop_flag()?;
+        let sources = source::select(opts.source, opts.top, root, topo)?;
+        let mut collector = Collector::new(root, topo.clone(), sources);
+        let sources = collector.baseline();
+        Ok(Run {
+            collector,
+            sources,
+            knobs: None,
+            stop,
+            interval: opts.interval,
+            limit: snapshot_count(duration, opts.interval),
+        })
+    }
+
+    /// Make the run's knob changes (a failed change ends the run; what was applied is
+    /// restored when the session drops).
+    pub fn change_knobs(
+        &mut self,
+        opts: &Options,
+        root: &KernelRoot,
+        topo: &Topology,
+        changes: &Changes,
+    ) -> Result<(), Error> {
+        self.knobs = run_session(opts, root, topo, changes)?;
+        Ok(())
+    }
+
+    /// Call `f` with every snapshot (and the knob session, whose new events it may
+    /// take) until the duration is covered, a signal arrives or `f` returns false.
+    pub fn each(
+        &mut self,
+        mut f: impl FnMut(&crate::snapshot::Snapshot, &mut Option<Session>) -> bool,
+    ) {
+        let (limit, knobs) = (self.limit, &mut self.knobs);
+        self.collector
+            .run(self.interval, signalled(Arc::clone(&self.stop)), |snap| {
+                f(&snap, knobs) && limit.is_none_or(|l| snap.seq + 1 < l)
+            });
+    }
+
+    /// End the run's knob session (restore unless kept, say what happened); the
+    /// session is returned for its last events.
+    pub fn finish(&mut self) -> Option<&mut Session> {
+        let s = self.knobs.as_mut()?;
+        finish_session(s);
+        Some(s)
+    }
 }
 
 /// A flag set by SIGINT/SIGTERM so that loops end cleanly (files finished, knobs restored).

@@ -5,15 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Changes, Error, Options};
+use super::{Changes, Error, Options, Run};
 use crate::knobs::Session;
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, RecordError, Writer};
 use crate::topology::Topology;
 
 /// Write the session's new knob events to the recording.
-fn write_knob_events(k: &mut Option<Session>, w: &mut Writer) -> Result<(), RecordError> {
-    for ev in k.as_mut().map(|s| s.take_events()).unwrap_or_default() {
+fn write_knob_events(k: Option<&mut Session>, w: &mut Writer) -> Result<(), RecordError> {
+    for ev in k.map(|s| s.take_events()).unwrap_or_default() {
         w.write_knob(&ev)?;
     }
     Ok(())
@@ -27,30 +27,27 @@ pub fn run(
     duration: Option<Duration>,
     changes: &Changes,
 ) -> Result<(), Error> {
-    let flag = super::stop_flag()?;
-    let mut collector = super::collector(opts, root, topo)?;
-    // The baseline tick's source states go into the header.
-    let sources = collector.baseline();
+    let mut run = Run::start(opts, root, topo, duration)?;
     let header = Header::new(
         record::host_and_kernel(root),
         opts.interval,
         topo.clone(),
-        sources,
+        run.sources.clone(),
     );
     let mut writer = Writer::create(output, &header)?;
-    let mut knobs = super::run_session(opts, root, topo, changes)?;
+    // After the header: the knob lines come after the start they are measured from.
+    run.change_knobs(opts, root, topo, changes)?;
     let mut error: Option<RecordError> = None;
-    write_knob_events(&mut knobs, &mut writer)?;
-    let limit = super::snapshot_count(duration, opts.interval);
+    write_knob_events(run.knobs.as_mut(), &mut writer)?;
     let mut n = 0;
-    collector.run(opts.interval, super::signalled(flag), |snap| {
+    run.each(|snap, knobs| {
         let res = writer
-            .write_snapshot(&snap)
-            .and_then(|()| write_knob_events(&mut knobs, &mut writer));
+            .write_snapshot(snap)
+            .and_then(|()| write_knob_events(knobs.as_mut(), &mut writer));
         match res {
             Ok(()) => {
                 n += 1;
-                limit.is_none_or(|l| snap.seq + 1 < l)
+                true
             }
             Err(e) => {
                 error = Some(e);
@@ -58,10 +55,7 @@ pub fn run(
             }
         }
     });
-    if let Some(k) = knobs.as_mut() {
-        super::finish_session(k);
-    }
-    write_knob_events(&mut knobs, &mut writer)?;
+    write_knob_events(run.finish(), &mut writer)?;
     writer.finish()?;
     if let Some(e) = error {
         return Err(e.into());
