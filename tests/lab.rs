@@ -351,18 +351,27 @@ fn check_bpf_migrations(kernel: &str) {
     );
     // machine totals include background noise but at least the hops
     let mut all = llctop::snapshot::ByDistance::default();
+    let mut matrix_total = 0;
     for s in &rec.snapshots {
         let m = s.migrations.as_ref().unwrap();
         for d in llctop::topology::Distance::ALL {
             all.add(d, m.by_distance.get(d));
         }
-        let matrix_total: u64 = m.llc_matrix.iter().flatten().sum();
-        assert_eq!(
-            matrix_total,
-            m.by_distance.total(),
-            "the LLC matrix holds every classified move"
-        );
+        matrix_total += m.llc_matrix.iter().flatten().sum::<u64>();
     }
+    // The LLC matrix holds every classified move. The classes and the matrix are two maps
+    // read one after the other, so a move made between the two reads shows in one
+    // interval's matrix and the next interval's classes: equal over the recording, up to
+    // a move in flight at its first or last read.
+    println!(
+        "lab {kernel}: matrix total {matrix_total}, classified {}",
+        all.total()
+    );
+    assert!(
+        matrix_total.abs_diff(all.total()) <= 2,
+        "the LLC matrix holds every classified move: {matrix_total} vs {}",
+        all.total()
+    );
     println!("lab {kernel}: all migrations in the recording: {all:?}");
     assert!(all.cross_node >= 100 && all.llc >= 100);
 }

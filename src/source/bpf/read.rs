@@ -133,6 +133,13 @@ pub fn read(
             )),
         });
     }
+    // Right after the classes: the matrix and the classes come from two maps read at two
+    // moments, and the moves made in between show in one and not yet in the other.
+    for i in 0..c.matrix.len() as u32 {
+        if let Ok(Some(bytes)) = maps.llc_matrix.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
+            c.matrix[i as usize] = pod::<u64>(&bytes);
+        }
+    }
     for b in 0..WAIT_BUCKETS as u32 {
         if let Ok(Some(vals)) = maps
             .wait_hist
@@ -148,11 +155,6 @@ pub fn read(
             let m: types::cpu_mig = pod(&bytes);
             c.mig_in[cpu as usize] = m.r#in;
             c.mig_out[cpu as usize] = m.out;
-        }
-    }
-    for i in 0..c.matrix.len() as u32 {
-        if let Ok(Some(bytes)) = maps.llc_matrix.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
-            c.matrix[i as usize] = pod::<u64>(&bytes);
         }
     }
     for key in maps.proc_stats.keys() {
