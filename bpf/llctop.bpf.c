@@ -50,8 +50,9 @@ struct cpu_topo {
 	u32 core;
 	u32 llc;
 	u32 node;
-	/* First CPU of the LLC: the kernel's sd_llc_id, to compare p->preferred_llc. */
-	u32 llc_first_cpu;
+	/* The kernel's id of this CPU's LLC (sd_llc_id), the id space of p->preferred_llc,
+	 * as userspace derives it (src/preferred.rs: kernel_llc_ids). */
+	u32 kernel_llc;
 	u32 valid;
 };
 
@@ -151,7 +152,7 @@ struct proc_stat {
 	u64 mig_unclassified;
 	u64 pref_hit;
 	u64 pref_miss;
-	s64 preferred_llc; /* last seen p->preferred_llc (kernel CPU id of the LLC), -1 none */
+	s64 preferred_llc; /* last seen p->preferred_llc (the kernel's LLC id), -1 none */
 };
 
 struct {
@@ -468,22 +469,28 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		}
 	}
 
-	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+). */
+	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): a hit is a
+	 * switch-in on the LLC whose kernel id is the preference; -1 (none, or dropped) is
+	 * stored too, so a cleared preference does not linger. */
 	if (bpf_core_field_exists(next->preferred_llc) && t) {
 		kernel_preferred_llc = 1;
 		int pref = RD(direct, next, preferred_llc);
+		struct proc_stat *ps;
 		if (pref >= 0) {
-			struct proc_stat *ps = proc_of(next_tgid);
-			bool hit = (u32)pref == t->llc_first_cpu;
+			bool hit = (u32)pref == t->kernel_llc;
 			if (hit)
 				cs->pref_hit++;
 			else
 				cs->pref_miss++;
-			if (ps) {
-				ps->preferred_llc = pref;
+			ps = proc_of(next_tgid);
+			if (ps)
 				__sync_fetch_and_add(hit ? &ps->pref_hit : &ps->pref_miss, 1);
-			}
+		} else {
+			/* No preference: only a process that had one needs to hear of it. */
+			ps = bpf_map_lookup_elem(&proc_stats, &next_tgid);
 		}
+		if (ps && ps->preferred_llc != pref)
+			ps->preferred_llc = pref;
 	}
 	return 0;
 }

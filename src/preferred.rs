@@ -12,6 +12,36 @@
 
 use std::collections::HashMap;
 
+use crate::topology::Topology;
+
+/// The kernel's id of each of llctop's LLCs (indexed by llctop LLC id), in the id space of
+/// `p->preferred_llc` (`sd_llc_id`). Since v7.2 the kernel allocates these densely when it
+/// builds the sched domains: it visits the CPUs in increasing order and gives each LLC
+/// not seen yet the lowest free id (kernel/sched/topology.c: build_sched_domains,
+/// __sched_domains_alloc_llc_id) — at boot, the rank of the LLC by its lowest online CPU.
+/// The kernel keeps an id while any CPU of the LLC stays online, so after CPU hotplug its
+/// ids may differ from this; an LLC without an online CPU has none.
+pub fn kernel_llc_ids(topo: &Topology) -> Vec<Option<u32>> {
+    let first_online = |cpus: &[u32]| {
+        cpus.iter()
+            .copied()
+            .filter(|&c| topo.cpus.iter().any(|x| x.cpu == c && x.online))
+            .min()
+    };
+    let mut order: Vec<(u32, usize)> = topo
+        .llcs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| Some((first_online(&l.cpus)?, i)))
+        .collect();
+    order.sort_unstable();
+    let mut ids = vec![None; topo.llcs.len()];
+    for (rank, (_, i)) in order.into_iter().enumerate() {
+        ids[i] = Some(rank as u32);
+    }
+    ids
+}
+
 #[derive(Debug, Clone, Default)]
 struct State {
     decayed: Vec<f64>,
@@ -101,6 +131,25 @@ fn argmax(v: &[f64]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_llc_ids_rank_llcs_by_their_first_online_cpu() {
+        let mut t = crate::topology::tests::sample();
+        // LLC l holds CPUs 2l, 2l+1, 2l+8, 2l+9: ranks follow the ids.
+        assert_eq!(kernel_llc_ids(&t), [Some(0), Some(1), Some(2), Some(3)]);
+        // Interleaved numbering: LLC 0's lowest CPU is 6, LLC 3's is 0.
+        t.llcs[0].cpus = vec![6, 7];
+        t.llcs[3].cpus = vec![0, 1];
+        assert_eq!(kernel_llc_ids(&t), [Some(3), Some(1), Some(2), Some(0)]);
+        // An LLC whose CPUs are all offline has no id; the others close ranks.
+        for c in &mut t.cpus {
+            if c.cpu == 2 || c.cpu == 3 {
+                c.online = false;
+            }
+        }
+        t.llcs[1].cpus = vec![2, 3];
+        assert_eq!(kernel_llc_ids(&t), [Some(2), None, Some(1), Some(0)]);
+    }
 
     #[test]
     fn first_interval_picks_argmax() {

@@ -90,12 +90,25 @@ pub fn counters_between(pc_mask: u32, cur: &LlcCum, prev: &LlcCum, secs: f64) ->
     Some(c)
 }
 
+/// llctop's LLC for one of the kernel's LLC ids (`p->preferred_llc`), through
+/// `kernel_llc` (the kernel's id of each llctop LLC, [`crate::preferred::kernel_llc_ids`]);
+/// `None` for -1 (no preference) or an id no LLC has.
+pub fn kernel_llc_to_llc(id: i64, kernel_llc: &[Option<u32>]) -> Option<u32> {
+    let id = u32::try_from(id).ok()?;
+    kernel_llc
+        .iter()
+        .position(|&k| k == Some(id))
+        .map(|l| l as u32)
+}
+
 /// How the process rows are built.
 pub struct ProcessParams<'a> {
     pub topo: &'a Topology,
     pub nr_llc: usize,
     /// Counter slots attributed to processes (0: attribution off).
     pub pc_mask: u32,
+    /// The kernel's id of each LLC, to read `p->preferred_llc`.
+    pub kernel_llc: &'a [Option<u32>],
     /// Rows kept (the busiest); the rest's counters are summed into `other_counters`.
     pub top: usize,
     pub secs: f64,
@@ -149,9 +162,7 @@ pub fn processes(
         let (preferred_llc, preferred_hit, preferred_kind) = if cur.kernel_preferred {
             let hits = d(a.pref_hit, b.pref_hit);
             let misses = d(a.pref_miss, b.pref_miss);
-            let llc = u32::try_from(a.kernel_pref)
-                .ok()
-                .and_then(|cpu| p.topo.llc_of(cpu));
+            let llc = kernel_llc_to_llc(a.kernel_pref, p.kernel_llc);
             let hit = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
             (llc, hit, PreferredKind::Kernel)
         } else {
@@ -217,6 +228,15 @@ mod tests {
             kernel_pref: -1,
             ..ProcCum::default()
         }
+    }
+
+    #[test]
+    fn kernel_llc_ids_map_back_to_llctop_llcs() {
+        let ids = [Some(2), Some(0), Some(3), None];
+        assert_eq!(kernel_llc_to_llc(0, &ids), Some(1));
+        assert_eq!(kernel_llc_to_llc(3, &ids), Some(2));
+        assert_eq!(kernel_llc_to_llc(-1, &ids), None, "no preference");
+        assert_eq!(kernel_llc_to_llc(1, &ids), None, "an id no LLC has");
     }
 
     #[test]
@@ -286,6 +306,7 @@ mod tests {
             topo: &t,
             nr_llc: 4,
             pc_mask: 0,
+            kernel_llc: &[],
             top: 2,
             secs: 1.0,
         };
@@ -314,7 +335,8 @@ mod tests {
         let mut p = proc(&[0, 500, 0, 0], [0; 4]);
         p.pref_hit = 3;
         p.pref_miss = 1;
-        p.kernel_pref = 2; // CPU 2 is in LLC 1 of the sample topology
+        // The kernel numbered llctop's LLC 1 as 3.
+        p.kernel_pref = 3;
         p.llc[1].pc = [1000, 2000, 10, 5, 1];
         p.llc[1].enabled = 100;
         p.llc[1].running = 50; // multiplexed half the time: scaled ×2
@@ -328,6 +350,7 @@ mod tests {
             topo: &t,
             nr_llc: 4,
             pc_mask: 0b00011,
+            kernel_llc: &[Some(0), Some(3), Some(1), Some(2)],
             top: 10,
             secs: 1.0,
         };

@@ -113,6 +113,8 @@ pub struct BpfSource {
     nr_cpus: usize,
     prev: Option<Cumulative>,
     preferred: PreferredLlc,
+    /// The kernel's id of each LLC (`p->preferred_llc`'s id space).
+    kernel_llc: Vec<Option<u32>>,
     top: usize,
     /// Per-process counter attribution: the CPUs' group readers and the slots the BPF
     /// program reads (bit i = `Slot::ALL[i]`); `attribution_note` says why it is off.
@@ -150,6 +152,7 @@ impl BpfSource {
                             nr_cpus,
                             prev: None,
                             preferred: PreferredLlc::new(),
+                            kernel_llc: crate::preferred::kernel_llc_ids(topo),
                             top,
                             readers: Vec::new(),
                             pc_mask: 0,
@@ -198,6 +201,7 @@ impl BpfSource {
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
             ro.nr_llc = nr_llc as u32;
             ro.nr_cpu_ids = nr_cpus as u32;
+            let kernel_llc = crate::preferred::kernel_llc_ids(topo);
             for c in topo.online_cpus() {
                 let (Some(core), Some(llc)) = (c.core, c.llc) else {
                     continue;
@@ -205,17 +209,16 @@ impl BpfSource {
                 let Some(slot) = ro.topo.get_mut(c.cpu as usize) else {
                     continue;
                 };
-                let first = topo
-                    .llcs
-                    .get(llc as usize)
-                    .and_then(|l| l.cpus.first().copied())
-                    .unwrap_or(c.cpu);
                 *slot = types::cpu_topo {
                     core,
                     llc,
                     // CPUs without a node (no NUMA) share node 0.
                     node: c.node.unwrap_or(0),
-                    llc_first_cpu: first,
+                    kernel_llc: kernel_llc
+                        .get(llc as usize)
+                        .copied()
+                        .flatten()
+                        .unwrap_or(u32::MAX),
                     valid: 1,
                 };
             }
@@ -369,6 +372,7 @@ impl Source for BpfSource {
             topo,
             nr_llc: self.nr_llc,
             pc_mask: self.pc_mask,
+            kernel_llc: &self.kernel_llc,
             top: self.top,
             secs: snap.time.interval_secs(),
         };
