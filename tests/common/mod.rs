@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: writable kernel roots built from fixtures.
 #![allow(dead_code)]
 
+pub mod lab;
+
 use std::fs;
 use std::path::Path;
 

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Kernel lab: boot a stock Debian kernel in QEMU (TCG) as a 2-socket / 2-LLC / 2-node
-# machine (cpus 0-1: package 0, L3 #0, node 0; cpus 2-3: package 1, L3 #1, node 1), run a
-# scenario script inside with llctop, and print the guest's serial console on stdout.
+# Kernel lab: boot a stock Debian kernel in QEMU (TCG), run a scenario script inside with
+# llctop, and print the guest's serial console on stdout. Two machine shapes
+# ($LAB_SHAPE):
+#   2s2llc      (default) 4 vCPUs: cpus 0-1 package 0, L3 #0, node 0; cpus 2-3 package 1,
+#               L3 #1, node 1 — two cores share each LLC (the system's QEMU).
+#   2s4llc-smt  8 vCPUs: 2 sockets x 2 cores x 2 threads, one L3 per core (0-1, 2-3, 4-5,
+#               6-7), nodes 0 (cpus 0-3) and 1 (4-7): two LLCs per node, SMT inside each.
+#               Needs QEMU 10 (smp-cache), taken from bookworm-backports into the cache
+#               without installing it; the system's QEMU stays as it is.
 #
 # usage: tests/lab/lab.sh KERNEL SCENARIO LLCTOP_BIN [EXTRA_BIN...]
-#   KERNEL    6.1 | 6.12 | 6.18   (Debian 12 generic 6.1, Debian 12 cloud 6.12,
-#                                  trixie-backports cloud 6.18)
+#   KERNEL    6.1 | 6.12 | 6.18 | 7.2   (Debian 12 generic 6.1, Debian 12 cloud 6.12,
+#                                        trixie-backports cloud 6.18, sid 7.2 with
+#                                        CONFIG_SCHED_CACHE)
 #   SCENARIO  a shell script run by the guest's /init (see scenarios/)
 #   LLCTOP_BIN  the llctop binary to put in the guest (its shared libraries are copied)
 #   EXTRA_BIN   more programs for the guest's /bin (e.g. llctop-workload), with their libraries
@@ -25,13 +32,23 @@ mkdir -p "$cache"
 
 log() { echo "lab: $*" >&2; }
 
+shape=${LAB_SHAPE:-2s2llc}
+
 apt_private() {
-  # apt options for a private package list (trixie-backports) without touching /etc/apt.
+  # apt options for a private package list (another suite) without touching /etc/apt.
   local d="$cache/apt-$1"
   mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
   echo "deb http://deb.debian.org/debian $1 main" > "$d/sources.list"
   echo -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/dev/null \
        -o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache"
+}
+
+# The suite a kernel comes from when it is not the system's own.
+suite() {
+  case "$kernel" in
+    6.18) echo trixie-backports ;;
+    7.2)  echo sid ;;
+  esac
 }
 
 resolve_package() {
@@ -42,27 +59,43 @@ resolve_package() {
     6.18) # shellcheck disable=SC2046
           apt-cache $(apt_private trixie-backports) search --names-only '^linux-image-6\.18\.[0-9]+\+deb13-cloud-amd64$' 2>/dev/null \
             | awk '{print $1}' | sort -V | tail -n 1 ;;
+    # linux-image-7.2.* is a meta-package; the kernel is the linux-binary package.
+    7.2)  # shellcheck disable=SC2046
+          apt-cache $(apt_private sid) search --names-only '^linux-binary-7\.2\.[0-9]+\+deb14-amd64$' 2>/dev/null \
+            | awk '{print $1}' | sort -V | tail -n 1 ;;
     *) log "unknown kernel $kernel"; exit 2 ;;
   esac
 }
 
 refresh_lists() {
   log "refreshing package lists"
-  if [ "$kernel" = 6.18 ]; then
+  local s; s=$(suite)
+  if [ -n "$s" ]; then
     # shellcheck disable=SC2046
-    apt-get $(apt_private trixie-backports) update -qq >&2
+    apt-get $(apt_private "$s") update -qq >&2
   else
     apt-get update -qq >&2
   fi
 }
 
 download() {
-  if [ "$kernel" = 6.18 ]; then
+  local s; s=$(suite)
+  if [ -n "$s" ]; then
     # shellcheck disable=SC2046
-    apt-get $(apt_private trixie-backports) download "$1" >&2
+    apt-get $(apt_private "$s") download "$1" >&2
   else
     apt-get download "$1" >&2
   fi
+}
+
+# The kernel image inside an unpacked package (boot/ in linux-image, usr/lib/modules/ in
+# linux-binary).
+vmlinuz_in() {
+  local f
+  for f in "$1"/boot/vmlinuz-* "$1"/usr/lib/modules/*/vmlinuz; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  return 0
 }
 
 fetch_kernel() {
@@ -74,7 +107,7 @@ fetch_kernel() {
   fi
   [ -n "$pkg" ] || { log "no package found for kernel $kernel"; exit 3; }
   dir="$cache/$pkg"
-  if ! ls "$dir"/boot/vmlinuz-* >/dev/null 2>&1; then
+  if [ -z "$(vmlinuz_in "$dir")" ]; then
     log "downloading $pkg"
     local tmp; tmp=$(mktemp -d "$cache/dl.XXXXXX")
     if ! (cd "$tmp" && download "$pkg"); then
@@ -88,7 +121,27 @@ fetch_kernel() {
     dpkg -x "$tmp"/*.deb "$dir.partial"
     rm -rf "$tmp" "$dir"; mv "$dir.partial" "$dir"
   fi
-  ls "$dir"/boot/vmlinuz-* | head -n 1
+  vmlinuz_in "$dir"
+}
+
+# QEMU 10 from bookworm-backports, unpacked into the cache (not installed): bookworm's
+# QEMU 7.2 has no smp-cache. Its libraries are bookworm's (the system QEMU's). Every
+# package with QEMU modules comes along: QEMU also looks in the system's module directory,
+# and a 7.2 module found there aborts it.
+fetch_qemu10() {
+  local dir="$cache/qemu-10" pkgs=(qemu-system-x86 qemu-system-common qemu-system-data qemu-system-gui qemu-block-extra seabios)
+  if [ ! -x "$dir/usr/bin/qemu-system-x86_64" ]; then
+    log "downloading QEMU 10 from bookworm-backports"
+    local tmp; tmp=$(mktemp -d "$cache/dl.XXXXXX")
+    # shellcheck disable=SC2046
+    apt-get $(apt_private bookworm-backports) update -qq >&2
+    # shellcheck disable=SC2046
+    (cd "$tmp" && apt-get $(apt_private bookworm-backports) download "${pkgs[@]}" >&2)
+    rm -rf "$dir.partial"; mkdir -p "$dir.partial"
+    for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$dir.partial"; done
+    rm -rf "$tmp" "$dir"; mv "$dir.partial" "$dir"
+  fi
+  echo "$dir"
 }
 
 vmlinuz=$(fetch_kernel)
@@ -111,19 +164,39 @@ cp "$scenario" "$root/lab/scenario.sh"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$work/initrd.gz"
 
-log "booting (TCG, 4 vCPUs: 2 sockets x 2 cores, 2 nodes)"
+case "$shape" in
+  2s2llc)
+    qemu=(qemu-system-x86_64)
+    machine=(-smp 4,sockets=2,cores=2,threads=1
+      -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1)
+    what="4 vCPUs: 2 sockets x 2 cores, 2 nodes" ;;
+  2s4llc-smt)
+    q=$(fetch_qemu10)
+    # Its own modules and firmware, never the system QEMU's.
+    export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
+    qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+    # An Intel vendor: with AMD's, TCG has no topoext and L3 stays per socket; no dies=
+    # or modules= (QEMU 10.0.2 aborts in encode_topo_cpuid1f with them).
+    machine=(-cpu qemu64,vendor=GenuineIntel
+      -machine q35,smp-cache.0.cache=l3,smp-cache.0.topology=core
+      -smp 8,sockets=2,cores=2,threads=2 -nic none -vga none
+      -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1)
+    what="8 vCPUs: 2 sockets x 2 cores x 2 threads, an L3 per core, 2 nodes" ;;
+  *) log "unknown shape $shape"; exit 2 ;;
+esac
+
+log "booting (TCG, $what)"
 # Single-threaded TCG: with multi-threaded TCG a vCPU can run a stale translation of a
 # jump-label site the guest has just re-patched (static keys flip when schedstats, a sched
 # feature or numa_balancing change, or a tracepoint is attached), and the guest oopses
 # with "Oops: int3" (seen in ttwu_do_activate on 6.12). One host thread keeps
 # cross-modifying code coherent.
 set +e
-timeout "${LAB_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg,thread=single -m 1024 \
-  -smp 4,sockets=2,cores=2,threads=1 \
+timeout "${LAB_TIMEOUT:-300}" "${qemu[@]}" -accel tcg,thread=single -m 1024 \
   -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M \
-  -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1 \
+  "${machine[@]}" \
   -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
-  -append "console=ttyS0 quiet panic=-1 lab.kernel=$kernel" \
+  -append "console=ttyS0 quiet panic=-1 lab.kernel=$kernel lab.shape=$shape ${LAB_APPEND:-}" \
   -nographic -no-reboot </dev/null | tr -d '\r'
 rc=${PIPESTATUS[0]}
 set -e

@@ -1,0 +1,161 @@
+//! The kernel lab harness (tests/lab/lab.sh): the release binaries, one boot per kernel,
+//! machine shape and scenario, and the guest's result lines parsed (`@@LAB`, blocks,
+//! files). A boot that fails, times out or never reports is a failure, never a skip.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use base64::Engine;
+use serde_json::Value;
+
+pub struct LabRun {
+    kernel: String,
+    console: String,
+    values: HashMap<String, String>,
+    blocks: HashMap<String, String>,
+    files: HashMap<String, Vec<u8>>,
+}
+
+impl LabRun {
+    pub fn value(&self, k: &str) -> &str {
+        self.values
+            .get(k)
+            .unwrap_or_else(|| panic!("{}: no @@LAB {k}\n{}", self.kernel, self.tail()))
+    }
+    pub fn block(&self, k: &str) -> &str {
+        self.blocks
+            .get(k)
+            .unwrap_or_else(|| panic!("{}: no block {k}\n{}", self.kernel, self.tail()))
+    }
+    pub fn file(&self, k: &str) -> &[u8] {
+        self.files
+            .get(k)
+            .unwrap_or_else(|| panic!("{}: no file {k}\n{}", self.kernel, self.tail()))
+    }
+    pub fn tail(&self) -> String {
+        let lines: Vec<&str> = self.console.lines().collect();
+        lines[lines.len().saturating_sub(80)..].join("\n")
+    }
+}
+
+pub fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The release binaries the guest runs (llctop, llctop-workload), built once per test
+/// process; returns the directory holding them.
+pub fn release_binary() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "--locked", "--bins"])
+            .current_dir(manifest())
+            .status()
+            .expect("run cargo build --release");
+        assert!(st.success(), "release build failed");
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| manifest().join("target"));
+        target.join("release")
+    })
+}
+
+fn parse(kernel: &str, console: String) -> LabRun {
+    let mut run = LabRun {
+        kernel: kernel.into(),
+        console: String::new(),
+        values: HashMap::new(),
+        blocks: HashMap::new(),
+        files: HashMap::new(),
+    };
+    let mut open: Option<(String, bool, Vec<String>)> = None;
+    for line in console.lines() {
+        // The serial console may prefix the first line with terminal escapes.
+        let l = line.find("@@").map_or(line, |i| &line[i..]);
+        if let Some((name, is_file, buf)) = open.as_mut() {
+            if l == format!("@@END {name}") {
+                if *is_file {
+                    let b64: String = buf.concat();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(b64.trim())
+                        .expect("base64 from guest");
+                    run.files.insert(name.clone(), bytes);
+                } else {
+                    run.blocks.insert(name.clone(), buf.join("\n") + "\n");
+                }
+                open = None;
+            } else {
+                buf.push(line.to_string());
+            }
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("@@LAB ") {
+            let (k, v) = rest.split_once(' ').unwrap_or((rest, ""));
+            run.values.insert(k.into(), v.into());
+        } else if let Some(name) = l.strip_prefix("@@BEGIN ") {
+            open = Some((name.into(), false, Vec::new()));
+        } else if let Some(name) = l.strip_prefix("@@FILE ") {
+            open = Some((name.into(), true, Vec::new()));
+        } else if let Some(rc) = l.strip_prefix("@@DONE ") {
+            run.values.insert("done".into(), rc.trim().into());
+        }
+    }
+    run.console = console;
+    run
+}
+
+fn boot(kernel: &str, shape: &str, scenario: &str) -> LabRun {
+    let dir = release_binary();
+    let out = Command::new(manifest().join("tests/lab/lab.sh"))
+        .env("LAB_SHAPE", shape)
+        .arg(kernel)
+        .arg(manifest().join("tests/lab/scenarios").join(scenario))
+        .arg(dir.join("llctop"))
+        .arg(dir.join("llctop-workload"))
+        .output()
+        .expect("run tests/lab/lab.sh");
+    let console = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = parse(kernel, console);
+    assert!(
+        out.status.success() && run.values.get("done").map(String::as_str) == Some("0"),
+        "lab {kernel}/{shape}/{scenario} failed (exit {:?}, scenario rc {:?})\n--- stderr\n{}\n--- console (tail)\n{}",
+        out.status.code(),
+        run.values.get("done"),
+        String::from_utf8_lossy(&out.stderr),
+        run.tail()
+    );
+    println!("lab {kernel}: booted {}", run.value("kernel"));
+    run
+}
+
+/// One boot per (kernel, machine shape, scenario) per test process, shared by the tests
+/// that check it. Boots run one at a time (the machine has two cores).
+pub fn run(kernel: &str, shape: &str, scenario: &str) -> &'static LabRun {
+    type Runs = Mutex<HashMap<(String, String, String), &'static LabRun>>;
+    static RUNS: OnceLock<Runs> = OnceLock::new();
+    let mut runs = RUNS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    runs.entry((kernel.into(), shape.into(), scenario.into()))
+        .or_insert_with(|| Box::leak(Box::new(boot(kernel, shape, scenario))))
+}
+
+/// The `cpus` arrays of a topology JSON list (llcs, nodes).
+pub fn cpus_of(v: &Value) -> Vec<Vec<u64>> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            g["cpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
