@@ -179,3 +179,148 @@ fn lab_7_2_llc_balancing_knobs_listed_writable() {
         "{relax}"
     );
 }
+
+/// The workload's own view: passes per second since its start, per llctop LLC.
+struct Passes {
+    start_mono_ns: u64,
+    /// `[second][llc]`
+    per_sec: Vec<Vec<u64>>,
+}
+
+impl Passes {
+    fn parse(text: &str, llc_of_cpu: &[usize], nr_llc: usize) -> Passes {
+        let mut p = Passes {
+            start_mono_ns: 0,
+            per_sec: Vec::new(),
+        };
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                ["start_mono_ns", ns] => p.start_mono_ns = ns.parse().unwrap(),
+                ["passes", sec, _tid, cpu, n] => {
+                    let (sec, cpu, n): (usize, usize, u64) = (
+                        sec.parse().unwrap(),
+                        cpu.parse().unwrap(),
+                        n.parse().unwrap(),
+                    );
+                    if p.per_sec.len() <= sec {
+                        p.per_sec.resize(sec + 1, vec![0; nr_llc]);
+                    }
+                    p.per_sec[sec][llc_of_cpu[cpu]] += n;
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            p.start_mono_ns > 0 && !p.per_sec.is_empty(),
+            "workload output: {text}"
+        );
+        p
+    }
+
+    /// The share of the passes on `llc` in the second a snapshot ending at `mono_ns`
+    /// mostly covers (`None` outside the run).
+    fn share(&self, mono_ns: u64, llc: usize) -> Option<f64> {
+        let end = mono_ns.checked_sub(self.start_mono_ns)? as f64 / 1e9;
+        let sec = (end - 1.0).round();
+        let v = self.per_sec.get(usize::try_from(sec as i64).ok()?)?;
+        let total: u64 = v.iter().sum();
+        (total > 0).then(|| v[llc] as f64 / total as f64)
+    }
+}
+
+#[test]
+fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
+    let run = run("7.2", "cache_aware.sh");
+    // llctop raised the tolerance for its run and put it back.
+    assert_eq!(
+        (
+            run.value("aggr_before"),
+            run.value("aggr_during"),
+            run.value("aggr_after")
+        ),
+        ("1", "100", "1")
+    );
+    let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
+    let llcs = cpus_of(&t["llcs"]);
+    let mut llc_of_cpu = vec![0; 8];
+    for (l, cpus) in llcs.iter().enumerate() {
+        for &c in cpus {
+            llc_of_cpu[c as usize] = l;
+        }
+    }
+    let passes = Passes::parse(run.block("share_out"), &llc_of_cpu, llcs.len());
+    let rec = recording(run, "cache_aware_recording");
+    let pid: u32 = run.value("share_pid").parse().unwrap();
+    let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
+    let rows: Vec<(u64, u64, &llctop::snapshot::ProcessStats)> = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| {
+            let r = s.processes.as_ref()?.rows.iter().find(|r| r.pid == pid)?;
+            Some((s.seq, s.time.mono_ns, r))
+        })
+        .collect();
+    for (seq, mono, r) in &rows {
+        let oracle: Vec<String> = (0..llcs.len())
+            .map(|l| format!("{:.2}", passes.share(*mono, l).unwrap_or(f64::NAN)))
+            .collect();
+        println!(
+            "lab 7.2/{SHAPE}: #{seq} preferred {:?} ({:?}) hit {:?}; the threads' own share per LLC {oracle:?}",
+            r.preferred_llc, r.preferred_kind, r.preferred_hit
+        );
+        assert_eq!(
+            r.preferred_kind,
+            llctop::snapshot::PreferredKind::Kernel,
+            "7.2: the kernel's own preference"
+        );
+    }
+    // Before the cut: the LLC llctop names is where the threads themselves ran.
+    let before: Vec<_> = rows
+        .iter()
+        .filter(|(seq, _, r)| *seq < cut && r.preferred_llc.is_some())
+        .collect();
+    assert!(
+        before.len() >= 2,
+        "the kernel's preference shown before the cut"
+    );
+    for (seq, mono, r) in before.iter().skip(1) {
+        let l = r.preferred_llc.unwrap() as usize;
+        let share = passes.share(*mono, l).expect("the workload ran");
+        let hit = r.preferred_hit.expect("switch-ins counted");
+        assert!(
+            share >= 0.9,
+            "#{seq}: llctop names LLC {l}, the threads ran there {share:.2} of their passes"
+        );
+        assert!(
+            (hit - share).abs() <= 0.1,
+            "#{seq}: hit ratio {hit:.2} vs the threads' share {share:.2}"
+        );
+    }
+    let gathered = before.last().unwrap().2.preferred_llc.unwrap() as usize;
+    // After the cut (tolerance 0: never aggregate) the kernel drops the preference:
+    // llctop shows none from the next intervals on, never the last value seen, and the
+    // threads spread (their own view), so the drop is the kernel's.
+    let after: Vec<_> = rows
+        .iter()
+        .filter(|(seq, mono, _)| *seq >= cut + 2 && passes.share(*mono, 0).is_some())
+        .collect();
+    assert!(after.len() >= 5, "the workload ran on after the cut");
+    for (seq, _, r) in &after[..after.len() - 1] {
+        assert_eq!(
+            r.preferred_llc, None,
+            "#{seq}: a cleared preference shows as none"
+        );
+        assert_eq!(r.preferred_hit, None, "#{seq}");
+    }
+    let spread: Vec<f64> = after
+        .iter()
+        .filter_map(|(_, mono, _)| passes.share(*mono, gathered))
+        .collect();
+    let mean = spread.iter().sum::<f64>() / spread.len() as f64;
+    println!("lab 7.2/{SHAPE}: after the cut, the threads' share on LLC {gathered}: {mean:.2}");
+    assert!(
+        mean < 0.8,
+        "the threads spread once the kernel dropped the preference"
+    );
+}

@@ -10,6 +10,12 @@
 //! - `churn SECS`: threads that sleep and wake in a ring, for context switches and
 //!   wakeup migrations; prints the round trips and its threads' migrations as the kernel
 //!   counts them (`se.nr_migrations` of /proc/thread-self/sched: a test's oracle).
+//! - `share T SECS`: T threads that read and write one shared 64 KiB working set (far
+//!   less than an LLC) for SECS seconds — what cache-aware scheduling gathers on one LLC
+//!   (shared/seeds/000). Each thread asks sched_getcpu after every pass and, at the end,
+//!   prints its passes per second and CPU (`passes SEC TID CPU N`, seconds from
+//!   `start_mono_ns`, CLOCK_MONOTONIC): the workload's own view of where it ran, an
+//!   oracle that shares no code with llctop.
 //! - `bpf-stats`: the kernel's run count and run time of every loaded llctop BPF program
 //!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
 
@@ -145,6 +151,64 @@ fn churn(secs: f64) -> Result<(), String> {
     Ok(())
 }
 
+fn share(threads: usize, secs: u64) -> Result<(), String> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const WORDS: usize = 64 * 1024 / 8;
+    let set: Arc<Vec<AtomicU64>> = Arc::new((0..WORDS).map(|_| AtomicU64::new(0)).collect());
+    let start = Instant::now();
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    println!(
+        "start_mono_ns {}",
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    );
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let set = Arc::clone(&set);
+            std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() };
+                // passes[sec][cpu]
+                let mut passes: Vec<Vec<u64>> = Vec::new();
+                loop {
+                    let sec = start.elapsed().as_secs();
+                    if sec >= secs {
+                        break;
+                    }
+                    for w in set.iter().step_by(8) {
+                        w.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let (sec, cpu) = (sec as usize, current_cpu().max(0) as usize);
+                    if passes.len() <= sec {
+                        passes.resize(sec + 1, Vec::new());
+                    }
+                    if passes[sec].len() <= cpu {
+                        passes[sec].resize(cpu + 1, 0);
+                    }
+                    passes[sec][cpu] += 1;
+                }
+                (tid, passes)
+            })
+        })
+        .collect();
+    let mut out = String::new();
+    for h in handles {
+        let (tid, passes) = h.join().map_err(|_| "a thread panicked".to_string())?;
+        for (sec, cpus) in passes.iter().enumerate() {
+            for (cpu, n) in cpus.iter().enumerate().filter(|(_, n)| **n > 0) {
+                out.push_str(&format!("passes {sec} {tid} {cpu} {n}\n"));
+            }
+        }
+    }
+    print!("{out}");
+    Ok(())
+}
+
 fn bpf_stats() -> Result<(), String> {
     println!(
         "{:<16} {:>12} {:>14} {:>10}",
@@ -184,10 +248,15 @@ fn main() -> ExitCode {
             .parse()
             .map_err(|_| "churn SECS".to_string())
             .and_then(churn),
+        ["share", t, s] => match (t.parse(), s.parse()) {
+            (Ok(t), Ok(s)) => share(t, s),
+            _ => Err("share THREADS SECS".into()),
+        },
         ["bpf-stats"] => bpf_stats(),
-        _ => {
-            Err("usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | churn SECS | bpf-stats".into())
-        }
+        _ => Err(
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | churn SECS | share T SECS | bpf-stats"
+                .into(),
+        ),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

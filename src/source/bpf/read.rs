@@ -95,6 +95,36 @@ pub fn read(
     let n = nr_cpus;
     let mut c = Cumulative::zeroed(n, nr_llc);
     let maps = &skel.maps;
+    // The processes' completed slices first, then each CPU's running slice: a slice that
+    // ends between the two reads is then missed once (and counted at the next read), never
+    // counted twice — which would make the next read's total go backwards.
+    for key in maps.proc_stats.keys() {
+        if let Ok(Some(bytes)) = maps.proc_stats.lookup(&key, MapFlags::ANY) {
+            let tgid = pod::<u32>(&key);
+            let s: types::proc_stat = pod(&bytes);
+            let p = c.procs.entry(tgid).or_default();
+            p.wait_ns = s.wait_ns;
+            p.dist = s.mig_dist;
+            p.unclassified = s.mig_unclassified;
+            p.pref_hit = s.pref_hit;
+            p.pref_miss = s.pref_miss;
+            p.kernel_pref = s.preferred_llc;
+        }
+    }
+    for key in maps.proc_llc.keys() {
+        if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
+            let k: types::proc_llc_key = pod(&key);
+            let v: types::proc_llc_val = pod(&bytes);
+            if let Some(l) = c.procs.entry(k.tgid).or_default().on_llc(k.llc, nr_llc) {
+                l.runtime += v.runtime_ns;
+                for (a, b) in l.pc.iter_mut().zip(v.pc) {
+                    *a += b;
+                }
+                l.enabled += v.pc_enabled;
+                l.running += v.pc_running;
+            }
+        }
+    }
     let zero = 0u32.to_ne_bytes();
     let per_cpu = maps
         .cpu_stats
@@ -155,33 +185,6 @@ pub fn read(
             let m: types::cpu_mig = pod(&bytes);
             c.mig_in[cpu as usize] = m.r#in;
             c.mig_out[cpu as usize] = m.out;
-        }
-    }
-    for key in maps.proc_stats.keys() {
-        if let Ok(Some(bytes)) = maps.proc_stats.lookup(&key, MapFlags::ANY) {
-            let tgid = pod::<u32>(&key);
-            let s: types::proc_stat = pod(&bytes);
-            let p = c.procs.entry(tgid).or_default();
-            p.wait_ns = s.wait_ns;
-            p.dist = s.mig_dist;
-            p.unclassified = s.mig_unclassified;
-            p.pref_hit = s.pref_hit;
-            p.pref_miss = s.pref_miss;
-            p.kernel_pref = s.preferred_llc;
-        }
-    }
-    for key in maps.proc_llc.keys() {
-        if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
-            let k: types::proc_llc_key = pod(&key);
-            let v: types::proc_llc_val = pod(&bytes);
-            if let Some(l) = c.procs.entry(k.tgid).or_default().on_llc(k.llc, nr_llc) {
-                l.runtime += v.runtime_ns;
-                for (a, b) in l.pc.iter_mut().zip(v.pc) {
-                    *a += b;
-                }
-                l.enabled += v.pc_enabled;
-                l.running += v.pc_running;
-            }
         }
     }
     c.kernel_preferred = maps

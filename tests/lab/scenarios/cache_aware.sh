@@ -1,0 +1,49 @@
+# Cache-aware scheduling (shared/seeds/000) on 7.2, 8-vCPU shape: a process of two
+# threads sharing a 64 KiB working set. llctop records with the BPF source and, for the
+# run, raises llc_balancing.aggr_tolerance to 100 (at the default, 1, a process whose two
+# busy threads fill one 2-thread LLC gets no preference in this shape). Once llctop has
+# shown the kernel's preference for three snapshots, the tolerance is set to 0 behind
+# llctop's back (the kernel's own file: never aggregate) and the kernel drops the
+# preference. The workload prints where its threads ran (the oracle); llctop restores the
+# tolerance when it stops. Every step waits for an event, never for time.
+
+K=/sys/kernel/debug/sched/llc_balancing
+lab aggr_before "$(cat $K/aggr_tolerance)"
+lab_block topology llctop topology --json
+
+llctop record --source bpf --interval 1s -o /tmp/ca.jsonl \
+  --set llc_balancing.aggr_tolerance=100 >/tmp/ca.out 2>/tmp/ca.err &
+rec=$!
+snaps() { grep -c '"type":"snapshot"' /tmp/ca.jsonl 2>/dev/null || true; }
+wait_snaps() { # wait_snaps N: until the recording holds N snapshots (120 s at most)
+  n=0
+  until [ "$(snaps)" -ge "$1" ]; do
+    kill -0 "$rec" 2>/dev/null || { cat /tmp/ca.err; exit 1; }
+    usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || exit 1
+  done
+}
+# The knob is set before the first snapshot.
+wait_snaps 1
+lab aggr_during "$(cat $K/aggr_tolerance)"
+
+llctop-workload share 2 40 >/tmp/share.out &
+share=$!
+lab share_pid "$share"
+# Snapshots in which llctop shows the kernel's preference for the workload.
+shown() { grep -c "\"pid\":$share,[^}]*\"preferred_llc\":[0-9][^}]*\"preferred_kind\":\"kernel\"" /tmp/ca.jsonl 2>/dev/null || true; }
+n=0
+until [ "$(shown)" -ge 3 ] || [ $n -ge 400 ]; do usleep 50000; n=$((n + 1)); done
+lab shown_before_cut "$(shown)"
+lab cut_after_snapshots "$(snaps)"
+echo 0 > $K/aggr_tolerance
+wait_snaps $(($(snaps) + 5))
+# The workload ends by itself (40 s) and prints where it ran; one more snapshot after.
+wait "$share"
+wait_snaps $(($(snaps) + 2))
+kill -TERM "$rec"
+wait "$rec" || { cat /tmp/ca.err; exit 1; }
+lab aggr_after "$(cat $K/aggr_tolerance)"
+lab_block record_out cat /tmp/ca.out /tmp/ca.err
+lab_block share_out cat /tmp/share.out
+gzip /tmp/ca.jsonl
+lab_file cache_aware_recording /tmp/ca.jsonl.gz
