@@ -275,28 +275,40 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
             "7.2: the kernel's own preference"
         );
     }
-    // Before the cut: the LLC llctop names is where the threads themselves ran.
+    // Before the cut, once gathered (llctop's hit >= 0.9): the LLC llctop names is where
+    // the threads themselves ran, and the hit ratio is their share there.
     let before: Vec<_> = rows
         .iter()
-        .filter(|(seq, _, r)| *seq < cut && r.preferred_llc.is_some())
+        .filter(|(seq, _, r)| {
+            *seq < cut && r.preferred_llc.is_some() && r.preferred_hit.is_some_and(|h| h >= 0.9)
+        })
         .collect();
     assert!(
         before.len() >= 2,
-        "the kernel's preference shown before the cut"
+        "the kernel gathered the threads before the cut (gathered_before_cut {})",
+        run.value("gathered_before_cut")
     );
-    for (seq, mono, r) in before.iter().skip(1) {
+    let mut compared = 0;
+    for (seq, mono, r) in &before {
         let l = r.preferred_llc.unwrap() as usize;
-        let share = passes.share(*mono, l).expect("the workload ran");
-        let hit = r.preferred_hit.expect("switch-ins counted");
+        let Some(share) = passes.share(*mono, l) else {
+            continue; // the snapshot's second is not in the workload's run
+        };
+        compared += 1;
+        let hit = r.preferred_hit.unwrap();
         assert!(
             share >= 0.9,
             "#{seq}: llctop names LLC {l}, the threads ran there {share:.2} of their passes"
         );
         assert!(
-            (hit - share).abs() <= 0.1,
+            (hit - share).abs() <= 0.15,
             "#{seq}: hit ratio {hit:.2} vs the threads' share {share:.2}"
         );
     }
+    assert!(
+        compared >= 2,
+        "gathered snapshots compared with the workload: {compared}"
+    );
     let gathered = before.last().unwrap().2.preferred_llc.unwrap() as usize;
     // After the cut (tolerance 0: never aggregate) the kernel drops the preference:
     // llctop shows none from the next intervals on, never the last value seen, and the

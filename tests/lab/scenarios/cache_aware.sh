@@ -2,9 +2,10 @@
 # threads sharing a 64 KiB working set. llctop records with the BPF source and, for the
 # run, raises llc_balancing.aggr_tolerance to 100 (at the default, 1, a process whose two
 # busy threads fill one 2-thread LLC gets no preference in this shape). Once llctop has
-# shown the kernel's preference for three snapshots, the tolerance is set to 0 behind
-# llctop's back (the kernel's own file: never aggregate) and the kernel drops the
-# preference. The workload prints where its threads ran (the oracle); llctop restores the
+# shown the kernel's preference with the threads switching in there (hit >= 0.9) for
+# three snapshots — the kernel has gathered them; under TCG on a busy host that can take
+# a while — the tolerance is set to 0 behind llctop's back (the kernel's own file: never
+# aggregate) and the kernel drops the preference. The workload prints where its threads ran (the oracle); llctop restores the
 # tolerance when it stops. Every step waits for an event, never for time.
 
 K=/sys/kernel/debug/sched/llc_balancing
@@ -26,18 +27,22 @@ wait_snaps() { # wait_snaps N: until the recording holds N snapshots (120 s at m
 wait_snaps 1
 lab aggr_during "$(cat $K/aggr_tolerance)"
 
-llctop-workload share 2 40 >/tmp/share.out &
+llctop-workload share 2 70 >/tmp/share.out &
 share=$!
 lab share_pid "$share"
-# Snapshots in which llctop shows the kernel's preference for the workload.
-shown() { grep -c "\"pid\":$share,[^}]*\"preferred_llc\":[0-9][^}]*\"preferred_kind\":\"kernel\"" /tmp/ca.jsonl 2>/dev/null || true; }
+# Snapshots in which llctop shows the kernel's preference for the workload, with the
+# threads switching in there.
+gathered() {
+  grep -cE "\"pid\":$share,[^}]*\"preferred_llc\":[0-9]+,\"preferred_kind\":\"kernel\",\"preferred_hit\":(1\.0|0\.9[0-9]*)" \
+    /tmp/ca.jsonl 2>/dev/null || true
+}
 n=0
-until [ "$(shown)" -ge 3 ] || [ $n -ge 400 ]; do usleep 50000; n=$((n + 1)); done
-lab shown_before_cut "$(shown)"
+until [ "$(gathered)" -ge 3 ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
+lab gathered_before_cut "$(gathered)"
 lab cut_after_snapshots "$(snaps)"
 echo 0 > $K/aggr_tolerance
 wait_snaps $(($(snaps) + 5))
-# The workload ends by itself (40 s) and prints where it ran; one more snapshot after.
+# The workload ends by itself (70 s) and prints where it ran; one more snapshot after.
 wait "$share"
 wait_snaps $(($(snaps) + 2))
 kill -TERM "$rec"
