@@ -168,6 +168,13 @@ fn registry_lists_every_kind_with_values_and_reasons() {
         relax.notes
     );
     assert!(!g("feature.PLACE_LAG").description.is_empty());
+    // A seed's feature mainline never took is said to be absent, with why.
+    let shared = reg
+        .missing
+        .iter()
+        .find(|m| m.what == "feature.SHARED_RUNQ")
+        .expect("SHARED_RUNQ reported absent");
+    assert!(shared.reason.contains("never merged"), "{shared:?}");
     drop(dir);
 }
 

@@ -10,6 +10,13 @@ pub struct Entry {
     pub default: Option<&'static str>,
 }
 
+/// Sched features the seeds argued for that mainline never took: when this kernel does
+/// not list one, the registry says so (with why), rather than leaving the operator to look.
+pub const SEED_FEATURES: &[(&str, &str)] = &[(
+    "SHARED_RUNQ",
+    "not in this kernel's sched features: the per-LLC shared runqueue (seeds/002, David Vernet's RFC, 2023) was never merged",
+)];
+
 const fn e(
     description: &'static str,
     reference: Option<&'static str>,

@@ -70,7 +70,14 @@ pub fn knob_notes(session: &Session, domains: Option<String>) -> Vec<String> {
             "sched domains: {why}; relax_domain_level levels estimated from topology"
         ));
     }
-    for m in &reg.missing {
+    // A seed's feature that mainline never took is absent everywhere: `llctop knobs list`
+    // says so; the header keeps to what is missing on this machine.
+    let seed_feature = |what: &str| {
+        crate::knobs::catalog::SEED_FEATURES
+            .iter()
+            .any(|(name, _)| what.strip_prefix("feature.") == Some(*name))
+    };
+    for m in reg.missing.iter().filter(|m| !seed_feature(&m.what)) {
         notes.push(format!("{}: {}", m.what, m.reason));
     }
     notes

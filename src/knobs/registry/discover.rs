@@ -78,6 +78,15 @@ impl Registry {
                 aliases: Vec::new(),
             });
         }
+        for (name, why) in catalog::SEED_FEATURES {
+            let id = format!("feature.{name}");
+            if self.get(&id).is_none() {
+                self.missing.push(Missing {
+                    what: id,
+                    reason: why.to_string(),
+                });
+            }
+        }
     }
 
     pub(super) fn domain_knobs(&mut self) {
