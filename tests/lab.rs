@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use common::lab::{LabRun, cpus_of};
+use common::lab::{LabRun, cpus_of, hops_of, recording};
 use llctop::record::reader;
 use serde_json::Value;
 
@@ -44,10 +44,7 @@ fn check_topology(kernel: &str) {
 fn check_schedstat(kernel: &str, version: u32) {
     let run = foundation(kernel);
     assert_eq!(run.value("schedstat_version"), version.to_string());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rec.jsonl.gz");
-    std::fs::write(&path, run.file("recording")).unwrap();
-    let rec = reader::open(&path).unwrap();
+    let rec = recording(run, "recording");
     let mut levels: HashMap<u32, (String, u64, u64, u64)> = HashMap::new();
     for s in &rec.snapshots {
         let b = s
@@ -144,37 +141,9 @@ fn lab_6_12_recording_replays_on_host() {
     check_recording_replays("6.12");
 }
 
-fn bpf_recording(run: &LabRun) -> reader::Recording {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bpf.jsonl.gz");
-    std::fs::write(&path, run.file("bpf_recording")).unwrap();
-    reader::open(&path).unwrap()
-}
-
-/// Forced hops of one process, summed over the recording, by distance.
-fn hops_of(rec: &reader::Recording, pid: u32) -> llctop::snapshot::ByDistance {
-    let mut total = llctop::snapshot::ByDistance::default();
-    for s in &rec.snapshots {
-        for r in s
-            .processes
-            .iter()
-            .flat_map(|t| &t.rows)
-            .filter(|r| r.pid == pid)
-        {
-            let by = r
-                .migrations_by_distance
-                .expect("exact per-process distances");
-            for d in llctop::topology::Distance::ALL {
-                total.add(d, by.get(d));
-            }
-        }
-    }
-    total
-}
-
 fn check_bpf_migrations(kernel: &str) {
     let run = bpf_run(kernel);
-    let rec = bpf_recording(run);
+    let rec = recording(run, "bpf_recording");
     let bpf = rec.snapshots[0]
         .sources
         .iter()
@@ -237,7 +206,7 @@ fn check_bpf_migrations(kernel: &str) {
 
 fn check_bpf_placement(kernel: &str) {
     let run = bpf_run(kernel);
-    let rec = bpf_recording(run);
+    let rec = recording(run, "bpf_recording");
     let tgid: u32 = run.value("pinned_threads_pid").parse().unwrap();
     let placements: Vec<&llctop::snapshot::DetailEvent> = rec
         .snapshots

@@ -6,22 +6,13 @@
 
 mod common;
 
-use common::lab::{LabRun, cpus_of};
-use llctop::record::reader;
-use llctop::snapshot::ByDistance;
+use common::lab::{LabRun, cpus_of, hops_of, recording};
 use serde_json::Value;
 
 const SHAPE: &str = "2s4llc-smt";
 
 fn run(kernel: &str, scenario: &str) -> &'static LabRun {
     common::lab::run(kernel, SHAPE, scenario)
-}
-
-fn recording(run: &LabRun, name: &str) -> reader::Recording {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.jsonl.gz");
-    std::fs::write(&path, run.file(name)).unwrap();
-    reader::open(&path).unwrap()
 }
 
 #[test]
@@ -70,25 +61,6 @@ fn lab_7_2_smt_schedstat_v17_levels_from_the_kernel() {
     // The LLC is the core, so MC collapses into SMT.
     assert_eq!(names, ["SMT", "PKG", "NUMA"]);
     assert!(newidle > 0, "spinners and sleepers make newidle balancing");
-}
-
-/// A hopper's migrations over the recording, by distance.
-fn hops_of(rec: &reader::Recording, pid: u32) -> ByDistance {
-    let mut total = ByDistance::default();
-    for r in rec
-        .snapshots
-        .iter()
-        .flat_map(|s| s.processes.iter().flat_map(|t| &t.rows))
-        .filter(|r| r.pid == pid)
-    {
-        let by = r
-            .migrations_by_distance
-            .expect("exact per-process distances");
-        for d in llctop::topology::Distance::ALL {
-            total.add(d, by.get(d));
-        }
-    }
-    total
 }
 
 #[test]

@@ -159,3 +159,30 @@ pub fn cpus_of(v: &Value) -> Vec<Vec<u64>> {
         })
         .collect()
 }
+
+/// A recording the guest handed over as file `name`.
+pub fn recording(run: &LabRun, name: &str) -> llctop::record::reader::Recording {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl.gz");
+    std::fs::write(&path, run.file(name)).unwrap();
+    llctop::record::reader::open(&path).unwrap()
+}
+
+/// A hopper's migrations over the recording, by distance.
+pub fn hops_of(rec: &llctop::record::reader::Recording, pid: u32) -> llctop::snapshot::ByDistance {
+    let mut total = llctop::snapshot::ByDistance::default();
+    for r in rec
+        .snapshots
+        .iter()
+        .flat_map(|s| s.processes.iter().flat_map(|t| &t.rows))
+        .filter(|r| r.pid == pid)
+    {
+        let by = r
+            .migrations_by_distance
+            .expect("exact per-process distances");
+        for d in llctop::topology::Distance::ALL {
+            total.add(d, by.get(d));
+        }
+    }
+    total
+}

@@ -18,6 +18,38 @@ lab() { echo "@@LAB $*"; }
 lab_block() { name=$1; shift; echo "@@BEGIN $name"; "$@" 2>&1; echo "@@END $name"; }
 lab_file() { echo "@@FILE $1"; base64 "$2"; echo "@@END $1"; }
 
+# Scenarios wait for events, never for time; each wait gives up after a bound (and so
+# fails the scenario under its set -e).
+# wait_line FILE PATTERN [PID]: until a line of FILE matches, or PID has ended (60 s).
+wait_line() {
+  n=0
+  until grep -q -e "$2" "$1" 2>/dev/null || { [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; }; do
+    usleep 50000; n=$((n + 1)); [ $n -lt 1200 ] || return 1
+  done
+}
+# A recording in the background: record_start FILE ARGS... runs `llctop record -o FILE
+# ARGS` (stdout /tmp/record.out, stderr /tmp/record.err; FILE plain JSON Lines, so its
+# snapshots can be counted), record_snaps counts them, record_wait N waits for N (120 s),
+# record_stop ends it with SIGTERM (restoring its knobs) and gzips FILE.
+record_start() {
+  rec_file=$1; shift
+  llctop record -o "$rec_file" "$@" >/tmp/record.out 2>/tmp/record.err &
+  rec_pid=$!
+}
+record_snaps() { grep -c '"type":"snapshot"' "$rec_file" 2>/dev/null || true; }
+record_wait() {
+  n=0
+  until [ "$(record_snaps)" -ge "$1" ]; do
+    kill -0 "$rec_pid" 2>/dev/null || { cat /tmp/record.err; return 1; }
+    usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || return 1
+  done
+}
+record_stop() {
+  kill -TERM "$rec_pid"
+  wait "$rec_pid" || { cat /tmp/record.err; return 1; }
+  gzip "$rec_file"
+}
+
 lab kernel "$(uname -r)"
 ( set -e; . /lab/scenario.sh )
 echo "@@DONE $?"

@@ -14,24 +14,12 @@ llctop-workload hop 0 2 100 <&3 >/tmp/hop1.out &
 hop1=$!
 llctop-workload hop 0 1 100 <&4 >/tmp/hop2.out &
 hop2=$!
-for f in /tmp/hop1.out /tmp/hop2.out; do
-  n=0
-  until grep -q ready "$f"; do usleep 20000; n=$((n + 1)); [ $n -lt 500 ] || exit 1; done
-done
+for f in /tmp/hop1.out /tmp/hop2.out; do wait_line "$f" ready; done
 lab hop_xnode_pid "$hop1"
 lab hop_llc_pid "$hop2"
 
-llctop record --source bpf -o /tmp/bpf.jsonl --interval 1s 2>/tmp/record.err &
-rec=$!
-snaps() { grep -c '"type":"snapshot"' /tmp/bpf.jsonl 2>/dev/null || true; }
-wait_snaps() { # wait_snaps N: until the recording holds N snapshots (120 s at most)
-  n=0
-  until [ "$(snaps)" -ge "$1" ]; do
-    kill -0 "$rec" 2>/dev/null || { cat /tmp/record.err; exit 1; }
-    usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || exit 1
-  done
-}
-wait_snaps 1
+record_start /tmp/bpf.jsonl --source bpf --interval 1s
+record_wait 1
 echo go >&3
 wait "$hop1"
 echo go >&4
@@ -42,9 +30,7 @@ lab pinned_threads_pid "$threads"
 wait "$threads"
 # The snapshot being read now may have started before the work ended; the one after it
 # cannot have.
-wait_snaps $(($(snaps) + 2))
-kill -TERM "$rec"
-wait "$rec" || { cat /tmp/record.err; exit 1; }
+record_wait $(($(record_snaps) + 2))
+record_stop
 cat /tmp/record.err
-gzip /tmp/bpf.jsonl
 lab_file bpf_recording /tmp/bpf.jsonl.gz

@@ -12,19 +12,10 @@ K=/sys/kernel/debug/sched/llc_balancing
 lab aggr_before "$(cat $K/aggr_tolerance)"
 lab_block topology llctop topology --json
 
-llctop record --source bpf --interval 1s -o /tmp/ca.jsonl \
-  --set llc_balancing.aggr_tolerance=100 >/tmp/ca.out 2>/tmp/ca.err &
-rec=$!
-snaps() { grep -c '"type":"snapshot"' /tmp/ca.jsonl 2>/dev/null || true; }
-wait_snaps() { # wait_snaps N: until the recording holds N snapshots (120 s at most)
-  n=0
-  until [ "$(snaps)" -ge "$1" ]; do
-    kill -0 "$rec" 2>/dev/null || { cat /tmp/ca.err; exit 1; }
-    usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || exit 1
-  done
-}
+record_start /tmp/ca.jsonl --source bpf --interval 1s \
+  --set llc_balancing.aggr_tolerance=100
 # The knob is set before the first snapshot.
-wait_snaps 1
+record_wait 1
 lab aggr_during "$(cat $K/aggr_tolerance)"
 
 llctop-workload share 2 70 >/tmp/share.out &
@@ -34,21 +25,19 @@ lab share_pid "$share"
 # threads switching in there.
 gathered() {
   grep -cE "\"pid\":$share,[^}]*\"preferred_llc\":[0-9]+,\"preferred_kind\":\"kernel\",\"preferred_hit\":(1\.0|0\.9[0-9]*)" \
-    /tmp/ca.jsonl 2>/dev/null || true
+    "$rec_file" 2>/dev/null || true
 }
 n=0
 until [ "$(gathered)" -ge 3 ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
 lab gathered_before_cut "$(gathered)"
-lab cut_after_snapshots "$(snaps)"
+lab cut_after_snapshots "$(record_snaps)"
 echo 0 > $K/aggr_tolerance
-wait_snaps $(($(snaps) + 5))
+record_wait $(($(record_snaps) + 5))
 # The workload ends by itself (70 s) and prints where it ran; one more snapshot after.
 wait "$share"
-wait_snaps $(($(snaps) + 2))
-kill -TERM "$rec"
-wait "$rec" || { cat /tmp/ca.err; exit 1; }
+record_wait $(($(record_snaps) + 2))
+record_stop
 lab aggr_after "$(cat $K/aggr_tolerance)"
-lab_block record_out cat /tmp/ca.out /tmp/ca.err
+lab_block record_out cat /tmp/record.out /tmp/record.err
 lab_block share_out cat /tmp/share.out
-gzip /tmp/ca.jsonl
 lab_file cache_aware_recording /tmp/ca.jsonl.gz

@@ -16,33 +16,19 @@ for to in 1 2 4; do
   eval "hop$to=$!"
   i=$((i + 1))
 done
-for f in /tmp/hop1.out /tmp/hop2.out /tmp/hop4.out; do
-  n=0
-  until grep -q ready "$f"; do usleep 20000; n=$((n + 1)); [ $n -lt 1500 ] || exit 1; done
-done
+for f in /tmp/hop1.out /tmp/hop2.out /tmp/hop4.out; do wait_line "$f" ready; done
 lab hop_smt_pid "$hop1"
 lab hop_llc_pid "$hop2"
 lab hop_node_pid "$hop4"
 
-llctop record --source bpf -o /tmp/dist.jsonl --interval 1s 2>/tmp/record.err &
-rec=$!
-snaps() { grep -c '"type":"snapshot"' /tmp/dist.jsonl 2>/dev/null || true; }
-wait_snaps() { # wait_snaps N: until the recording holds N snapshots (120 s at most)
-  n=0
-  until [ "$(snaps)" -ge "$1" ]; do
-    kill -0 "$rec" 2>/dev/null || { cat /tmp/record.err; exit 1; }
-    usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || exit 1
-  done
-}
-wait_snaps 1
+record_start /tmp/dist.jsonl --source bpf --interval 1s
+record_wait 1
 echo go >&3
 wait "$hop1"
 echo go >&4
 wait "$hop2"
 echo go >&5
 wait "$hop4"
-wait_snaps $(($(snaps) + 2))
-kill -TERM "$rec"
-wait "$rec" || { cat /tmp/record.err; exit 1; }
-gzip /tmp/dist.jsonl
+record_wait $(($(record_snaps) + 2))
+record_stop
 lab_file distances_recording /tmp/dist.jsonl.gz

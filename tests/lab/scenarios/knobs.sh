@@ -14,15 +14,6 @@ wait_for() { # wait_for CMD EXPECTED: poll until CMD prints EXPECTED (60 s at mo
   n=0
   until [ "$($1)" = "$2" ]; do usleep 50000; n=$((n + 1)); [ $n -lt 1200 ] || return 1; done
 }
-# wait_line FILE PATTERN PID: poll until a line of FILE matches or PID has ended (60 s at
-# most): llctop prints a knob's change once it is written and read back, and exits at
-# once when the change is refused.
-wait_line() {
-  n=0
-  until grep -q -e "$2" "$1" 2>/dev/null || ! kill -0 "$3" 2>/dev/null; do
-    usleep 50000; n=$((n + 1)); [ $n -lt 1200 ] || return 1
-  done
-}
 
 # cgroup v1 cpuset: 6.1 has it; 6.12's Debian cloud kernel was built without CPUSETS_V1.
 mount -t tmpfs cgroup /sys/fs/cgroup
