@@ -238,27 +238,27 @@ pub fn knob(id: &str) -> Entry {
             Some("1"),
         ),
         "llc_balancing.aggr_tolerance" => e(
-            "How large a process may be (footprint, threads) and still be aggregated in one LLC: 0 off, 1 strict (fits one LLC), >=100 ignore limits.",
+            "How large a process may be and still be gathered in one LLC: its running threads × SMT width against the LLC's CPUs, and (with NUMA balancing) its memory footprint against the LLC's size, scaled by 1 + (tolerance − 1) × base. 0 never gathers (every preference dropped), 1 strict (the default), 100 lifts both limits. Range 0–100.",
             Some("v7.2 cache-aware scheduling"),
             Some("1"),
         ),
         "llc_balancing.epoch_period" => e(
-            "Accounting epoch in jiffies: per-CPU runtime halves each epoch; also the minimum gap between preference scans.",
+            "Accounting epoch in jiffies (HZ/100 = 10 ms by default): each CPU's and each process's runtime there halves every epoch, so the preference follows the last few epochs; 0 is taken as 1. Range 1–10000 jiffies.",
             Some("v7.2 cache-aware scheduling"),
             None,
         ),
         "llc_balancing.epoch_affinity_timeout" => e(
-            "Epochs without a scan after which a process's LLC preference is dropped.",
+            "Epochs without a preference scan of a process after which its LLC preference is dropped (default 5 = 50 ms at the default epoch). Range 0–10000 epochs.",
             Some("v7.2 cache-aware scheduling"),
             Some("5"),
         ),
         "llc_balancing.imb_pct" => e(
-            "Extra utilisation (%) allowed on the preferred LLC over the source before aggregation stops pulling tasks there.",
+            "How much busier (utilisation, %) the preferred LLC may be than the source LLC while load balancing still pulls the process's threads there. Range 0–1000 %.",
             Some("v7.2 cache-aware scheduling"),
             Some("20"),
         ),
         "llc_balancing.overaggr_pct" => e(
-            "An LLC above this % of its capacity counts as too busy to aggregate into.",
+            "An LLC whose utilisation is above this % of its capacity counts as too busy to gather more threads into (× 3/2 on machines without SMT). Range 0–1000 %.",
             Some("v7.2 cache-aware scheduling"),
             Some("50"),
         ),

@@ -277,13 +277,22 @@ impl Registry {
         });
     }
 
+    /// The six 7.2 files. The kernel takes any u32 in the five numbers
+    /// (`debugfs_create_u32`); llctop's ranges are where a value still means something
+    /// different (kernel/sched/fair.c of 7.2): a tolerance of 100 already lifts every
+    /// limit, an epoch of 0 jiffies is taken as 1, and the percentages compare
+    /// utilisation against capacity.
     pub(super) fn llc_balancing(&mut self) {
-        self.debugfs_dir("llc_balancing", Family::LlcBalancing, |name| match name {
-            "enabled" => KnobType::Bool,
-            _ => KnobType::Int {
-                min: 0,
-                max: u32::MAX as i64,
-            },
+        self.debugfs_dir("llc_balancing", Family::LlcBalancing, |name| {
+            let int = |min, max| KnobType::Int { min, max };
+            match name {
+                "enabled" => KnobType::Bool,
+                "aggr_tolerance" => int(0, 100),
+                "epoch_period" => int(1, 10_000),
+                "epoch_affinity_timeout" => int(0, 10_000),
+                "imb_pct" | "overaggr_pct" => int(0, 1_000),
+                _ => int(0, u32::MAX as i64),
+            }
         });
     }
 
