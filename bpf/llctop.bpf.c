@@ -212,6 +212,12 @@ struct event {
 	s32 from_cpu; /* EV_PLACEMENT: the CPU of the parent (current) */
 	s32 to_cpu;
 	u32 nr_cpus_allowed;
+	/* EV_PLACEMENT: the CPUs the task may use, other than to_cpu, that were running
+	 * their idle task when it was placed (as this program last saw each CPU switch; a
+	 * CPU not seen switching since attach is not counted), and the lowest of them
+	 * (-1: none). */
+	u32 idle_allowed;
+	s32 idle_cpu;
 	u64 ts;
 	char comm[16];
 };
@@ -331,15 +337,57 @@ static __always_inline bool take_budget(struct cpu_stat *cs, u64 now)
 	return true;
 }
 
+/* Which allowed CPUs sit idle: one bpf_loop step per CPU id. */
+struct idle_scan {
+	u64 mask;  /* address of the task's cpumask bits */
+	u64 word;  /* the mask word holding the current CPU */
+	u32 target;
+	u32 idle;
+	s32 first;
+};
+
+static long idle_scan_cpu(u64 i, void *ctx)
+{
+	struct idle_scan *s = ctx;
+	if ((i & 63) == 0 &&
+	    bpf_probe_read_kernel(&s->word, sizeof(s->word), (void *)(s->mask + (i >> 6) * 8)))
+		return 1;
+	if (!(s->word & (1ULL << (i & 63))) || i == s->target)
+		return 0;
+	u32 zero = 0;
+	struct cpu_stat *cs = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, (u32)i);
+	if (cs && cs->last_switch_ns && cs->curr_pid == 0) {
+		s->idle++;
+		if (s->first < 0)
+			s->first = (s32)i;
+	}
+	return 0;
+}
+
+static __always_inline struct event *reserve(struct cpu_stat *cs, u64 now)
+{
+	if (!take_budget(cs, now))
+		return NULL;
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		cs->events_dropped++;
+	return e;
+}
+
 static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct task_struct *p,
 				 s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
-	if (!take_budget(cs, now))
+	struct event *e = reserve(cs, now);
+	if (!e)
 		return;
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		cs->events_dropped++;
-		return;
+	e->idle_allowed = 0;
+	e->idle_cpu = -1;
+	if (kind == EV_PLACEMENT) {
+		struct idle_scan s = { .mask = (u64)RD(direct, p, cpus_ptr), .target = (u32)to,
+				       .first = -1 };
+		bpf_loop(nr_cpu_ids < MAX_CPUS ? nr_cpu_ids : MAX_CPUS, idle_scan_cpu, &s, 0);
+		e->idle_allowed = s.idle;
+		e->idle_cpu = s.first;
 	}
 	e->kind = kind;
 	e->dist = dist;

@@ -76,6 +76,11 @@ struct thread_info {
 	u32 cpu;
 };
 
+/* Only its address is used: the bits start at offset 0 (struct cpumask { bits[] }). */
+struct cpumask {
+	unsigned long bits[1];
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -84,6 +89,7 @@ struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	int nr_cpus_allowed;
+	const struct cpumask *cpus_ptr;
 	char comm[16];
 	/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE); probed with
 	 * bpf_core_field_exists(). */

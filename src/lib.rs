@@ -6,6 +6,7 @@
 //! threads and cgroups of the shown processes) → [`collect`] (aggregation per LLC, node,
 //! system) → [`snapshot`] (the one currency: drawn, recorded, replayed) → [`tui`],
 //! [`record`] (JSON Lines recordings and reports), [`run`] (headless runs).
+//! [`findings`] recognises the seeds' situations in a window of snapshots.
 //! [`knobs`] is the one writer to the kernel. [`cli`] is the command line; main.rs only
 //! dispatches.
 
@@ -16,6 +17,7 @@ pub mod config;
 pub mod counters;
 pub mod cpulist;
 pub mod enrich;
+pub mod findings;
 pub mod knobs;
 pub mod kroot;
 pub mod mounts;

@@ -330,6 +330,13 @@ pub struct DetailEvent {
     pub cause: Option<Cause>,
     /// How many CPUs the task may run on.
     pub nr_cpus_allowed: u32,
+    /// Placements: how many CPUs the task may use, other than `to_cpu`, were running
+    /// their idle task at that moment (BPF; absent in older recordings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_allowed: Option<u32>,
+    /// Placements: the lowest of those idle allowed CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_cpu: Option<i32>,
 }
 
 /// Where a preferred LLC comes from.

@@ -63,6 +63,8 @@ fn event(kind: EventKind, comm: &str, tgid: u32, from: i32, to: i32, allowed: u3
         distance: (kind == EventKind::Migration).then_some(Distance::CrossLlc),
         cause: (kind == EventKind::Migration).then_some(llctop::snapshot::Cause::Wakeup),
         nr_cpus_allowed: allowed,
+        idle_allowed: (kind == EventKind::Placement).then_some(1),
+        idle_cpu: (kind == EventKind::Placement).then_some(0),
     }
 }
 
@@ -411,7 +413,7 @@ fn processes_view_sorts_filters_and_drills_into_a_pile_up() {
         has(
             &s,
             &format!(
-                "pile-up: 12 new threads placed on CPU {}",
+                "pile-up: 12 threads of 4242 (stream) placed on CPU {} while 1 allowed CPU sat idle",
                 3 % topo.cpus.len()
             ),
             name,

@@ -1,12 +1,14 @@
 //! `llctop report FILE`: a text summary of a recording — per-LLC busy, migrations by
-//! distance (with their precision), load balancing by domain level, top processes.
+//! distance (with their precision), load balancing by domain level, placements and their
+//! pile-ups (findings::pileup), top processes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Recording;
 use crate::cpulist;
-use crate::snapshot::{ByDistance, Precision, SourceState};
+use crate::findings::pileup;
+use crate::snapshot::{ByDistance, EventKind, Precision, SourceState};
 use crate::topology::Distance;
 
 fn pct(x: f64) -> String {
@@ -182,6 +184,31 @@ pub fn render(rec: &Recording) -> String {
                 v[7],
                 v[8]
             );
+        }
+    }
+
+    let piles = pileup::find(snaps);
+    let placed = snaps
+        .iter()
+        .filter_map(|s| s.events.as_ref())
+        .flat_map(|l| &l.events)
+        .filter(|e| e.kind == EventKind::Placement)
+        .count();
+    if piles.is_empty() {
+        if snaps.iter().any(|s| s.events.is_some()) {
+            let _ = writeln!(out, "\nPlacements: {placed} new threads, no pile-up");
+        }
+    } else {
+        let _ = writeln!(out, "\nPlacements: {placed} new threads");
+        for p in &piles {
+            let at = p.first_ns.saturating_sub(
+                snaps[0]
+                    .time
+                    .mono_ns
+                    .saturating_sub(snaps[0].time.interval_ns),
+            ) as f64
+                / 1e9;
+            let _ = writeln!(out, "  {:+.1}s {}", at, p.describe());
         }
     }
 

@@ -118,6 +118,8 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
         distance: migration.then(|| distance(u32::from(e.dist))).flatten(),
         cause: migration.then(|| cause(u32::from(e.cause))),
         nr_cpus_allowed: e.nr_cpus_allowed,
+        idle_allowed: (!migration).then_some(e.idle_allowed),
+        idle_cpu: (!migration && e.idle_cpu >= 0).then_some(e.idle_cpu),
     })
 }
 
@@ -148,6 +150,8 @@ mod tests {
             from_cpu: 1,
             to_cpu: 9,
             nr_cpus_allowed: 16,
+            idle_allowed: 3,
+            idle_cpu: 4,
             ts: 123_456,
             ..Default::default()
         };
@@ -186,6 +190,12 @@ mod tests {
             "placements have no class"
         );
         assert_eq!(p.comm, "0123456789abcdef", "a full comm has no NUL");
+        assert_eq!((p.idle_allowed, p.idle_cpu), (Some(3), Some(4)));
+        assert_eq!(
+            (e.idle_allowed, e.idle_cpu),
+            (None, None),
+            "idle CPUs are a placement's"
+        );
         assert!(parse_event(&raw(9, 0, 0, b"")).is_none());
         assert!(parse_event(&b[..b.len() - 1]).is_none());
     }

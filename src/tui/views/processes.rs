@@ -2,8 +2,8 @@
 //! preferred LLC (k = the kernel's, e = emulated), hit %, LLC spread, cross-LLC
 //! migrations/s, run-queue wait, IPC/MPKI when counters exist — and the drill-down into
 //! one process: runtime and counters per LLC, and where its new threads were placed,
-//! highlighting a placement pile-up (threads stacked on one CPU while others sat idle,
-//! ../shared/seeds/001).
+//! highlighting a placement pile-up (threads stacked on one CPU while other allowed CPUs
+//! sat idle, ../shared/seeds/001; the detector is findings::pileup).
 
 use std::collections::BTreeMap;
 
@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{bar, block, ns, or_dash, pct, rate, selected, waiting};
+use crate::findings::pileup::{self, PileUp};
 use crate::snapshot::{EventKind, Precision, PreferredKind, ProcessStats};
 use crate::tui::app::{App, SortKey};
 
@@ -153,44 +154,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(tbl, area);
 }
 
-/// A placement pile-up: several new threads of the process put on one CPU in the
-/// window while CPUs sat idle.
-pub struct PileUp {
-    pub cpu: i32,
-    pub threads: usize,
-    pub idle_cpus: usize,
-    pub allowed: u32,
-}
-
-/// Placements of `pid`'s new threads in the last `window` snapshots: per target CPU,
-/// and the worst pile-up if there is one.
-pub fn placements(app: &App, pid: u32, window: usize) -> (BTreeMap<i32, usize>, Option<PileUp>) {
+/// Placements of `pid`'s new threads in the last `window` snapshots, per target CPU, and
+/// the pile-ups among them (the same detector as `llctop report`).
+pub fn placements(app: &App, pid: u32, window: usize) -> (BTreeMap<i32, usize>, Vec<PileUp>) {
+    let hist = app.history(window);
     let mut per_cpu: BTreeMap<i32, usize> = BTreeMap::new();
-    let mut allowed = 0;
-    for s in app.history(window) {
-        for e in s.events.iter().flat_map(|l| l.events.iter()) {
-            if e.kind == EventKind::Placement && e.tgid == pid {
-                *per_cpu.entry(e.to_cpu).or_default() += 1;
-                allowed = allowed.max(e.nr_cpus_allowed);
-            }
+    for e in hist
+        .iter()
+        .flat_map(|s| s.events.iter().flat_map(|l| &l.events))
+    {
+        if e.kind == EventKind::Placement && e.tgid == pid {
+            *per_cpu.entry(e.to_cpu).or_default() += 1;
         }
     }
-    let idle_cpus = app.current().map_or(0, |s| {
-        s.cpus
-            .iter()
-            .filter(|c| c.online && c.busy.is_some_and(|b| b < 0.5))
-            .count()
-    });
-    let worst = per_cpu.iter().max_by_key(|(_, n)| **n);
-    let pile = worst.and_then(|(&cpu, &n)| {
-        (n >= 2 && idle_cpus > 0 && allowed as usize > per_cpu.len()).then_some(PileUp {
-            cpu,
-            threads: n,
-            idle_cpus,
-            allowed,
-        })
-    });
-    (per_cpu, pile)
+    let piles = pileup::find(hist)
+        .into_iter()
+        .filter(|p| p.tgid == pid)
+        .collect();
+    (per_cpu, piles)
 }
 
 fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
@@ -299,7 +280,7 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
 
 fn draw_placements(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     let t = app.theme();
-    let (per_cpu, pile) = placements(app, pid, 60);
+    let (per_cpu, piles) = placements(app, pid, 60);
     let mut lines = vec![Line::styled(
         "placements of new threads (last 60 snapshots)",
         t.dim(),
@@ -312,18 +293,15 @@ fn draw_placements(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     } else if per_cpu.is_empty() {
         lines.push(Line::raw("no new threads placed"));
     } else {
-        if let Some(p) = &pile {
+        for p in &piles {
             lines.push(Line::styled(
-                format!(
-                    "⚠ pile-up: {} new threads placed on CPU {} while {} CPUs were idle (allowed: {} CPUs)",
-                    p.threads, p.cpu, p.idle_cpus, p.allowed
-                ),
+                format!("⚠ {}", p.describe()),
                 t.bad().add_modifier(Modifier::BOLD),
             ));
         }
         let mut spans = Vec::new();
         for (cpu, n) in &per_cpu {
-            let style = if pile.as_ref().is_some_and(|p| p.cpu == *cpu) {
+            let style = if piles.iter().any(|p| p.cpu == *cpu) {
                 t.bad()
             } else {
                 t.base()

@@ -1,0 +1,212 @@
+//! The placement pile-up of shared/seeds/001: threads of one process started together and
+//! placed on one CPU while another CPU they were allowed on sat idle. Found from the
+//! placement events alone (`events[]`, kind `placement`), which carry the idle allowed
+//! CPUs the BPF program saw at each placement; placements without that (older recordings)
+//! are never guessed about.
+
+use std::collections::BTreeMap;
+
+use crate::snapshot::{DetailEvent, EventKind, Snapshot};
+
+/// Placements of one process less than this apart belong to one start: threads started
+/// together.
+pub const START_GAP_NS: u64 = 1_000_000_000;
+
+/// One pile-up: in one start of a process, `threads` of its new threads were placed on
+/// `cpu` while, when the second and later of them were placed, `idle_allowed` other
+/// allowed CPUs (the lowest `idle_cpu`) ran their idle task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PileUp {
+    pub tgid: u32,
+    pub comm: String,
+    pub cpu: i32,
+    /// Threads of the start placed on `cpu`.
+    pub threads: usize,
+    /// Placements in the start (on any CPU).
+    pub placed: usize,
+    /// Most idle allowed CPUs seen at one of the piled placements.
+    pub idle_allowed: u32,
+    pub idle_cpu: Option<i32>,
+    pub nr_cpus_allowed: u32,
+    /// The start's first and last placement (CLOCK_MONOTONIC ns).
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+/// Every pile-up in these snapshots' placement events, in time order.
+pub fn find<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<PileUp> {
+    let mut by_proc: BTreeMap<u32, Vec<&DetailEvent>> = BTreeMap::new();
+    for s in snapshots {
+        for e in s.events.iter().flat_map(|l| &l.events) {
+            if e.kind == EventKind::Placement {
+                by_proc.entry(e.tgid).or_default().push(e);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (_, mut evs) in by_proc {
+        evs.sort_by_key(|e| e.mono_ns);
+        let mut start = 0;
+        for i in 1..=evs.len() {
+            let ends = i == evs.len() || evs[i].mono_ns - evs[i - 1].mono_ns >= START_GAP_NS;
+            if ends {
+                out.extend(in_start(&evs[start..i]));
+                start = i;
+            }
+        }
+    }
+    out.sort_by_key(|p| (p.first_ns, p.tgid, p.cpu));
+    out
+}
+
+/// The pile-ups of one start (placements of one process, in time order).
+fn in_start(evs: &[&DetailEvent]) -> Vec<PileUp> {
+    let (Some(first), Some(last)) = (evs.first(), evs.last()) else {
+        return Vec::new();
+    };
+    // Per CPU: placements there, and the idle allowed CPUs at the piled ones.
+    let mut per_cpu: BTreeMap<i32, (usize, Option<(u32, Option<i32>)>)> = BTreeMap::new();
+    for e in evs {
+        let (n, worst) = per_cpu.entry(e.to_cpu).or_default();
+        *n += 1;
+        if *n >= 2
+            && let Some(idle) = e.idle_allowed.filter(|&i| i > 0)
+            && worst.is_none_or(|(w, _)| idle > w)
+        {
+            *worst = Some((idle, e.idle_cpu));
+        }
+    }
+    per_cpu
+        .into_iter()
+        .filter_map(|(cpu, (threads, worst))| {
+            let (idle_allowed, idle_cpu) = worst?;
+            Some(PileUp {
+                tgid: first.tgid,
+                comm: evs.iter().rev().map(|e| &e.comm).next()?.clone(),
+                cpu,
+                threads,
+                placed: evs.len(),
+                idle_allowed,
+                idle_cpu,
+                nr_cpus_allowed: evs.iter().map(|e| e.nr_cpus_allowed).max().unwrap_or(0),
+                first_ns: first.mono_ns,
+                last_ns: last.mono_ns,
+            })
+        })
+        .collect()
+}
+
+impl PileUp {
+    /// One line of evidence, for the report and the TUI.
+    pub fn describe(&self) -> String {
+        format!(
+            "pile-up: {} threads of {} ({}) placed on CPU {} while {} allowed CPU{} sat idle{} ({} placed, {} CPUs allowed)",
+            self.threads,
+            self.tgid,
+            self.comm,
+            self.cpu,
+            self.idle_allowed,
+            if self.idle_allowed == 1 { "" } else { "s" },
+            self.idle_cpu
+                .map(|c| format!(", e.g. CPU {c}"))
+                .unwrap_or_default(),
+            self.placed,
+            self.nr_cpus_allowed
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::EventLog;
+
+    fn place(tgid: u32, tid: u32, ms: u64, cpu: i32, idle: Option<u32>) -> DetailEvent {
+        DetailEvent {
+            kind: EventKind::Placement,
+            mono_ns: ms * 1_000_000,
+            pid: tid,
+            tgid,
+            comm: "stream".into(),
+            from_cpu: 0,
+            to_cpu: cpu,
+            distance: None,
+            cause: None,
+            nr_cpus_allowed: 4,
+            idle_allowed: idle,
+            idle_cpu: idle.filter(|&i| i > 0).map(|_| 6),
+        }
+    }
+
+    fn snap(events: Vec<DetailEvent>) -> Snapshot {
+        Snapshot {
+            events: Some(EventLog { dropped: 0, events }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn two_threads_on_one_cpu_with_an_idle_allowed_cpu_is_a_pile_up() {
+        // The seed's trace: 0, 2 taken, then the rest piled on 0 and 2 while 4, 6 idle.
+        let s = snap(vec![
+            place(10, 11, 0, 0, Some(3)),
+            place(10, 12, 1, 2, Some(2)),
+            place(10, 13, 2, 0, Some(2)),
+            place(10, 14, 3, 2, Some(2)),
+        ]);
+        let p = find([&s]);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!((p[0].cpu, p[0].threads, p[0].placed), (0, 2, 4));
+        assert_eq!((p[0].idle_allowed, p[0].idle_cpu), (2, Some(6)));
+        assert_eq!(p[1].cpu, 2);
+        assert!(
+            p[0].describe()
+                .contains("2 threads of 10 (stream) placed on CPU 0")
+        );
+    }
+
+    #[test]
+    fn stacking_with_every_allowed_cpu_busy_is_not() {
+        let s = snap(vec![
+            place(10, 11, 0, 0, Some(1)),
+            place(10, 12, 1, 2, Some(0)),
+            place(10, 13, 2, 0, Some(0)),
+        ]);
+        assert!(find([&s]).is_empty());
+    }
+
+    #[test]
+    fn spread_threads_are_not() {
+        let s = snap(
+            (0..4)
+                .map(|i| place(10, 11 + i, i as u64, 2 * i as i32, Some(3 - i)))
+                .collect(),
+        );
+        assert!(find([&s]).is_empty());
+    }
+
+    #[test]
+    fn starts_are_split_by_a_gap_and_processes_apart() {
+        // The same CPU a second apart: two starts, no pile-up; another process's thread
+        // on the same CPU does not count either.
+        let a = snap(vec![
+            place(10, 11, 0, 0, Some(3)),
+            place(20, 21, 10, 0, Some(3)),
+        ]);
+        let b = snap(vec![place(10, 12, 1_000, 0, Some(3))]);
+        assert!(find([&a, &b]).is_empty());
+        // Across snapshots within the gap: one start.
+        let c = snap(vec![place(10, 13, 1_500, 0, Some(3))]);
+        let p = find([&b, &c]);
+        assert_eq!(
+            (p.len(), p[0].first_ns, p[0].last_ns),
+            (1, 1_000_000_000, 1_500_000_000)
+        );
+    }
+
+    #[test]
+    fn placements_without_idle_information_are_never_guessed() {
+        let s = snap(vec![place(10, 11, 0, 0, None), place(10, 12, 1, 0, None)]);
+        assert!(find([&s]).is_empty());
+    }
+}
