@@ -44,7 +44,8 @@ enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
 /* Why a task moved. */
 enum llctop_cause { C_WAKEUP, C_LB, C_ACTIVE, C_NUMA, C_OTHER, NR_CAUSE };
 /* Kinds of detail events in the ring buffer. */
-enum llctop_event_kind { EV_PLACEMENT = 1, EV_MIGRATION = 2 };
+/* EV_FIRST_RUN: a new task ran for the first time (to_cpu: where). */
+enum llctop_event_kind { EV_PLACEMENT = 1, EV_MIGRATION = 2, EV_FIRST_RUN = 3 };
 
 struct cpu_topo {
 	u32 core;
@@ -113,6 +114,15 @@ struct {
 	__type(key, u32);
 	__type(value, struct cpu_mig);
 } cpu_mig SEC(".maps");
+
+/* When a task last arrived on each CPU's run queue (woken or placed there, or migrated
+ * there): a CPU running its idle task with no arrival since its last switch is idle. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS); /* set to nr_cpu_ids before load */
+	__type(key, u32);
+	__type(value, u64);
+} cpu_arrive SEC(".maps");
 
 /* llc_matrix[from * nr_llc + to] */
 struct {
@@ -212,10 +222,10 @@ struct event {
 	s32 from_cpu; /* EV_PLACEMENT: the CPU of the parent (current) */
 	s32 to_cpu;
 	u32 nr_cpus_allowed;
-	/* EV_PLACEMENT: the CPUs the task may use, other than to_cpu, that were running
-	 * their idle task when it was placed (as this program last saw each CPU switch; a
-	 * CPU not seen switching since attach is not counted), and the lowest of them
-	 * (-1: none). */
+	/* EV_PLACEMENT: the CPUs the task may use, other than to_cpu, that were idle when
+	 * it was placed — running their idle task with no task arrived since (as this
+	 * program saw them; a CPU not seen switching since attach is not counted) — and the
+	 * lowest of them (-1: none). */
 	u32 idle_allowed;
 	s32 idle_cpu;
 	u64 ts;
@@ -271,9 +281,12 @@ static __always_inline u32 log2_u64(u64 v)
 	return r;
 }
 
-/* Record that task p (pid) starts waiting now. */
-static __always_inline void wait_begin(struct task_struct *p, u32 pid, u64 now, const bool direct)
+/* Record that task p (pid) starts waiting now. The lowest bit of the stored time marks
+ * a new task's first wait, so its first switch-in is known without another lookup. */
+static __always_inline void wait_begin(struct task_struct *p, u32 pid, u64 now, bool first,
+				       const bool direct)
 {
+	now = first ? now | 1 : now & ~1ULL;
 	if (direct) {
 		u64 *ts = bpf_task_storage_get(&wait_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (ts)
@@ -355,8 +368,11 @@ static long idle_scan_cpu(u64 i, void *ctx)
 	if (!(s->word & (1ULL << (i & 63))) || i == s->target)
 		return 0;
 	u32 zero = 0;
-	struct cpu_stat *cs = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, (u32)i);
-	if (cs && cs->last_switch_ns && cs->curr_pid == 0) {
+	u32 cpu = (u32)i;
+	struct cpu_stat *cs = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, cpu);
+	u64 *arrived = bpf_map_lookup_elem(&cpu_arrive, &cpu);
+	if (cs && cs->last_switch_ns && cs->curr_pid == 0 && arrived &&
+	    *arrived < cs->last_switch_ns) {
 		s->idle++;
 		if (s->first < 0)
 			s->first = (s32)i;
@@ -494,12 +510,14 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
 	if (prev_pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
-		wait_begin(prev, prev_pid, now, direct);
+		wait_begin(prev, prev_pid, now, false, direct);
 
 	if (next_pid == 0)
 		return 0;
 	u32 next_tgid = cs->curr_tgid;
 	u64 start = wait_end(next, next_pid, direct);
+	if (start & 1)
+		emit(cs, now, EV_FIRST_RUN, next, -1, cpu, 0, 0, direct);
 	if (start) {
 		if (now > start) {
 			u64 d = now - start;
@@ -543,11 +561,21 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	return 0;
 }
 
-static __always_inline int on_wakeup(struct task_struct *p, const bool direct)
+/* A task arrives on a CPU's run queue. */
+static __always_inline void arrive(u32 cpu, u64 now)
+{
+	u64 *a = bpf_map_lookup_elem(&cpu_arrive, &cpu);
+	if (a)
+		*a = now;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p, bool first, const bool direct)
 {
 	u32 pid = RD(direct, p, pid);
+	u64 now = bpf_ktime_get_ns();
+	arrive(task_cpu(p, direct), now);
 	if (pid)
-		wait_begin(p, pid, bpf_ktime_get_ns(), direct);
+		wait_begin(p, pid, now, first, direct);
 	return 0;
 }
 
@@ -555,7 +583,7 @@ static __always_inline int on_wakeup_new(struct task_struct *p, const bool direc
 {
 	struct cpu_stat *cs = this_cpu();
 	u64 now = bpf_ktime_get_ns();
-	on_wakeup(p, direct);
+	on_wakeup(p, true, direct);
 	if (!cs)
 		return 0;
 	cs->wakeup_new++;
@@ -599,6 +627,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 		cause = C_LB;
 	}
 	cs->mig_cause[cause]++;
+	arrive(to, now);
 
 	struct cpu_mig *m = bpf_map_lookup_elem(&cpu_mig, &from);
 	if (m)
@@ -670,7 +699,7 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(btf_wakeup, struct task_struct *p)
 {
-	return on_wakeup(p, true);
+	return on_wakeup(p, false, true);
 }
 
 SEC("tp_btf/sched_wakeup_new")
@@ -715,7 +744,7 @@ int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_str
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(raw_wakeup, struct task_struct *p)
 {
-	return on_wakeup(p, false);
+	return on_wakeup(p, false, false);
 }
 
 SEC("raw_tp/sched_wakeup_new")

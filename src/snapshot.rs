@@ -283,6 +283,8 @@ pub enum EventKind {
     Placement,
     /// A cross-LLC or cross-node migration.
     Migration,
+    /// A new task ran for the first time; `to_cpu` is where (`from_cpu` -1).
+    FirstRun,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,9 @@
 mod common;
 
 use common::lab::{LabRun, cpus_of, hops_of, recording};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+
 use serde_json::Value;
 
 const SHAPE: &str = "2s4llc-smt";
@@ -307,4 +310,303 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
         mean < 0.8,
         "the threads spread once the kernel dropped the preference"
     );
+}
+
+// ---- placement.sh: seeds/001 (pile-up) and seeds/002 (waiting beside an idle sibling) ----
+
+/// A `pinned-threads` run as the workload saw it: the parent's CPU and each thread's
+/// (tid, first CPU, moved by then) in creation order.
+struct Started {
+    parent_cpu: i32,
+    threads: Vec<(u32, i32, bool)>,
+}
+
+impl Started {
+    fn parse(text: &str) -> Started {
+        let mut s = Started {
+            parent_cpu: -1,
+            threads: Vec::new(),
+        };
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                ["parent-cpu", c] => s.parent_cpu = c.parse().unwrap(),
+                ["thread", _, tid, cpu, moves] => {
+                    s.threads
+                        .push((tid.parse().unwrap(), cpu.parse().unwrap(), *moves != "0"))
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            s.parent_cpu >= 0 && !s.threads.is_empty(),
+            "workload output: {text}"
+        );
+        s
+    }
+}
+
+/// The kernel's own tracepoints (ftrace text, global clock), replayed into where each
+/// new thread of the given ones was placed, where it first ran, and which of its allowed
+/// CPUs were idle at the placement: running their idle task with no task woken, placed
+/// or migrated onto them since their last switch. An oracle that shares no code with
+/// llctop (it reads the trace, not BPF).
+struct Trace {
+    /// tid -> (placement order, placed on, idle allowed CPUs then)
+    placed: HashMap<u32, (usize, i32, Vec<i32>)>,
+    first_run: HashMap<u32, i32>,
+}
+
+impl Trace {
+    fn parse(text: &str, tids: &[u32], allowed: &[i32]) -> Trace {
+        let field = |l: &str, k: &str| -> Option<i64> {
+            let v = l.split_whitespace().find_map(|w| w.strip_prefix(k))?;
+            v.parse().ok()
+        };
+        let mut curr: HashMap<i32, (i64, f64)> = HashMap::new(); // cpu -> (pid, since)
+        let mut arrived: HashMap<i32, f64> = HashMap::new();
+        let mut t = Trace {
+            placed: HashMap::new(),
+            first_run: HashMap::new(),
+        };
+        for l in text.lines() {
+            let Some(at) = l.find(": sched_") else {
+                continue;
+            };
+            let head = &l[..at];
+            let Some(ts) = head
+                .split_whitespace()
+                .last()
+                .and_then(|w| w.parse::<f64>().ok())
+            else {
+                continue;
+            };
+            let Some(cpu) = head
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let ev = &l[at + 2..];
+            if ev.starts_with("sched_switch:") {
+                let next = ev.split("==>").nth(1).and_then(|n| field(n, "next_pid="));
+                let Some(next) = next else { continue };
+                curr.insert(cpu, (next, ts));
+                let tid = next as u32;
+                if tids.contains(&tid) {
+                    t.first_run.entry(tid).or_insert(cpu);
+                }
+            } else if ev.starts_with("sched_wakeup_new:") {
+                let (Some(pid), Some(to)) = (field(ev, "pid="), field(ev, "target_cpu=")) else {
+                    continue;
+                };
+                let to = to as i32;
+                if tids.contains(&(pid as u32)) {
+                    let idle: Vec<i32> = allowed
+                        .iter()
+                        .copied()
+                        .filter(|&c| c != to)
+                        .filter(|c| {
+                            curr.get(c).is_some_and(|&(p, since)| {
+                                p == 0 && arrived.get(c).is_none_or(|&a| a < since)
+                            })
+                        })
+                        .collect();
+                    let n = t.placed.len();
+                    t.placed.insert(pid as u32, (n, to, idle));
+                }
+                arrived.insert(to, ts);
+            } else if ev.starts_with("sched_wakeup:") {
+                if let Some(to) = field(ev, "target_cpu=") {
+                    arrived.insert(to as i32, ts);
+                }
+            } else if ev.starts_with("sched_migrate_task:")
+                && let Some(to) = field(ev, "dest_cpu=")
+            {
+                arrived.insert(to as i32, ts);
+            }
+        }
+        t
+    }
+
+    /// Pile-ups by the same rule, from the trace: per CPU, the threads placed there and
+    /// run there first, when a second or later of them was placed while an allowed CPU
+    /// was idle. (cpu, threads) in CPU order.
+    fn piled(&self) -> Vec<(i32, usize)> {
+        self.stacked()
+            .into_iter()
+            .filter(|s| s.2)
+            .map(|(c, n, _)| (c, n))
+            .collect()
+    }
+
+    /// Per CPU with two or more threads placed and run there first: (cpu, threads,
+    /// whether a later one was placed while an allowed CPU was idle).
+    fn stacked(&self) -> Vec<(i32, usize, bool)> {
+        let mut order: Vec<_> = self.placed.iter().collect();
+        order.sort_by_key(|(_, p)| p.0);
+        let mut per_cpu: BTreeMap<i32, (usize, bool)> = BTreeMap::new();
+        for (tid, (_, cpu, idle)) in order {
+            if self.first_run.get(tid) != Some(cpu) {
+                continue;
+            }
+            let e = per_cpu.entry(*cpu).or_default();
+            e.0 += 1;
+            e.1 |= e.0 >= 2 && !idle.is_empty();
+        }
+        per_cpu
+            .into_iter()
+            .filter(|(_, (n, _))| *n >= 2)
+            .map(|(c, (n, piled))| (c, n, piled))
+            .collect()
+    }
+}
+
+#[test]
+fn lab_7_2_placement_pile_up_flagged_exactly_when_an_allowed_cpu_sat_idle() {
+    let run = run("7.2", "placement.sh");
+    let rec = recording(run, "placement_recording");
+    let allowed = [0, 2, 4, 6];
+    assert_eq!(
+        run.value("trace_overrun"),
+        "0",
+        "the kernel's trace is whole"
+    );
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(run.file("placement_trace"))
+        .read_to_string(&mut text)
+        .expect("the trace");
+    let piles = llctop::findings::pileup::find(&rec.snapshots);
+    let report = run.block("report");
+    let events = || {
+        rec.snapshots
+            .iter()
+            .filter_map(|s| s.events.as_ref())
+            .flat_map(|l| &l.events)
+    };
+    let (mut piled, mut stacked_only) = (0, 0);
+    for case in run.value("starts").split_whitespace() {
+        let pid: u32 = run.value(&format!("{case}_pid")).parse().unwrap();
+        let started = Started::parse(run.block(&format!("{case}_out")));
+        let tids: Vec<u32> = started.threads.iter().map(|t| t.0).collect();
+        let trace = Trace::parse(&text, &tids, &allowed);
+        // Every thread's placement and first CPU as llctop recorded them are the
+        // kernel's; a thread that had not moved when it asked saw that CPU itself.
+        for &(tid, cpu, moved) in &started.threads {
+            let (_, placed, _) = trace.placed.get(&tid).expect("placement in the trace");
+            let first = trace.first_run[&tid];
+            let mine = |kind| -> Vec<i32> {
+                events()
+                    .filter(|e| e.kind == kind && e.pid == tid)
+                    .map(|e| e.to_cpu)
+                    .collect()
+            };
+            assert_eq!(
+                mine(llctop::snapshot::EventKind::Placement),
+                [*placed],
+                "{case}: {tid} placed"
+            );
+            assert_eq!(
+                mine(llctop::snapshot::EventKind::FirstRun),
+                [first],
+                "{case}: {tid} first ran"
+            );
+            if !moved {
+                assert_eq!(first, cpu, "{case}: thread {tid} saw its first CPU");
+            }
+        }
+        let oracle = trace.piled();
+        let mine: Vec<(i32, usize)> = piles
+            .iter()
+            .filter(|p| p.tgid == pid)
+            .map(|p| (p.cpu, p.threads))
+            .collect();
+        println!(
+            "lab 7.2/{SHAPE} {case}: threads placed/first ran/idle allowed {:?}; the kernel's trace: piled {oracle:?}; llctop: {mine:?}",
+            tids.iter()
+                .map(|t| (
+                    trace.placed[t].1,
+                    trace.first_run[t],
+                    trace.placed[t].2.clone()
+                ))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(mine, oracle, "{case}: llctop's pile-ups are the trace's");
+        for p in piles.iter().filter(|p| p.tgid == pid) {
+            let idle = p.idle_cpu.expect("an idle CPU named");
+            assert!(
+                allowed.contains(&idle) && idle != p.cpu,
+                "{case}: CPU {idle}"
+            );
+            assert!(
+                report.contains(&p.describe()),
+                "{case}: the report says it\n{report}"
+            );
+        }
+        if !oracle.is_empty() {
+            piled += 1;
+        } else if !trace.stacked().is_empty() {
+            stacked_only += 1;
+        }
+    }
+    // Both cases happened: threads stacked while an allowed CPU idled, and threads
+    // stacked while none did (no pile-up).
+    println!("lab 7.2/{SHAPE}: starts with a pile-up {piled}, stacked without one {stacked_only}");
+    assert!(piled >= 1 && stacked_only >= 1, "both cases happened");
+}
+
+#[test]
+fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
+    // seeds/002's symptom: two tasks share cpu2 while cpu3, the other CPU of its LLC,
+    // idles. llctop's per-CPU run-queue wait against the kernel's own run_delay of the
+    // two (their /proc/thread-self/schedstat), and the sibling's busy time.
+    let run = run("7.2", "placement.sh");
+    let rec = recording(run, "wait_recording");
+    let delay: u64 = ["waiter1", "waiter2"]
+        .iter()
+        .map(|b| {
+            run.block(b)
+                .lines()
+                .find_map(|l| l.strip_prefix("run_delay_ns "))
+                .expect("run_delay_ns")
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    let cpu = |s: &llctop::snapshot::Snapshot, c: usize| s.cpus[c].clone();
+    let wait2: u64 = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| cpu(s, 2).rq_wait_ns)
+        .sum();
+    let wait3: u64 = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| cpu(s, 3).rq_wait_ns)
+        .sum();
+    // Snapshots in which cpu2 was busy the whole interval: the two ran.
+    let shared: Vec<_> = rec
+        .snapshots
+        .iter()
+        .filter(|s| cpu(s, 2).busy.is_some_and(|b| b > 0.95))
+        .collect();
+    let sibling: Vec<f64> = shared.iter().filter_map(|s| cpu(s, 3).busy).collect();
+    println!(
+        "lab 7.2/{SHAPE}: cpu2 wait {:.3} s (the waiters' run_delay {:.3} s), cpu3 wait {:.3} s; cpu3 busy while cpu2 was shared {sibling:.2?}",
+        wait2 as f64 / 1e9,
+        delay as f64 / 1e9,
+        wait3 as f64 / 1e9
+    );
+    assert!(shared.len() >= 2, "cpu2 was shared for whole intervals");
+    assert!(
+        wait2.abs_diff(delay) as f64 <= 0.05 * delay as f64 + 50e6,
+        "cpu2's run-queue wait is the waiters' run_delay"
+    );
+    assert!(wait3 < delay / 20, "nothing waits on cpu3");
+    assert!(
+        sibling.iter().all(|&b| b < 0.2),
+        "cpu3, in cpu2's LLC, idles meanwhile"
+    );
+    let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
+    assert_eq!(cpus_of(&t["llcs"])[1], [2, 3], "cpu2 and cpu3 share an LLC");
 }

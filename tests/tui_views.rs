@@ -175,16 +175,21 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         ..ProcessTable::default()
     });
     let last = (n_cpu - 1) as i32;
-    let mut events: Vec<DetailEvent> = (0..4)
-        .map(|_| {
-            event(
-                EventKind::Placement,
-                "stream",
-                4242,
-                0,
-                3 % n_cpu as i32,
-                n_cpu,
-            )
+    // Four new threads per snapshot, each placed on CPU 3 and first run there.
+    let mut events: Vec<DetailEvent> = (0..4u32)
+        .flat_map(|i| {
+            let cpu = 3 % n_cpu as i32;
+            let tid = 5000 + seq as u32 * 4 + i;
+            let placed = DetailEvent {
+                pid: tid,
+                ..event(EventKind::Placement, "stream", 4242, 0, cpu, n_cpu)
+            };
+            let ran = DetailEvent {
+                pid: tid,
+                from_cpu: -1,
+                ..event(EventKind::FirstRun, "stream", 4242, 0, cpu, n_cpu)
+            };
+            [placed, ran]
         })
         .collect();
     events.push(event(

@@ -4,9 +4,14 @@
 //! - `hop A B N`: a single-threaded process pins itself to CPU A, prints `ready`, waits
 //!   for a line on stdin, then alternates its affinity between B and A N times — exactly
 //!   N migrations of this process, each verified with sched_getcpu — and prints `done N`.
-//! - `pinned-threads CPUS T SECS`: starts T threads all allowed on CPUS (e.g. `0,2`),
-//!   each spinning for SECS seconds, and prints the CPU each thread started on — the
-//!   stream placement case (shared/seeds/001) in miniature.
+//! - `pinned-threads CPUS T SECS`: moves to the first of CPUS, allows all of CPUS (e.g.
+//!   `0,2,4,6`), starts T threads (inheriting that) each spinning for SECS seconds, and
+//!   prints the parent's CPU and, per thread in creation order, `thread I TID CPU MOVES`:
+//!   the CPU it saw first and its migrations by then (`se.nr_migrations`; 0: still where
+//!   it was placed) — the stream placement case (shared/seeds/001) in miniature.
+//! - `spin CPU SECS`: a hog pinned to CPU; prints `ready` once it runs there and, at the
+//!   end, `run_delay_ns N`: its time waiting on a run queue as the kernel counts it
+//!   (/proc/thread-self/schedstat).
 //! - `churn SECS`: threads that sleep and wake in a ring, for context switches and
 //!   wakeup migrations; prints the round trips and its threads' migrations as the kernel
 //!   counts them (`se.nr_migrations` of /proc/thread-self/sched: a test's oracle).
@@ -86,29 +91,63 @@ fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
 }
 
 fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), String> {
+    // Start from the first CPU of the set (the parent's CPU decides where the kernel
+    // looks first), then allow the whole set, which the threads inherit.
+    let first_cpu = *cpus.first().ok_or("no CPUs")?;
+    set_affinity(&[first_cpu]).map_err(|e| e.to_string())?;
     set_affinity(cpus).map_err(|e| e.to_string())?;
+    let parent = current_cpu();
     let d = Duration::from_secs_f64(secs);
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             std::thread::spawn(move || {
                 let first = current_cpu();
+                // Moves so far (counted before sched_getcpu returned, too): 0 means the
+                // thread is still on the CPU it was placed on and first ran on.
+                let moved = own_migrations();
+                // SAFETY: no arguments.
+                let tid = unsafe { libc::gettid() };
                 spin_for(d);
-                first
+                (tid, first, moved)
             })
         })
         .collect();
-    let firsts: Vec<i32> = handles
+    let firsts: Vec<(i32, i32, Option<u64>)> = handles
         .into_iter()
-        .map(|h| h.join().unwrap_or(-1))
+        .map(|h| h.join().unwrap_or((-1, -1, None)))
         .collect();
+    println!("parent-cpu {parent}");
+    for (i, (tid, cpu, moved)) in firsts.iter().enumerate() {
+        let moved = moved.map_or("?".to_string(), |m| m.to_string());
+        println!("thread {i} {tid} {cpu} {moved}");
+    }
     println!(
         "started-on {}",
         firsts
             .iter()
-            .map(|c| c.to_string())
+            .map(|c| c.1.to_string())
             .collect::<Vec<_>>()
             .join(",")
     );
+    Ok(())
+}
+
+/// `spin CPU SECS`: one thread pinned to CPU, running flat out; prints `ready` once there.
+fn spin(cpu: usize, secs: f64) -> Result<(), String> {
+    set_affinity(&[cpu]).map_err(|e| e.to_string())?;
+    if current_cpu() != cpu as i32 {
+        return Err(format!("not on cpu {cpu} after pinning"));
+    }
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    spin_for(Duration::from_secs_f64(secs));
+    // The kernel's own account of this thread's time waiting on a run queue.
+    if let Some(d) = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+    {
+        println!("run_delay_ns {d}");
+    }
     Ok(())
 }
 
@@ -244,6 +283,10 @@ fn main() -> ExitCode {
             (Ok(c), Ok(t), Ok(s)) => pinned_threads(&c, t, s),
             _ => Err("pinned-threads CPUS THREADS SECS".into()),
         },
+        ["spin", c, s] => match (c.parse(), s.parse()) {
+            (Ok(c), Ok(s)) => spin(c, s),
+            _ => Err("spin CPU SECS".into()),
+        },
         ["churn", s] => s
             .parse()
             .map_err(|_| "churn SECS".to_string())
@@ -254,7 +297,7 @@ fn main() -> ExitCode {
         },
         ["bpf-stats"] => bpf_stats(),
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | churn SECS | share T SECS | bpf-stats"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | churn SECS | share T SECS | bpf-stats"
                 .into(),
         ),
     };

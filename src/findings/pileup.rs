@@ -1,10 +1,13 @@
-//! The placement pile-up of shared/seeds/001: threads of one process started together and
-//! placed on one CPU while another CPU they were allowed on sat idle. Found from the
-//! placement events alone (`events[]`, kind `placement`), which carry the idle allowed
-//! CPUs the BPF program saw at each placement; placements without that (older recordings)
-//! are never guessed about.
+//! The placement pile-up of shared/seeds/001: threads of one process started together,
+//! placed on one CPU and run there, while another CPU they were allowed on sat idle. Found
+//! from the BPF program's events alone: placements of new threads (`kind = placement`,
+//! `pid != tgid`: a process's first thread is its parent's fork), with the idle
+//! allowed CPUs seen at that moment, and first runs (`kind = first_run`, where each new
+//! thread ran first). A thread moved before it first ran did not pile up; placements
+//! without idle information (older recordings) or without a first run are never guessed
+//! about.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::snapshot::{DetailEvent, EventKind, Snapshot};
 
@@ -13,14 +16,14 @@ use crate::snapshot::{DetailEvent, EventKind, Snapshot};
 pub const START_GAP_NS: u64 = 1_000_000_000;
 
 /// One pile-up: in one start of a process, `threads` of its new threads were placed on
-/// `cpu` while, when the second and later of them were placed, `idle_allowed` other
-/// allowed CPUs (the lowest `idle_cpu`) ran their idle task.
+/// `cpu` and first ran there, and the kernel placed the second or a later of them there
+/// while `idle_allowed` other allowed CPUs (the lowest `idle_cpu`) were idle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PileUp {
     pub tgid: u32,
     pub comm: String,
     pub cpu: i32,
-    /// Threads of the start placed on `cpu`.
+    /// Threads of the start placed on `cpu` that first ran there.
     pub threads: usize,
     /// Placements in the start (on any CPU).
     pub placed: usize,
@@ -33,13 +36,23 @@ pub struct PileUp {
     pub last_ns: u64,
 }
 
-/// Every pile-up in these snapshots' placement events, in time order.
+/// Every pile-up in these snapshots' events, in time order.
 pub fn find<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<PileUp> {
     let mut by_proc: BTreeMap<u32, Vec<&DetailEvent>> = BTreeMap::new();
+    let mut first_run: HashMap<u32, i32> = HashMap::new();
     for s in snapshots {
         for e in s.events.iter().flat_map(|l| &l.events) {
-            if e.kind == EventKind::Placement {
-                by_proc.entry(e.tgid).or_default().push(e);
+            match e.kind {
+                // A process's own first thread is placed by its parent's fork: not one
+                // of the threads it starts.
+                EventKind::Placement if e.pid != e.tgid => {
+                    by_proc.entry(e.tgid).or_default().push(e)
+                }
+                EventKind::Placement => {}
+                EventKind::FirstRun => {
+                    first_run.entry(e.pid).or_insert(e.to_cpu);
+                }
+                EventKind::Migration => {}
             }
         }
     }
@@ -50,7 +63,7 @@ pub fn find<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<PileUp
         for i in 1..=evs.len() {
             let ends = i == evs.len() || evs[i].mono_ns - evs[i - 1].mono_ns >= START_GAP_NS;
             if ends {
-                out.extend(in_start(&evs[start..i]));
+                out.extend(in_start(&evs[start..i], &first_run));
                 start = i;
             }
         }
@@ -60,13 +73,18 @@ pub fn find<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<PileUp
 }
 
 /// The pile-ups of one start (placements of one process, in time order).
-fn in_start(evs: &[&DetailEvent]) -> Vec<PileUp> {
+fn in_start(evs: &[&DetailEvent], first_run: &HashMap<u32, i32>) -> Vec<PileUp> {
     let (Some(first), Some(last)) = (evs.first(), evs.last()) else {
         return Vec::new();
     };
-    // Per CPU: placements there, and the idle allowed CPUs at the piled ones.
-    let mut per_cpu: BTreeMap<i32, (usize, Option<(u32, Option<i32>)>)> = BTreeMap::new();
+    /// The idle allowed CPUs at a placement: how many, and the lowest.
+    type Idle = (u32, Option<i32>);
+    // Per CPU: threads placed and run there, and the idle allowed CPUs at the later ones.
+    let mut per_cpu: BTreeMap<i32, (usize, Option<Idle>)> = BTreeMap::new();
     for e in evs {
+        if first_run.get(&e.pid) != Some(&e.to_cpu) {
+            continue;
+        }
         let (n, worst) = per_cpu.entry(e.to_cpu).or_default();
         *n += 1;
         if *n >= 2
@@ -82,7 +100,7 @@ fn in_start(evs: &[&DetailEvent]) -> Vec<PileUp> {
             let (idle_allowed, idle_cpu) = worst?;
             Some(PileUp {
                 tgid: first.tgid,
-                comm: evs.iter().rev().map(|e| &e.comm).next()?.clone(),
+                comm: last.comm.clone(),
                 cpu,
                 threads,
                 placed: evs.len(),
@@ -138,10 +156,28 @@ mod tests {
         }
     }
 
-    fn snap(events: Vec<DetailEvent>) -> Snapshot {
+    /// The placements, each followed by the thread's first run on the CPU it was placed.
+    fn snap(placements: Vec<DetailEvent>) -> Snapshot {
+        let mut events = Vec::new();
+        for p in placements {
+            let run = ran(p.pid, p.to_cpu);
+            events.push(p);
+            events.push(run);
+        }
         Snapshot {
             events: Some(EventLog { dropped: 0, events }),
             ..Default::default()
+        }
+    }
+
+    fn ran(tid: u32, cpu: i32) -> DetailEvent {
+        DetailEvent {
+            kind: EventKind::FirstRun,
+            from_cpu: -1,
+            to_cpu: cpu,
+            idle_allowed: None,
+            idle_cpu: None,
+            ..place(0, tid, 0, cpu, None)
         }
     }
 
@@ -202,6 +238,17 @@ mod tests {
             (p.len(), p[0].first_ns, p[0].last_ns),
             (1, 1_000_000_000, 1_500_000_000)
         );
+    }
+
+    #[test]
+    fn a_thread_moved_before_it_first_ran_did_not_pile_up() {
+        // Placed on 0 with the parent, pulled to idle CPU 1 before it ran (seen on a
+        // 2-CPU VM); the next thread placed on 0 and run there is alone on it.
+        let mut s = snap(vec![place(10, 12, 1, 0, Some(1))]);
+        let log = s.events.as_mut().unwrap();
+        log.events.push(place(10, 11, 0, 0, Some(1)));
+        log.events.push(ran(11, 1));
+        assert!(find([&s]).is_empty());
     }
 
     #[test]

@@ -196,10 +196,10 @@ pub fn render(rec: &Recording) -> String {
         .count();
     if piles.is_empty() {
         if snaps.iter().any(|s| s.events.is_some()) {
-            let _ = writeln!(out, "\nPlacements: {placed} new threads, no pile-up");
+            let _ = writeln!(out, "\nPlacements: {placed} new tasks, no pile-up");
         }
     } else {
-        let _ = writeln!(out, "\nPlacements: {placed} new threads");
+        let _ = writeln!(out, "\nPlacements: {placed} new tasks");
         for p in &piles {
             let at = p.first_ns.saturating_sub(
                 snaps[0]

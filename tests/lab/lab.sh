@@ -13,7 +13,8 @@
 #   KERNEL    6.1 | 6.12 | 6.18 | 7.2   (Debian 12 generic 6.1, Debian 12 cloud 6.12,
 #                                        trixie-backports cloud 6.18, sid 7.2 with
 #                                        CONFIG_SCHED_CACHE)
-#   SCENARIO  a shell script run by the guest's /init (see scenarios/)
+#   SCENARIO  a shell script run by the guest's /init (see scenarios/); its lines
+#             `# lab-qemu: OPTIONS` add QEMU options (e.g. NUMA distances)
 #   LLCTOP_BIN  the llctop binary to put in the guest (its shared libraries are copied)
 #   EXTRA_BIN   more programs for the guest's /bin (e.g. llctop-workload), with their libraries
 #
@@ -184,6 +185,11 @@ case "$shape" in
     what="8 vCPUs: 2 sockets x 2 cores x 2 threads, an L3 per core, 2 nodes" ;;
   *) log "unknown shape $shape"; exit 2 ;;
 esac
+
+# A scenario may ask for more QEMU options in lines `# lab-qemu: OPTIONS`.
+mapfile -t scenario_qemu < <(sed -n 's/^# lab-qemu: //p' "$scenario" | tr ' ' '\n' | sed '/^$/d')
+machine+=("${scenario_qemu[@]}")
+[ ${#scenario_qemu[@]} -eq 0 ] || what="$what, ${scenario_qemu[*]}"
 
 log "booting (TCG, $what)"
 # Single-threaded TCG: with multi-threaded TCG a vCPU can run a stale translation of a

@@ -22,7 +22,7 @@ use crate::topology::Distance;
 
 use types::{llctop_cause as BpfCause, llctop_dist as BpfDist, llctop_limits as BpfLimits};
 
-/// Size of the program's per-CPU arrays (`topo`, `cpu_mig`).
+/// Size of the program's per-CPU arrays (`topo`, `cpu_mig`, `cpu_arrive`).
 pub const MAX_CPUS: usize = BpfLimits::MAX_CPUS.0 as usize;
 /// Log2 buckets of the run-queue wait histogram.
 pub const WAIT_BUCKETS: usize = BpfLimits::WAIT_BUCKETS.0 as usize;
@@ -98,6 +98,7 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
     let kind = match types::llctop_event_kind(u32::from(e.kind)) {
         types::llctop_event_kind::EV_PLACEMENT => EventKind::Placement,
         types::llctop_event_kind::EV_MIGRATION => EventKind::Migration,
+        types::llctop_event_kind::EV_FIRST_RUN => EventKind::FirstRun,
         _ => return None,
     };
     let comm: Vec<u8> = e
@@ -107,6 +108,7 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
         .take_while(|&ch| ch != 0)
         .collect();
     let migration = kind == EventKind::Migration;
+    let placement = kind == EventKind::Placement;
     Some(DetailEvent {
         kind,
         mono_ns: e.ts,
@@ -118,8 +120,8 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
         distance: migration.then(|| distance(u32::from(e.dist))).flatten(),
         cause: migration.then(|| cause(u32::from(e.cause))),
         nr_cpus_allowed: e.nr_cpus_allowed,
-        idle_allowed: (!migration).then_some(e.idle_allowed),
-        idle_cpu: (!migration && e.idle_cpu >= 0).then_some(e.idle_cpu),
+        idle_allowed: placement.then_some(e.idle_allowed),
+        idle_cpu: (placement && e.idle_cpu >= 0).then_some(e.idle_cpu),
     })
 }
 
@@ -196,6 +198,8 @@ mod tests {
             (None, None),
             "idle CPUs are a placement's"
         );
+        let f = parse_event(&raw(3, 0, 0, b"t")).unwrap();
+        assert_eq!((f.kind, f.idle_allowed), (EventKind::FirstRun, None));
         assert!(parse_event(&raw(9, 0, 0, b"")).is_none());
         assert!(parse_event(&b[..b.len() - 1]).is_none());
     }

@@ -224,6 +224,7 @@ impl BpfSource {
             }
         }
         open.maps.cpu_mig.set_max_entries(nr_cpus as u32)?;
+        open.maps.cpu_arrive.set_max_entries(nr_cpus as u32)?;
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
             .llc_matrix

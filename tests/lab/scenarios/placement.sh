@@ -1,0 +1,80 @@
+# lab-qemu: -numa dist,src=0,dst=1,val=32
+# Placement scenario, 8-vCPU shape with the node distance of a 2-socket EPYC (SLIT 32):
+# above the kernel's reclaim distance (30) the NUMA domain loses SD_BALANCE_FORK, so a new
+# thread is placed inside its parent's node whatever the other node is doing — the
+# pile-up of shared/seeds/001 on a multi-LLC machine.
+#  1. quiet: a process on cpu0 starts 6 threads allowed on one CPU per LLC (0,2,4,6);
+#     node 0 has two of them, node 1 sits idle;
+#  2. node 1 busy: the same while hogs run on cpus 4 and 6;
+#     three rounds of both (under emulation the balancer moves threads early and often,
+#     so which start piles up varies: the test compares every start with the kernel's);
+#  3. shared/seeds/002's symptom: two spinners pinned to cpu2 wait for each other while
+#     cpu3, the other CPU of that LLC, stays idle (a second recording).
+# Oracles: the kernel's own tracepoints through ftrace (placements, first runs, idle
+# CPUs), the workloads' own view of where each thread ran first, and the kernel's
+# run-queue delay of the spinners. Every step waits for an event, never for time.
+
+lab_block topology llctop topology --json
+
+# The kernel's own record of the same moments (ftrace, no BPF): the test's oracle for
+# where each thread was placed and ran first and which CPUs were idle then. Global
+# clock: one order across CPUs.
+T=/sys/kernel/tracing
+echo 0 > $T/tracing_on
+echo global > $T/trace_clock
+echo 16384 > $T/buffer_size_kb
+for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do
+  echo 1 > $T/events/sched/$e/enable
+done
+
+record_start /tmp/pl.jsonl --source bpf --interval 1s
+record_wait 1
+echo 1 > $T/tracing_on
+# Both observers see every CPU switch once before the first start, so neither has to
+# guess whether a CPU it has not seen yet is idle.
+for c in 0 1 2 3 4 5 6 7; do llctop-workload spin $c 0 >/dev/null; done
+
+# start NAME: 6 threads allowed on 0,2,4,6 from a parent on cpu0.
+start() {
+  llctop-workload pinned-threads 0,2,4,6 6 1 >/tmp/$1.out &
+  lab "$1_pid" $!
+  wait $!
+  lab_block "$1_out" cat /tmp/$1.out
+}
+for round in 1 2 3; do
+  start quiet$round
+  llctop-workload spin 4 120 >/tmp/hog4.out &
+  hog4=$!
+  llctop-workload spin 6 120 >/tmp/hog6.out &
+  hog6=$!
+  wait_line /tmp/hog4.out ready "$hog4"
+  wait_line /tmp/hog6.out ready "$hog6"
+  start hogged$round
+  kill "$hog4" "$hog6"
+  wait "$hog4" "$hog6" || true
+done
+lab starts "quiet1 hogged1 quiet2 hogged2 quiet3 hogged3"
+lab hog_cpus "4,6"
+echo 0 > $T/tracing_on
+record_wait $(($(record_snaps) + 2))
+record_stop
+lab trace_overrun "$(grep -h '^overrun' $T/per_cpu/cpu*/stats | awk '{s += $2} END {print s}')"
+gzip -c $T/trace > /tmp/trace.gz
+lab_file placement_trace /tmp/trace.gz
+lab_file placement_recording /tmp/pl.jsonl.gz
+lab_block report llctop report /tmp/pl.jsonl.gz
+
+record_start /tmp/wait.jsonl --source bpf --interval 1s
+record_wait 1
+llctop-workload spin 2 4 >/tmp/w1.out &
+w1=$!
+llctop-workload spin 2 4 >/tmp/w2.out &
+w2=$!
+lab waiters "$w1 $w2"
+wait "$w1"
+wait "$w2"
+record_wait $(($(record_snaps) + 2))
+record_stop
+lab_block waiter1 cat /tmp/w1.out
+lab_block waiter2 cat /tmp/w2.out
+lab_file wait_recording /tmp/wait.jsonl.gz
