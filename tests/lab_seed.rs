@@ -610,3 +610,132 @@ fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
     let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
     assert_eq!(cpus_of(&t["llcs"])[1], [2, 3], "cpu2 and cpu3 share an LLC");
 }
+
+// ---- newidle.sh: seeds/004, newidle balancing per domain level ----
+
+/// Newidle balance attempts per domain (by name) over snapshots, in domain order.
+fn newidle_per_domain(snaps: &[llctop::snapshot::Snapshot]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for s in snaps {
+        let b = s.balance.as_ref().expect("balance in every snapshot");
+        for d in &b.domains {
+            let name = d.name.clone().unwrap_or_default();
+            match out.iter_mut().find(|(n, _)| *n == name) {
+                Some(e) => e.1 += d.newidle.count,
+                None => out.push((name, d.newidle.count)),
+            }
+        }
+    }
+    out
+}
+
+/// The domains of cpu0 as the scenario read their flags: (name, does newidle balancing).
+fn newidle_flags(v: &str) -> Vec<(String, bool)> {
+    v.split_whitespace()
+        .map(|d| {
+            let (n, f) = d.split_once(':').expect("NAME:0|1");
+            (n.to_string(), f == "1")
+        })
+        .collect()
+}
+
+#[test]
+fn lab_6_1_smt_relax_domain_level_leaves_newidle_balancing_to_the_llc() {
+    let run = run("6.1", "newidle.sh");
+    assert_eq!(run.value("schedstat_version"), "15");
+    assert_eq!(run.value("cpuset_v1"), "yes");
+    let default = recording(run, "newidle_default");
+    let relaxed = recording(run, "newidle_relaxed");
+    let before = newidle_per_domain(&default.snapshots);
+    // The knob is set before llctop's baseline; the first interval is skipped all the same.
+    let during = newidle_per_domain(&relaxed.snapshots[1..]);
+    println!(
+        "lab 6.1/{SHAPE}: newidle attempts per domain, as the kernel is {before:?}; relax_domain_level={} {during:?}; flags before {} during {} after {}",
+        run.value("relax_during"),
+        run.value("domains_before"),
+        run.value("domains_relaxed"),
+        run.value("domains_after")
+    );
+    let names: Vec<&str> = before.iter().map(|d| d.0.as_str()).collect();
+    assert_eq!(names, ["SMT", "DIE", "NUMA"]);
+    // The domains' own flags: all three balance newidle, then only the LLC (SMT), then
+    // all three again.
+    let all = vec![
+        ("SMT".to_string(), true),
+        ("DIE".to_string(), true),
+        ("NUMA".to_string(), true),
+    ];
+    assert_eq!(newidle_flags(run.value("domains_before")), all);
+    assert_eq!(
+        newidle_flags(run.value("domains_relaxed")),
+        [
+            ("SMT".to_string(), true),
+            ("DIE".to_string(), false),
+            ("NUMA".to_string(), false)
+        ]
+    );
+    assert_eq!(newidle_flags(run.value("domains_after")), all, "restored");
+    assert_eq!(run.value("relax_after"), "-1", "restored");
+    // What llctop shows: newidle balancing at every level, then only inside the LLC.
+    assert!(before.iter().all(|d| d.1 > 0), "{before:?}");
+    assert!(during[0].1 > 0, "the LLC still balances newidle");
+    assert_eq!(
+        (during[1].1, during[2].1),
+        (0, 0),
+        "no newidle balancing above the LLC"
+    );
+    let knobs: Value = serde_json::from_slice(run.file("knobs_json")).expect("knobs JSON");
+    let relax = knobs["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == "relax_domain_level")
+        .expect("relax_domain_level");
+    assert_eq!(relax["access"], "writable", "{relax}");
+}
+
+#[test]
+fn lab_7_2_smt_relax_domain_level_from_the_boot_line_shown_read_only() {
+    let run = common::lab::run_with("7.2", SHAPE, "newidle.sh", "relax_domain_level=1");
+    assert_eq!(run.value("schedstat_version"), "17");
+    assert!(run.value("cmdline").contains("relax_domain_level=1"));
+    assert!(run.value("cpuset_v1").starts_with("no"));
+    let default = recording(run, "newidle_default");
+    let per = newidle_per_domain(&default.snapshots);
+    println!(
+        "lab 7.2/{SHAPE} booted with relax_domain_level=1: newidle attempts per domain {per:?}; flags {}",
+        run.value("domains_before")
+    );
+    // 7.2 clears newidle balancing at levels >= 1: every domain above SMT.
+    assert_eq!(
+        newidle_flags(run.value("domains_before")),
+        [
+            ("SMT".to_string(), true),
+            ("PKG".to_string(), false),
+            ("NUMA".to_string(), false)
+        ]
+    );
+    let names: Vec<&str> = per.iter().map(|d| d.0.as_str()).collect();
+    assert_eq!(names, ["SMT", "PKG", "NUMA"]);
+    assert!(per[0].1 > 0, "the LLC balances newidle");
+    assert_eq!((per[1].1, per[2].1), (0, 0), "nothing above it");
+    // llctop shows the boot value, read-only, and why.
+    let knobs: Value = serde_json::from_slice(run.file("knobs_json")).expect("knobs JSON");
+    let relax = knobs["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == "relax_domain_level")
+        .expect("relax_domain_level");
+    println!("lab 7.2/{SHAPE}: {relax}");
+    assert_eq!(relax["value"], "1", "{relax}");
+    assert_eq!(relax["access"], "read_only");
+    assert!(
+        relax["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no runtime interface")),
+        "{relax}"
+    );
+    let d = run.block("describe_relax");
+    assert!(d.contains("relax_domain_level="), "{d}");
+}

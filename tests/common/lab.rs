@@ -107,10 +107,11 @@ fn parse(kernel: &str, console: String) -> LabRun {
     run
 }
 
-fn boot(kernel: &str, shape: &str, scenario: &str) -> LabRun {
+fn boot(kernel: &str, shape: &str, scenario: &str, append: &str) -> LabRun {
     let dir = release_binary();
     let out = Command::new(manifest().join("tests/lab/lab.sh"))
         .env("LAB_SHAPE", shape)
+        .env("LAB_APPEND", append)
         .arg(kernel)
         .arg(manifest().join("tests/lab/scenarios").join(scenario))
         .arg(dir.join("llctop"))
@@ -134,14 +135,19 @@ fn boot(kernel: &str, shape: &str, scenario: &str) -> LabRun {
 /// One boot per (kernel, machine shape, scenario) per test process, shared by the tests
 /// that check it. Boots run one at a time (the machine has two cores).
 pub fn run(kernel: &str, shape: &str, scenario: &str) -> &'static LabRun {
-    type Runs = Mutex<HashMap<(String, String, String), &'static LabRun>>;
+    run_with(kernel, shape, scenario, "")
+}
+
+/// The same with kernel command-line parameters added (`LAB_APPEND`).
+pub fn run_with(kernel: &str, shape: &str, scenario: &str, append: &str) -> &'static LabRun {
+    type Runs = Mutex<HashMap<(String, String, String, String), &'static LabRun>>;
     static RUNS: OnceLock<Runs> = OnceLock::new();
     let mut runs = RUNS
         .get_or_init(|| Mutex::new(HashMap::new()))
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    runs.entry((kernel.into(), shape.into(), scenario.into()))
-        .or_insert_with(|| Box::leak(Box::new(boot(kernel, shape, scenario))))
+    runs.entry((kernel.into(), shape.into(), scenario.into(), append.into()))
+        .or_insert_with(|| Box::leak(Box::new(boot(kernel, shape, scenario, append))))
 }
 
 /// The `cpus` arrays of a topology JSON list (llcs, nodes).

@@ -28,14 +28,18 @@ pub struct ProcfsSource {
     prev_stat: Option<stat::StatSample>,
     tasks: tasks::TaskScanner,
     prev_schedstat: Option<schedstat::SchedstatFile>,
+    /// This kernel's name of the package domain, for schedstat versions without names.
+    pkg_domain: &'static str,
     numa: numa::NumaReader,
 }
 
 impl ProcfsSource {
     /// `top`: number of process rows kept per snapshot.
     pub fn new(root: KernelRoot, top: usize) -> Self {
+        let pkg_domain = schedstat::package_domain_name(crate::kroot::kernel_version(&root));
         ProcfsSource {
             root,
+            pkg_domain,
             scan_tasks: true,
             prev_stat: None,
             tasks: tasks::TaskScanner::new(top),
@@ -147,7 +151,7 @@ impl ProcfsSource {
         if let Some(prev) = &self.prev_schedstat
             && prev.version == cur.version
         {
-            snap.balance = Some(schedstat::delta(prev, &cur, topo));
+            snap.balance = Some(schedstat::delta(prev, &cur, topo, self.pkg_domain));
         }
         let enabled = self
             .root

@@ -239,8 +239,18 @@ fn add_lb(acc: &mut LbStats, d: &LbStats) {
     acc.nobusyg += d.nobusyg;
 }
 
-/// Name a domain from its span when the file does not (v15/v16).
-pub fn derive_name(span: &[u32], cpu: u32, topo: &Topology) -> Option<String> {
+/// The kernel's name of the package-wide domain: `DIE` until v6.7 renamed it `PKG`
+/// (commit f577cd57bfaa); `PKG` when the version is unknown.
+pub fn package_domain_name(version: Option<(u32, u32, u32)>) -> &'static str {
+    match version {
+        Some((maj, min, _)) if (maj, min) < (6, 7) => "DIE",
+        _ => "PKG",
+    }
+}
+
+/// Name a domain from its span when the file does not (v15/v16); `pkg` is this kernel's
+/// name of the package domain ([`package_domain_name`]).
+pub fn derive_name(span: &[u32], cpu: u32, topo: &Topology, pkg: &str) -> Option<String> {
     let c = topo.cpu(cpu)?;
     let same = |set: &[u32]| {
         let mut s = set.to_vec();
@@ -267,14 +277,14 @@ pub fn derive_name(span: &[u32], cpu: u32, topo: &Topology) -> Option<String> {
     if nodes_spanned > 1 {
         return Some("NUMA".into());
     }
-    if let Some(pkg) = c.package {
+    if let Some(package) = c.package {
         let pkg_cpus: Vec<u32> = topo
             .online_cpus()
-            .filter(|x| x.package == Some(pkg))
+            .filter(|x| x.package == Some(package))
             .map(|x| x.cpu)
             .collect();
         if same(&pkg_cpus) {
-            return Some("PKG".into());
+            return Some(pkg.into());
         }
     }
     if node.is_some_and(|n| same(&n.cpus)) {
@@ -286,7 +296,7 @@ pub fn derive_name(span: &[u32], cpu: u32, topo: &Topology) -> Option<String> {
 /// Load-balance deltas between two reads, summed over CPUs per domain level.
 /// Domains present in only one of the two files (a CPU went offline, domains were
 /// rebuilt) are skipped.
-pub fn delta(prev: &SchedstatFile, cur: &SchedstatFile, topo: &Topology) -> Balance {
+pub fn delta(prev: &SchedstatFile, cur: &SchedstatFile, topo: &Topology, pkg: &str) -> Balance {
     let before: BTreeMap<(u32, u32), &DomainLine> =
         prev.domains.iter().map(|d| ((d.cpu, d.level), d)).collect();
     let mut levels: BTreeMap<u32, DomainBalance> = BTreeMap::new();
@@ -300,7 +310,7 @@ pub fn delta(prev: &SchedstatFile, cur: &SchedstatFile, topo: &Topology) -> Bala
         let e = levels.entry(d.level).or_insert_with(|| {
             let (name, derived) = match &d.name {
                 Some(n) => (Some(n.clone()), false),
-                None => (derive_name(&d.span, d.cpu, topo), true),
+                None => (derive_name(&d.span, d.cpu, topo, pkg), true),
             };
             DomainBalance {
                 level: d.level,
@@ -446,13 +456,21 @@ mod real_samples {
         assert_eq!(d.tail[9], 2, "ttwu_wake_remote");
         assert_eq!(f.domains[1].tail[9], 5, "ttwu_wake_remote");
         assert_eq!(
-            derive_name(&d.span, 0, &lab_topology()).as_deref(),
+            derive_name(&d.span, 0, &lab_topology(), "PKG").as_deref(),
             Some("MC")
         );
         assert_eq!(
-            derive_name(&f.domains[1].span, 0, &lab_topology()).as_deref(),
+            derive_name(&f.domains[1].span, 0, &lab_topology(), "PKG").as_deref(),
             Some("NUMA")
         );
+    }
+
+    #[test]
+    fn the_package_domain_is_die_before_6_7() {
+        assert_eq!(package_domain_name(Some((6, 1, 158))), "DIE");
+        assert_eq!(package_domain_name(Some((6, 7, 0))), "PKG");
+        assert_eq!(package_domain_name(Some((7, 2, 13))), "PKG");
+        assert_eq!(package_domain_name(None), "PKG");
     }
 
     #[test]
@@ -498,7 +516,7 @@ mod real_samples {
             d.lb[2].gained += 1;
             d.tail[0] += 2; // alb_count
         }
-        let bal = delta(&a, &b, &topo);
+        let bal = delta(&a, &b, &topo, "PKG");
         assert_eq!(bal.version, 17);
         assert_eq!(bal.domains.len(), 2);
         let mc = &bal.domains[0];
@@ -513,7 +531,7 @@ mod real_samples {
         assert_eq!(mc.busy.count, 0);
         // v15 has no names: derived from the span
         let a = parse(V15).unwrap();
-        let bal = delta(&a, &a, &topo);
+        let bal = delta(&a, &a, &topo, "PKG");
         assert_eq!(bal.domains[0].name.as_deref(), Some("MC"));
         assert!(bal.domains[0].derived_name);
         assert_eq!(bal.domains[1].name.as_deref(), Some("NUMA"));
