@@ -187,6 +187,35 @@ pub fn proc_error(path: PathBuf, e: procfs_core::ProcError) -> KernelError {
     }
 }
 
+/// `(major, minor, sublevel)` of the running kernel: `/proc/sys/kernel/osrelease`, with
+/// the sublevel taken from the build string in `/proc/version` when the release hides it
+/// (Debian's `6.1.0-56-amd64` is `Debian 6.1.158-1` there).
+pub fn kernel_version(root: &KernelRoot) -> Option<(u32, u32, u32)> {
+    let r = root.read_trimmed("/proc/sys/kernel/osrelease").ok()?;
+    let (maj, min, mut sub) = parse_version(&r)?;
+    if let Ok(v) = root.read("/proc/version")
+        && let Some((_, build)) = v.split_once('#')
+    {
+        for tok in build.split_whitespace() {
+            if let Some((a, b, c)) = parse_version(tok)
+                && (a, b) == (maj, min)
+                && tok.matches('.').count() >= 2
+            {
+                sub = sub.max(c);
+            }
+        }
+    }
+    Some((maj, min, sub))
+}
+
+fn parse_version(s: &str) -> Option<(u32, u32, u32)> {
+    let mut it = s.split(|c: char| !c.is_ascii_digit());
+    let maj = it.next()?.parse().ok()?;
+    let min = it.next()?.parse().ok()?;
+    let sub = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    Some((maj, min, sub))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,33 +245,4 @@ mod tests {
         assert!(e.to_string().contains("sys/bad: malformed content"), "{e}");
         assert_eq!(r.read_value_opt::<u32>("/sys/nothing").unwrap(), None);
     }
-}
-
-/// `(major, minor, sublevel)` of the running kernel: `/proc/sys/kernel/osrelease`, with
-/// the sublevel taken from the build string in `/proc/version` when the release hides it
-/// (Debian's `6.1.0-56-amd64` is `Debian 6.1.158-1` there).
-pub fn kernel_version(root: &KernelRoot) -> Option<(u32, u32, u32)> {
-    let r = root.read_trimmed("/proc/sys/kernel/osrelease").ok()?;
-    let (maj, min, mut sub) = parse_version(&r)?;
-    if let Ok(v) = root.read("/proc/version")
-        && let Some((_, build)) = v.split_once('#')
-    {
-        for tok in build.split_whitespace() {
-            if let Some((a, b, c)) = parse_version(tok)
-                && (a, b) == (maj, min)
-                && tok.matches('.').count() >= 2
-            {
-                sub = sub.max(c);
-            }
-        }
-    }
-    Some((maj, min, sub))
-}
-
-fn parse_version(s: &str) -> Option<(u32, u32, u32)> {
-    let mut it = s.split(|c: char| !c.is_ascii_digit());
-    let maj = it.next()?.parse().ok()?;
-    let min = it.next()?.parse().ok()?;
-    let sub = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-    Some((maj, min, sub))
 }
