@@ -101,10 +101,26 @@ impl ProcessInfo {
 }
 
 /// Per-cgroup NUMA balancing counters, diffed against the previous read of each cgroup.
+/// A cgroup is read every interval from the first time one of its processes is a shown
+/// row until it has not been one for [`KEEP_READS`] reads (or is gone), so each delta
+/// covers exactly one interval even while its processes sleep.
 #[derive(Debug, Default)]
 pub struct CgroupNumaReader {
-    prev: HashMap<String, Counters>,
+    tracked: HashMap<String, Tracked>,
     mounts: Option<CgroupMounts>,
+}
+
+/// Reads a cgroup stays tracked after its processes left the shown rows.
+pub const KEEP_READS: u32 = 60;
+
+#[derive(Debug)]
+struct Tracked {
+    /// Its `memory.stat`, root-prefixed.
+    file: PathBuf,
+    /// The counters at the previous read (empty before the first).
+    prev: Counters,
+    /// Reads since one of its processes was a shown row.
+    away: u32,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -114,9 +130,9 @@ struct CgroupMounts {
 }
 
 impl CgroupNumaReader {
-    /// The counters of each cgroup in `refs` (once per cgroup) since the previous read;
-    /// a cgroup read for the first time gives its baseline only. Why none could be read
-    /// goes to `missing`.
+    /// The counters of each tracked cgroup since the previous read, by path; the rows'
+    /// cgroups (`refs`) join the tracked ones (a cgroup read for the first time gives its
+    /// baseline only). Why none could be read goes to `missing`.
     pub fn read(
         &mut self,
         root: &KernelRoot,
@@ -124,10 +140,9 @@ impl CgroupNumaReader {
         missing: &mut Vec<String>,
     ) -> Vec<CgroupNuma> {
         let mounts = self.mounts.get_or_insert_with(|| find_mounts(root)).clone();
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut without_counters = 0;
-        let mut next_prev = HashMap::new();
+        for t in self.tracked.values_mut() {
+            t.away += 1;
+        }
         for r in refs {
             // Prefer the v2 hierarchy; fall back to the v1 memory controller.
             let candidates = [
@@ -138,35 +153,49 @@ impl CgroupNumaReader {
                 let (Some(mount), Some(path)) = (mount, path) else {
                     continue;
                 };
-                if !seen.insert(path.clone()) {
-                    break;
-                }
                 let file = mount.join(path.trim_start_matches('/')).join("memory.stat");
-                let Ok(text) = std::fs::read_to_string(&file) else {
+                if !file.exists() {
                     continue;
-                };
-                let cur: Counters = parse_kv(&text)
-                    .into_iter()
-                    .filter(|(k, _)| CGROUP_KEYS.contains(&k.as_str()))
-                    .collect();
-                if cur.is_empty() {
-                    without_counters += 1;
-                    break;
                 }
-                if let Some(p) = self.prev.get(path) {
-                    let d = diff(p, &cur);
-                    out.push(CgroupNuma {
-                        path: path.clone(),
-                        numa_pages_migrated: d.get("numa_pages_migrated").copied(),
-                        numa_pte_updates: d.get("numa_pte_updates").copied(),
-                        numa_hint_faults: d.get("numa_hint_faults").copied(),
-                    });
-                }
-                next_prev.insert(path.clone(), cur);
+                let t = self.tracked.entry(path.clone()).or_insert(Tracked {
+                    file,
+                    prev: Counters::new(),
+                    away: 0,
+                });
+                t.away = 0;
                 break;
             }
         }
-        self.prev = next_prev;
+        let mut out = Vec::new();
+        let mut without_counters = 0;
+        self.tracked.retain(|path, t| {
+            if t.away > KEEP_READS {
+                return false;
+            }
+            let Ok(text) = std::fs::read_to_string(&t.file) else {
+                return false; // the cgroup is gone
+            };
+            let cur: Counters = parse_kv(&text)
+                .into_iter()
+                .filter(|(k, _)| CGROUP_KEYS.contains(&k.as_str()))
+                .collect();
+            if cur.is_empty() {
+                without_counters += 1;
+                return false;
+            }
+            if !t.prev.is_empty() {
+                let d = diff(&t.prev, &cur);
+                out.push(CgroupNuma {
+                    path: path.clone(),
+                    numa_pages_migrated: d.get("numa_pages_migrated").copied(),
+                    numa_pte_updates: d.get("numa_pte_updates").copied(),
+                    numa_hint_faults: d.get("numa_hint_faults").copied(),
+                });
+            }
+            t.prev = cur;
+            true
+        });
+        out.sort_by(|a, b| a.path.cmp(&b.path));
         if mounts.v2.is_none() && mounts.v1_memory.is_none() {
             missing.push("no cgroup2 or v1 memory mount in /proc/self/mountinfo".into());
         } else if without_counters > 0 && out.is_empty() {
@@ -185,5 +214,74 @@ fn find_mounts(root: &KernelRoot) -> CgroupMounts {
     CgroupMounts {
         v2: m.cgroup2.map(|p| root.path(p)),
         v1_memory: m.memory_v1.map(|p| root.path(p)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(root: &std::path::Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn stat(migrated: u64) -> String {
+        format!(
+            "anon 4096\nnuma_pages_migrated {migrated}\nnuma_pte_updates 10\nnuma_hint_faults 3\n"
+        )
+    }
+
+    #[test]
+    fn a_cgroup_is_read_every_interval_while_its_processes_sleep_then_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        put(
+            d,
+            "proc/self/mountinfo",
+            "30 1 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n",
+        );
+        put(d, "sys/fs/cgroup/work/memory.stat", &stat(100));
+        let root = KernelRoot::new(d);
+        let mut r = CgroupNumaReader::default();
+        let work = CgroupRef {
+            v2: Some("/work".into()),
+            v1_memory: None,
+        };
+        let mut missing = Vec::new();
+        assert!(
+            r.read(&root, std::slice::from_ref(&work), &mut missing)
+                .is_empty(),
+            "baseline"
+        );
+        // Its processes left the rows (asleep); the counters moved: still this interval's.
+        put(d, "sys/fs/cgroup/work/memory.stat", &stat(130));
+        let out = r.read(&root, &[], &mut missing);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (
+                out[0].path.as_str(),
+                out[0].numa_pages_migrated,
+                out[0].numa_hint_faults
+            ),
+            ("/work", Some(30), Some(0))
+        );
+        for _ in 1..KEEP_READS {
+            assert_eq!(r.read(&root, &[], &mut missing).len(), 1);
+        }
+        assert!(
+            r.read(&root, &[], &mut missing).is_empty(),
+            "dropped after KEEP_READS"
+        );
+        // A removed cgroup is dropped at once.
+        assert!(
+            r.read(&root, std::slice::from_ref(&work), &mut missing)
+                .is_empty()
+        );
+        std::fs::remove_dir_all(d.join("sys/fs/cgroup/work")).unwrap();
+        assert!(r.read(&root, &[], &mut missing).is_empty());
+        assert!(r.tracked.is_empty());
+        assert!(missing.is_empty(), "{missing:?}");
     }
 }

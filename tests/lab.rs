@@ -463,3 +463,8 @@ fn lab_6_12_domains_read_with_exact_levels_match_the_estimate() {
         "6.12 has domains/*/level"
     );
 }
+
+#[test]
+fn lab_6_12_cgroup_numa_balancing_counters_match_memory_stat() {
+    common::lab::check_cgroup_numa(run("6.12", "numa.sh"), "6.12");
+}

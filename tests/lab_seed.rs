@@ -739,3 +739,8 @@ fn lab_7_2_smt_relax_domain_level_from_the_boot_line_shown_read_only() {
     let d = run.block("describe_relax");
     assert!(d.contains("relax_domain_level="), "{d}");
 }
+
+#[test]
+fn lab_7_2_smt_cgroup_numa_balancing_counters_match_memory_stat() {
+    common::lab::check_cgroup_numa(run("7.2", "numa.sh"), "7.2/2s4llc-smt");
+}

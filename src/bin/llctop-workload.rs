@@ -12,6 +12,10 @@
 //! - `spin CPU SECS`: a hog pinned to CPU; prints `ready` once it runs there and, at the
 //!   end, `run_delay_ns N`: its time waiting on a run queue as the kernel counts it
 //!   (/proc/thread-self/schedstat).
+//! - `numa FAR NEAR MB SECS`: MB of memory first-touched on CPU FAR's node, then written
+//!   page by page from CPU NEAR (another node) for SECS seconds after a line on stdin;
+//!   prints where its pages are before and after (move_pages(2)): what NUMA balancing
+//!   migrates (shared/seeds/003).
 //! - `churn SECS`: threads that sleep and wake in a ring, for context switches and
 //!   wakeup migrations; prints the round trips and its threads' migrations as the kernel
 //!   counts them (`se.nr_migrations` of /proc/thread-self/sched: a test's oracle).
@@ -130,6 +134,77 @@ fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), Strin
             .join(",")
     );
     Ok(())
+}
+
+/// The node of each page of `buf` (move_pages(2) in query mode): pages per node.
+fn page_nodes(buf: &[u8]) -> Result<std::collections::BTreeMap<i32, usize>, String> {
+    const PAGE: usize = 4096;
+    let mut pages: Vec<*mut libc::c_void> = buf
+        .chunks(PAGE)
+        .map(|c| c.as_ptr() as *mut libc::c_void)
+        .collect();
+    let mut status = vec![-1i32; pages.len()];
+    // SAFETY: `pages` and `status` have `pages.len()` entries; a NULL node list asks where
+    // each page is without moving it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            pages.len(),
+            pages.as_mut_ptr(),
+            std::ptr::null::<i32>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(format!("move_pages: {}", std::io::Error::last_os_error()));
+    }
+    let mut per = std::collections::BTreeMap::new();
+    for n in status {
+        *per.entry(n).or_insert(0) += 1;
+    }
+    Ok(per)
+}
+
+fn print_nodes(when: &str, buf: &[u8]) -> Result<(), String> {
+    let per = page_nodes(buf)?;
+    let v: Vec<String> = per.iter().map(|(n, c)| format!("{n}:{c}")).collect();
+    println!("pages-{when} {}", v.join(" "));
+    Ok(())
+}
+
+/// `numa FAR NEAR MB SECS`: first-touches MB of memory on CPU FAR (so on its node),
+/// prints `ready` and waits for a line on stdin, then runs on CPU NEAR (another node)
+/// writing to every page for SECS seconds — what NUMA balancing moves towards the task.
+/// Prints where its pages are before and after (`pages-before NODE:PAGES...`).
+fn numa(far: usize, near: usize, mb: usize, secs: f64) -> Result<(), String> {
+    const PAGE: usize = 4096;
+    set_affinity(&[far]).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; mb << 20];
+    for p in buf.chunks_mut(PAGE) {
+        p[0] = 1;
+    }
+    print_nodes("before", &buf)?;
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    set_affinity(&[near]).map_err(|e| e.to_string())?;
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut passes = 0u64;
+    while Instant::now() < end {
+        for p in buf.chunks_mut(PAGE) {
+            p[0] = p[0].wrapping_add(1);
+        }
+        passes += 1;
+    }
+    std::hint::black_box(&buf);
+    println!("passes {passes}");
+    print_nodes("after", &buf)
 }
 
 /// `spin CPU SECS`: one thread pinned to CPU, running flat out; prints `ready` once there.
@@ -287,6 +362,10 @@ fn main() -> ExitCode {
             (Ok(c), Ok(s)) => spin(c, s),
             _ => Err("spin CPU SECS".into()),
         },
+        ["numa", far, near, mb, s] => match (far.parse(), near.parse(), mb.parse(), s.parse()) {
+            (Ok(f), Ok(n), Ok(m), Ok(s)) => numa(f, n, m, s),
+            _ => Err("numa FAR NEAR MB SECS".into()),
+        },
         ["churn", s] => s
             .parse()
             .map_err(|_| "churn SECS".to_string())
@@ -297,7 +376,7 @@ fn main() -> ExitCode {
         },
         ["bpf-stats"] => bpf_stats(),
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | churn SECS | share T SECS | bpf-stats"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | bpf-stats"
                 .into(),
         ),
     };

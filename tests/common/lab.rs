@@ -192,3 +192,99 @@ pub fn hops_of(rec: &llctop::record::reader::Recording, pid: u32) -> llctop::sna
     }
     total
 }
+
+/// `numa_pages_migrated 3 numa_pte_updates 5 …` (a memory.stat excerpt on one line).
+fn numa_stat(v: &str) -> HashMap<String, u64> {
+    let f: Vec<&str> = v.split_whitespace().collect();
+    f.chunks(2)
+        .filter_map(|kv| Some((kv.first()?.to_string(), kv.get(1)?.parse().ok()?)))
+        .collect()
+}
+
+/// tests/lab/scenarios/numa.sh (seeds/003): the cgroup's NUMA balancing counters as
+/// llctop recorded them equal the kernel's memory.stat over the same window, the kernel
+/// did migrate the workload's pages (its own move_pages view), numa_balancing toggles
+/// and is restored, and the per-cgroup switch of the RFC is reported absent with why.
+pub fn check_cgroup_numa(run: &LabRun, label: &str) {
+    let start = numa_stat(run.value("stat_start"));
+    let end = numa_stat(run.value("stat_end"));
+    let rec = recording(run, "numa_recording");
+    let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
+    let mut mine: HashMap<&str, u64> = HashMap::new();
+    let mut seen_before_cut = false;
+    for (i, s) in rec.snapshots.iter().enumerate() {
+        let Some(c) = s
+            .numa
+            .as_ref()
+            .and_then(|n| n.cgroups.iter().find(|c| c.path == "/numa-work"))
+        else {
+            continue;
+        };
+        if (i as u64) < cut {
+            seen_before_cut = true;
+            continue;
+        }
+        for (k, v) in [
+            ("numa_pages_migrated", c.numa_pages_migrated),
+            ("numa_pte_updates", c.numa_pte_updates),
+            ("numa_hint_faults", c.numa_hint_faults),
+        ] {
+            *mine.entry(k).or_default() += v.unwrap_or(0);
+        }
+    }
+    let out = run.block("numa_out");
+    println!("lab {label}: the workload's pages\n{out}");
+    let mut kernel = HashMap::new();
+    for k in [
+        "numa_pages_migrated",
+        "numa_pte_updates",
+        "numa_hint_faults",
+    ] {
+        let d = end.get(k).copied().unwrap_or(0) - start.get(k).copied().unwrap_or(0);
+        kernel.insert(k, d);
+        println!(
+            "lab {label}: /numa-work {k}: llctop {} memory.stat {d}",
+            mine.get(k).copied().unwrap_or(0)
+        );
+    }
+    assert!(seen_before_cut, "llctop tracked the cgroup before the work");
+    assert!(
+        kernel["numa_hint_faults"] > 0 && kernel["numa_pages_migrated"] > 0,
+        "NUMA balancing moved the pages: {kernel:?}"
+    );
+    for (k, d) in &kernel {
+        assert_eq!(mine.get(k).copied().unwrap_or(0), *d, "{label}: {k}");
+    }
+    // The workload's own view: pages moved from node 1 to node 0.
+    let node0 = |when: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("pages-{when} ")))
+            .and_then(|l| {
+                l.split_whitespace()
+                    .find_map(|kv| kv.strip_prefix("0:")?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    assert!(node0("after") > node0("before"), "pages came to node 0");
+    // numa_balancing off for llctop's run, then back.
+    assert_eq!(
+        (
+            run.value("numa_balancing_before"),
+            run.value("numa_balancing_during"),
+            run.value("numa_balancing_after")
+        ),
+        ("1", "0", "1")
+    );
+    let knobs: Value = serde_json::from_slice(run.file("knobs_json")).expect("knobs JSON");
+    let absent = knobs["missing"]
+        .as_array()
+        .expect("missing list")
+        .iter()
+        .find(|m| m["what"] == "per-cgroup NUMA balancing")
+        .expect("per-cgroup NUMA balancing reported absent");
+    println!("lab {label}: {absent}");
+    assert!(
+        absent["reason"].as_str().is_some_and(|r| r.contains("RFC")),
+        "{absent}"
+    );
+}
