@@ -380,22 +380,18 @@ static long idle_scan_cpu(u64 i, void *ctx)
 	return 0;
 }
 
-static __always_inline struct event *reserve(struct cpu_stat *cs, u64 now)
-{
-	if (!take_budget(cs, now))
-		return NULL;
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e)
-		cs->events_dropped++;
-	return e;
-}
-
 static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct task_struct *p,
 				 s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
-	struct event *e = reserve(cs, now);
-	if (!e)
+	if (!take_budget(cs, now))
 		return;
+	/* One null check right after the reservation: 6.1's verifier cannot tell a second
+	 * check of the same pointer is decided, and sees the reservation leak past it. */
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		cs->events_dropped++;
+		return;
+	}
 	e->idle_allowed = 0;
 	e->idle_cpu = -1;
 	if (kind == EV_PLACEMENT) {

@@ -155,6 +155,19 @@ fn check_bpf_migrations(kernel: &str) {
         bpf.reason.as_deref().unwrap_or("")
     );
     assert_eq!(bpf.state, llctop::snapshot::SourceState::Active);
+    // No cache-aware scheduling before 7.2: llctop emulates the preference and says why.
+    assert!(
+        bpf.reason
+            .as_deref()
+            .is_some_and(|r| r.contains(llctop::source::bpf::PREFERRED_EMULATED)),
+        "{bpf:?}"
+    );
+    assert!(
+        rec.snapshots
+            .iter()
+            .flat_map(|s| s.processes.iter().flat_map(|t| &t.rows))
+            .all(|r| r.preferred_kind == llctop::snapshot::PreferredKind::Emulated)
+    );
     for s in &rec.snapshots {
         assert_eq!(
             s.migrations.as_ref().unwrap().precision,

@@ -137,6 +137,36 @@ fn lab_7_2_llc_balancing_knobs_listed_writable() {
         "root in the guest, no lockdown"
     );
     assert_eq!(llc[1].1, "bool", "enabled is a switch");
+    // Types, ranges and meanings from 7.2's fair.c; an out-of-range value is refused
+    // before anything is written.
+    let range = |id: &str| -> (i64, i64, String) {
+        let k = knobs.iter().find(|k| k["id"] == id).expect(id);
+        (
+            k["min"].as_i64().unwrap_or(i64::MIN),
+            k["max"].as_i64().unwrap_or(i64::MIN),
+            k["description"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    for (id, lo, hi) in [
+        ("llc_balancing.aggr_tolerance", 0, 100),
+        ("llc_balancing.epoch_period", 1, 10_000),
+        ("llc_balancing.epoch_affinity_timeout", 0, 10_000),
+        ("llc_balancing.imb_pct", 0, 1_000),
+        ("llc_balancing.overaggr_pct", 0, 1_000),
+    ] {
+        let (min, max, d) = range(id);
+        println!("lab 7.2/{SHAPE}: {id} {min}..={max}: {d}");
+        assert_eq!((min, max), (lo, hi), "{id}");
+        assert!(d.contains("Range"), "{id}: {d}");
+    }
+    println!(
+        "lab 7.2/{SHAPE}: aggr_tolerance=500: rc {} {}",
+        run.value("refused_rc"),
+        run.block("refused").trim()
+    );
+    assert_eq!(run.value("refused_rc"), "4", "refused as invalid");
+    assert!(run.block("refused").contains("outside 0..=100"));
+    assert_eq!(run.value("aggr_after_refusal"), "1", "nothing written");
     // No cgroup v1 cpuset on 7.2: relax_domain_level says why it cannot be changed.
     let relax = knobs
         .iter()
@@ -228,6 +258,17 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
     let rec = recording(run, "cache_aware_recording");
     let pid: u32 = run.value("share_pid").parse().unwrap();
     let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
+    let bpf = rec.snapshots[1]
+        .sources
+        .iter()
+        .find(|s| s.name == "bpf")
+        .expect("bpf source state");
+    assert!(
+        bpf.reason
+            .as_deref()
+            .is_some_and(|r| r.contains(llctop::source::bpf::PREFERRED_KERNEL)),
+        "{bpf:?}"
+    );
     let rows: Vec<(u64, u64, &llctop::snapshot::ProcessStats)> = rec
         .snapshots
         .iter()
@@ -462,9 +503,9 @@ impl Trace {
     }
 }
 
-#[test]
-fn lab_7_2_placement_pile_up_flagged_exactly_when_an_allowed_cpu_sat_idle() {
-    let run = run("7.2", "placement.sh");
+/// seeds/001 on `kernel`: every start's pile-ups (or none) as the kernel's trace has them.
+fn check_placement(kernel: &str) {
+    let run = run(kernel, "placement.sh");
     let rec = recording(run, "placement_recording");
     let allowed = [0, 2, 4, 6];
     assert_eq!(
@@ -522,7 +563,7 @@ fn lab_7_2_placement_pile_up_flagged_exactly_when_an_allowed_cpu_sat_idle() {
             .map(|p| (p.cpu, p.threads))
             .collect();
         println!(
-            "lab 7.2/{SHAPE} {case}: threads placed/first ran/idle allowed {:?}; the kernel's trace: piled {oracle:?}; llctop: {mine:?}",
+            "lab {kernel}/{SHAPE} {case}: threads placed/first ran/idle allowed {:?}; the kernel's trace: piled {oracle:?}; llctop: {mine:?}",
             tids.iter()
                 .map(|t| (
                     trace.placed[t].1,
@@ -551,16 +592,17 @@ fn lab_7_2_placement_pile_up_flagged_exactly_when_an_allowed_cpu_sat_idle() {
     }
     // Both cases happened: threads stacked while an allowed CPU idled, and threads
     // stacked while none did (no pile-up).
-    println!("lab 7.2/{SHAPE}: starts with a pile-up {piled}, stacked without one {stacked_only}");
+    println!(
+        "lab {kernel}/{SHAPE}: starts with a pile-up {piled}, stacked without one {stacked_only}"
+    );
     assert!(piled >= 1 && stacked_only >= 1, "both cases happened");
 }
 
-#[test]
-fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
-    // seeds/002's symptom: two tasks share cpu2 while cpu3, the other CPU of its LLC,
-    // idles. llctop's per-CPU run-queue wait against the kernel's own run_delay of the
-    // two (their /proc/thread-self/schedstat), and the sibling's busy time.
-    let run = run("7.2", "placement.sh");
+/// seeds/002's symptom on `kernel`: two tasks share cpu2 while cpu3, the other CPU of
+/// its LLC, idles. llctop's per-CPU run-queue wait against the kernel's own run_delay of
+/// the two (their /proc/thread-self/schedstat), and the sibling's busy time.
+fn check_wait_beside_idle_sibling(kernel: &str) {
+    let run = run(kernel, "placement.sh");
     let rec = recording(run, "wait_recording");
     let delay: u64 = ["waiter1", "waiter2"]
         .iter()
@@ -592,7 +634,7 @@ fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
         .collect();
     let sibling: Vec<f64> = shared.iter().filter_map(|s| cpu(s, 3).busy).collect();
     println!(
-        "lab 7.2/{SHAPE}: cpu2 wait {:.3} s (the waiters' run_delay {:.3} s), cpu3 wait {:.3} s; cpu3 busy while cpu2 was shared {sibling:.2?}",
+        "lab {kernel}/{SHAPE}: cpu2 wait {:.3} s (the waiters' run_delay {:.3} s), cpu3 wait {:.3} s; cpu3 busy while cpu2 was shared {sibling:.2?}",
         wait2 as f64 / 1e9,
         delay as f64 / 1e9,
         wait3 as f64 / 1e9
@@ -609,6 +651,26 @@ fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
     );
     let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
     assert_eq!(cpus_of(&t["llcs"])[1], [2, 3], "cpu2 and cpu3 share an LLC");
+}
+
+#[test]
+fn lab_7_2_placement_pile_up_flagged_exactly_when_an_allowed_cpu_sat_idle() {
+    check_placement("7.2");
+}
+
+#[test]
+fn lab_6_1_smt_placement_pile_up_flagged_exactly_when_an_allowed_cpu_sat_idle() {
+    check_placement("6.1");
+}
+
+#[test]
+fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
+    check_wait_beside_idle_sibling("7.2");
+}
+
+#[test]
+fn lab_6_1_smt_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
+    check_wait_beside_idle_sibling("6.1");
 }
 
 // ---- newidle.sh: seeds/004, newidle balancing per domain level ----
@@ -743,4 +805,37 @@ fn lab_7_2_smt_relax_domain_level_from_the_boot_line_shown_read_only() {
 #[test]
 fn lab_7_2_smt_cgroup_numa_balancing_counters_match_memory_stat() {
     common::lab::check_cgroup_numa(run("7.2", "numa.sh"), "7.2/2s4llc-smt");
+}
+
+#[test]
+fn lab_6_1_smt_cgroup_numa_counters_absent_with_the_reason() {
+    // memory.stat has NUMA balancing counters since 6.12: on 6.1 llctop says so.
+    let run = run("6.1", "numa.sh");
+    let rec = recording(run, "numa_recording");
+    let numa = rec
+        .snapshots
+        .iter()
+        .flat_map(|s| &s.sources)
+        .find(|s| {
+            s.name == "procfs.numa"
+                && s.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("memory.stat"))
+        })
+        .expect("the procfs.numa state says why there are no cgroup counters");
+    println!("lab 6.1/{SHAPE}: {numa:?}");
+    assert_eq!(numa.state, llctop::snapshot::SourceState::Degraded);
+    assert!(
+        numa.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("kernel < 6.12")
+    );
+    assert!(
+        rec.snapshots
+            .iter()
+            .all(|s| s.numa.as_ref().is_none_or(|n| n.cgroups.is_empty()))
+    );
+    // The kernel still balanced the pages (its own move_pages view).
+    println!("{}", run.block("numa_out"));
 }

@@ -103,6 +103,10 @@ fn is_permission(e: &libbpf_rs::Error) -> bool {
     e.to_string().contains("(os error 1)")
 }
 
+/// The source state's word on the preferred LLC, by where it comes from.
+pub const PREFERRED_KERNEL: &str = "preferred LLC: the kernel's own (p->preferred_llc)";
+pub const PREFERRED_EMULATED: &str = "preferred LLC emulated from each process's runtime per LLC: this kernel has no p->preferred_llc (cache-aware scheduling, v7.2+ with CONFIG_SCHED_CACHE)";
+
 pub struct BpfSource {
     skel: skel::LlctopSkel<'static>,
     ringbuf: RingBuffer<'static>,
@@ -324,8 +328,9 @@ impl BpfSource {
         n
     }
 
-    /// The state line of the source: how it is attached, what is missing.
-    fn status(&self) -> SourceStatus {
+    /// The state line of the source: how it is attached, where the preferred LLC comes
+    /// from, what is missing.
+    fn status(&self, kernel_preferred: bool) -> SourceStatus {
         let mut reason = if self.disabled.is_empty() {
             format!("{}; every event counted in the kernel", self.mode.label())
         } else {
@@ -335,6 +340,14 @@ impl BpfSource {
                 self.disabled.join(", ")
             )
         };
+        reason = format!(
+            "{reason}; {}",
+            if kernel_preferred {
+                PREFERRED_KERNEL
+            } else {
+                PREFERRED_EMULATED
+            }
+        );
         if let Some(note) = &self.attribution_note {
             reason = format!("{reason}; {note}");
         } else if self.pc_mask != 0 {
@@ -360,7 +373,7 @@ impl Source for BpfSource {
         let _ = self.ringbuf.consume();
         let cur = read::read(&self.skel, self.nr_cpus, self.nr_llc, &self.readers);
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
-        snap.sources.push(self.status());
+        snap.sources.push(self.status(cur.kernel_preferred));
         let Some(prev) = self.prev.replace(cur) else {
             return;
         };

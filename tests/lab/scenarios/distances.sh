@@ -3,9 +3,17 @@
 # and back — cpu1 (its SMT sibling), cpu2 (another LLC, same node), cpu4 (another node) —
 # while llctop's BPF source records. The hoppers pin themselves and wait on a pipe before
 # the recording starts, so their only migrations are the counted hops. Every step waits
-# for an event, never for time. Also lists the knobs (llc_balancing on 7.2).
+# for an event, never for time. Also lists the knobs (llc_balancing on 7.2) and has one
+# out-of-range llc_balancing value refused.
 
 lab_block knobs_json llctop knobs list --json
+# Validated before anything is written: a tolerance beyond what the kernel distinguishes.
+K=/sys/kernel/debug/sched/llc_balancing
+if [ -d $K ]; then
+  llctop knobs set llc_balancing.aggr_tolerance 500 >/tmp/refused.out 2>&1 && lab refused_rc 0 || lab refused_rc $?
+  lab aggr_after_refusal "$(cat $K/aggr_tolerance)"
+  lab_block refused cat /tmp/refused.out
+fi
 lab_block topology llctop topology --json
 
 i=3
