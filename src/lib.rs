@@ -17,6 +17,7 @@ pub mod config;
 pub mod counters;
 pub mod cpulist;
 pub mod enrich;
+pub mod experiment;
 pub mod findings;
 pub mod knobs;
 pub mod kroot;
