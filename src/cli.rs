@@ -91,7 +91,53 @@ pub enum Command {
         changes: Changes,
     },
     /// Summarise a recording.
-    Report { file: PathBuf },
+    Report {
+        file: PathBuf,
+        /// For a recording made by `llctop ab`: the A windows against the B windows (the
+        /// verdict table, recomputed from the file).
+        #[arg(long)]
+        compare: bool,
+        /// With --compare: the verdict as JSON.
+        #[arg(long, requires = "compare")]
+        json: bool,
+    },
+    /// Two recordings side by side (e.g. before and after a kernel upgrade): knob
+    /// differences first, then per-LLC, per-node, per-domain-level figures with their
+    /// change and each recording's interval-to-interval noise.
+    Diff { a: PathBuf, b: PathBuf },
+    /// A/B experiment: flip a knob between two values in ABBA-ordered windows, discard a
+    /// warm-up after each flip, and say per metric whether B differs from A beyond the
+    /// window-to-window noise. The knob is restored at the end (and on Ctrl-C/SIGTERM).
+    Ab {
+        /// KNOB=A,B (e.g. relax_domain_level=-1,1); or --profile.
+        #[arg(value_name = "KNOB=A,B", required_unless_present = "profile")]
+        spec: Option<String>,
+        /// Compare the current values (A) with this profile applied (B).
+        #[arg(long, value_name = "NAME", conflicts_with = "spec")]
+        profile: Option<String>,
+        /// Measured time per window (with a command: at least one snapshot, until it ends).
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        window: Duration,
+        /// Windows per value.
+        #[arg(long, default_value_t = 6)]
+        rounds: u32,
+        /// Not measured after each flip.
+        #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
+        warmup: Duration,
+        /// Record the experiment (snapshots, knob lines, windows, verdict).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The verdict as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Keep the command running through all windows instead of once per window.
+        #[arg(long, requires = "command")]
+        steady: bool,
+        /// A command to run in each window (after `--`): its wall time and exit status
+        /// become metrics.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// The terminal UI (the default without a subcommand when stdout is a terminal).
     Tui {
         #[command(flatten)]
@@ -131,6 +177,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("must be greater than zero".into());
     }
     Ok(d)
+}
+
+/// A duration that may be zero (`0`, `0s`).
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    match s.trim_end_matches('s') {
+        "0" => Ok(Duration::ZERO),
+        _ => parse_duration(s),
+    }
 }
 
 #[cfg(test)]

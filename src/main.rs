@@ -42,10 +42,47 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             print!("{}", topology::render::tree(&topo));
             Ok(())
         }
-        Some(Command::Report { file }) => {
+        Some(Command::Report {
+            file,
+            compare,
+            json,
+        }) => {
             let rec = record::reader::open(&file)?;
-            print!("{}", record::report::render(&rec));
+            if compare {
+                print!("{}", record::report::compare(&rec, json)?);
+            } else {
+                print!("{}", record::report::render(&rec));
+            }
             Ok(())
+        }
+        Some(Command::Diff { a, b }) => {
+            let (a, b) = (record::reader::open(&a)?, record::reader::open(&b)?);
+            print!("{}", record::diff::render(&a, &b));
+            Ok(())
+        }
+        Some(Command::Ab {
+            spec,
+            profile,
+            window,
+            rounds,
+            warmup,
+            output,
+            json,
+            steady,
+            command,
+        }) => {
+            let plan = run::ab::Plan {
+                spec,
+                profile,
+                window,
+                warmup,
+                rounds,
+                output,
+                json,
+                steady,
+                command,
+            };
+            run::ab::run(&opts, &root, &topo, &plan)
         }
         Some(Command::Record {
             output,

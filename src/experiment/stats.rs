@@ -1,6 +1,6 @@
 //! The statistics of an A/B experiment, over one value per window and arm: the medians,
-//! B relative to A with a bootstrap confidence interval, and a two-sided permutation test
-//! of the difference of medians (exact when the splits are few, else a fixed number of
+//! B relative to A with a bootstrap confidence interval, and a two-sided Wilcoxon
+//! rank-sum test by permutation (exact when the splits are few, else a fixed number of
 //! random splits). Every random draw comes from a generator seeded by the data's size, so
 //! the same windows give the same verdict live, in `llctop report --compare` and in tests.
 
@@ -25,7 +25,7 @@ pub struct Comparison {
     pub change: Option<f64>,
     /// 95 % bootstrap percentile interval of `change`.
     pub ci: Option<(f64, f64)>,
-    /// Two-sided permutation p-value of median(B) − median(A).
+    /// Two-sided rank-sum permutation p-value.
     pub p: f64,
     pub n_a: usize,
     pub n_b: usize,
@@ -63,7 +63,7 @@ fn rel(a: f64, b: f64) -> Option<f64> {
 }
 
 /// n choose k, saturating.
-fn choose(n: u64, k: u64) -> u64 {
+pub fn choose(n: u64, k: u64) -> u64 {
     let k = k.min(n - k);
     let mut r: u64 = 1;
     for i in 0..k {
@@ -103,24 +103,49 @@ fn for_each_subset(n: usize, k: usize, mut f: impl FnMut(&[bool])) {
     }
 }
 
-/// Two-sided permutation p-value of |median(B) − median(A)|: the share of splits of the
-/// pooled values into groups of these sizes at least as extreme as the observed one.
+/// Ranks of `v` (1-based, ties get their average rank).
+fn ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut r = vec![0.0; v.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            r[k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+/// Two-sided p-value of the Wilcoxon rank-sum (Mann–Whitney) test, by permutation: the
+/// share of the splits of the pooled windows into groups of these sizes whose rank sum
+/// for B lies at least as far from its expectation as the observed one. Exact when the
+/// splits are few, ties handled by average ranks.
 pub fn permutation_p(a: &[f64], b: &[f64]) -> f64 {
-    let (Some(ma), Some(mb)) = (median(a), median(b)) else {
+    if a.is_empty() || b.is_empty() {
         return 1.0;
-    };
-    let observed = (mb - ma).abs();
+    }
     let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
     let (n, k) = (pooled.len(), b.len());
-    // A split at least as extreme, allowing for float noise in equal differences.
-    let tol = 1e-12 * observed.abs().max(1.0);
+    let r = ranks(&pooled);
+    let expected = k as f64 * (n as f64 + 1.0) / 2.0;
     let stat = |mask: &[bool]| -> f64 {
-        let (mut ga, mut gb) = (Vec::with_capacity(n - k), Vec::with_capacity(k));
-        for (v, &in_b) in pooled.iter().zip(mask) {
-            if in_b { gb.push(*v) } else { ga.push(*v) }
-        }
-        (median(&gb).unwrap_or(0.0) - median(&ga).unwrap_or(0.0)).abs()
+        let sum: f64 = r
+            .iter()
+            .zip(mask)
+            .filter(|(_, m)| **m)
+            .map(|(x, _)| x)
+            .sum();
+        (sum - expected).abs()
     };
+    let observed = (r[a.len()..].iter().sum::<f64>() - expected).abs();
+    let tol = 1e-9;
     let (mut extreme, mut total) = (0u64, 0u64);
     if choose(n as u64, k as u64) <= MAX_SPLITS {
         for_each_subset(n, k, |mask| {
@@ -208,7 +233,8 @@ mod tests {
     }
 
     #[test]
-    fn medians_and_subsets() {
+    fn medians_ranks_and_subsets() {
+        assert_eq!(ranks(&[10.0, 30.0, 20.0, 20.0]), [1.0, 4.0, 2.5, 2.5]);
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
@@ -227,9 +253,8 @@ mod tests {
         let b = [80.0, 82.0, 79.0, 81.0, 78.0, 80.0];
         let c = compare(&a, &b).unwrap();
         assert!(c.significant(), "{c:?}");
-        // All 924 splits enumerated; medians move little when one value changes side,
-        // so a few splits besides the observed one are as extreme.
-        assert!(c.p <= 0.02, "{}", c.p);
+        // All 924 splits enumerated: only the observed one and its mirror are as extreme.
+        assert!((c.p - 2.0 / 924.0).abs() < 1e-9, "{}", c.p);
         let change = c.change.unwrap();
         assert!((change + 0.2).abs() < 0.01, "{change}");
         let (lo, hi) = c.ci.unwrap();

@@ -174,6 +174,18 @@ impl Session {
         &self.steps
     }
 
+    /// Whether `input` could be written to knob `id` now: the knob's canonical id and
+    /// value, or why not (unknown, read-only and why, invalid). Nothing is written.
+    pub fn check(&mut self, id: &str, input: &str) -> Result<(String, String), KnobError> {
+        let knob = self.knob(id)?;
+        self.check_writable(&knob)?;
+        let value = knob.parse_input(input).map_err(|e| KnobError::Invalid {
+            id: knob.id.clone(),
+            reason: e.0,
+        })?;
+        Ok((knob.id, value))
+    }
+
     /// Set one knob (validated, journaled, read back); one undo step.
     pub fn set(&mut self, id: &str, input: &str) -> Result<Change, KnobError> {
         let knob = self.knob(id)?;

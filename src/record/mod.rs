@@ -6,9 +6,11 @@
 //! valid up to its last complete line. Names ending in `.gz` are gzip-compressed (each
 //! line is a sync-flushed deflate block, readable up to the point of a kill).
 
+pub mod diff;
 pub mod reader;
 pub mod report;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::verdict::Verdict;
+use crate::experiment::{Experiment, Window};
 use crate::knobs::session::KnobEvent;
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::topology::Topology;
@@ -44,6 +48,9 @@ pub struct Header {
     /// The command line that made the recording.
     #[serde(default)]
     pub command: Vec<String>,
+    /// Every knob's value when recording started (`llctop diff` compares them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
 }
 
 impl Header {
@@ -67,7 +74,18 @@ impl Header {
             topology,
             sources,
             command: std::env::args().collect(),
+            knobs: BTreeMap::new(),
         }
+    }
+
+    /// With the knob values of `registry` (those it could read).
+    pub fn with_knobs(mut self, registry: &crate::knobs::Registry) -> Header {
+        self.knobs = registry
+            .knobs
+            .iter()
+            .filter_map(|k| Some((k.id.clone(), k.value.clone()?)))
+            .collect();
+        self
     }
 }
 
@@ -102,6 +120,12 @@ pub enum Line<S, K, M> {
     Snapshot(S),
     Knob(K),
     Marker(M),
+    /// An `llctop ab` run: what it compares (after the header).
+    Experiment(Experiment),
+    /// One measured window of it.
+    Window(Window),
+    /// Its verdict (at the end).
+    Verdict(Verdict),
     #[serde(other)]
     Unknown,
 }
@@ -150,6 +174,14 @@ impl Writer {
     /// A knob change (`"type":"knob"`), written when it happens.
     pub fn write_knob(&mut self, ev: &KnobEvent) -> Result<(), RecordError> {
         self.write_json(&Line::<&Snapshot, _, &Marker>::Knob(ev))
+    }
+
+    /// One of an experiment's lines (`experiment`, `window`, `verdict`).
+    pub fn write_experiment_line(
+        &mut self,
+        line: Line<&Snapshot, &KnobEvent, &Marker>,
+    ) -> Result<(), RecordError> {
+        self.write_json(&line)
     }
 
     /// A marker (`"type":"marker"`), written when the operator drops it.
@@ -208,12 +240,18 @@ pub fn host_and_kernel(root: &crate::kroot::KernelRoot) -> (Option<String>, Opti
     (host, kernel)
 }
 
+/// A header for other modules' tests.
+#[cfg(test)]
+pub(crate) fn tests_header() -> Header {
+    tests::header()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::snapshot::{Migrations, Precision, SourceStatus};
 
-    fn header() -> Header {
+    pub fn header() -> Header {
         Header {
             format: FORMAT.into(),
             version: VERSION,
@@ -225,6 +263,7 @@ mod tests {
             topology: crate::topology::tests::sample(),
             sources: vec![SourceStatus::active("procfs.stat")],
             command: vec![],
+            knobs: BTreeMap::new(),
         }
     }
 

@@ -9,6 +9,8 @@ use std::path::Path;
 use flate2::read::MultiGzDecoder;
 
 use super::{FORMAT, Header, Line, Marker, RecordError, VERSION};
+use crate::experiment::verdict::Verdict;
+use crate::experiment::{Experiment, Window};
 use crate::knobs::session::KnobEvent;
 use crate::snapshot::Snapshot;
 
@@ -20,6 +22,10 @@ pub struct Recording {
     pub knobs: Vec<KnobEvent>,
     /// Markers the operator dropped (`m` in the TUI), in file order.
     pub markers: Vec<Marker>,
+    /// The `llctop ab` run this recording holds, its measured windows and verdict.
+    pub experiment: Option<Experiment>,
+    pub windows: Vec<Window>,
+    pub verdict: Option<Verdict>,
     /// Lines of types this reader does not know (from a newer minor addition), skipped.
     pub skipped_lines: u64,
     /// The file ended in the middle of a line or of the gzip stream.
@@ -97,6 +103,7 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
     let mut knobs = Vec::new();
     let mut markers = Vec::new();
     let mut skipped_lines = 0;
+    let (mut experiment, mut windows, mut verdict) = (None, Vec::new(), None);
     for (i, line) in it {
         if line.trim().is_empty() {
             continue;
@@ -107,6 +114,9 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
             Line::Snapshot(s) => snapshots.push(s),
             Line::Knob(k) => knobs.push(k),
             Line::Marker(m) => markers.push(m),
+            Line::Experiment(e) => experiment = Some(e),
+            Line::Window(w) => windows.push(w),
+            Line::Verdict(v) => verdict = Some(v),
             Line::Unknown => skipped_lines += 1,
         }
     }
@@ -115,6 +125,9 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
         snapshots,
         knobs,
         markers,
+        experiment,
+        windows,
+        verdict,
         skipped_lines,
         truncated,
     })

@@ -277,3 +277,24 @@ pub fn render(rec: &Recording) -> String {
     }
     out
 }
+
+/// `llctop report --compare`: the verdict of an `llctop ab` recording, recomputed from its
+/// windows and snapshots (the table, or JSON).
+pub fn compare(rec: &Recording, json: bool) -> Result<String, String> {
+    let exp = rec
+        .experiment
+        .as_ref()
+        .ok_or("not a recording of `llctop ab`: it has no experiment line")?;
+    let v = crate::experiment::verdict::compute(exp, &rec.windows, &rec.snapshots);
+    if json {
+        let j = serde_json::json!({"experiment": exp, "verdict": v});
+        return serde_json::to_string_pretty(&j)
+            .map(|t| t + "\n")
+            .map_err(|e| e.to_string());
+    }
+    let mut out = crate::experiment::verdict::render(exp, &v);
+    if rec.verdict.as_ref().is_some_and(|live| *live != v) {
+        out.push_str("note: the verdict written by the live run differs from this one\n");
+    }
+    Ok(out)
+}

@@ -4,6 +4,7 @@
 //! [`live`] (one summary line per interval). The TUI (tui::launch) and later
 //! subcommands build on the same pieces.
 
+pub mod ab;
 pub mod live;
 pub mod record;
 

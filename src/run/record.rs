@@ -28,12 +28,14 @@ pub fn run(
     changes: &Changes,
 ) -> Result<(), Error> {
     let mut run = Run::start(opts, root, topo, duration)?;
+    // The knob values at the start, for `llctop diff` (read without touching anything).
     let header = Header::new(
         record::host_and_kernel(root),
         opts.interval,
         topo.clone(),
         run.sources.clone(),
-    );
+    )
+    .with_knobs(&crate::knobs::Registry::discover(root, Some(topo)));
     let mut writer = Writer::create(output, &header)?;
     // After the header: the knob lines come after the start they are measured from.
     run.change_knobs(opts, root, topo, changes)?;

@@ -42,12 +42,15 @@ impl App {
     }
 
     pub(super) fn start_recording(&mut self) {
-        let header = Header::new(
+        let mut header = Header::new(
             (self.host.clone(), self.kernel.clone()),
             self.interval,
             self.topo.clone(),
             self.sources().to_vec(),
         );
+        if let Some(s) = self.session.as_ref() {
+            header = header.with_knobs(s.registry());
+        }
         let path = self.record_dir.join(format!(
             "llctop-{}.json.gz",
             crate::clock::utc_stamp(header.start_unix_ns / 1_000_000_000)

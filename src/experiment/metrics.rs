@@ -1,0 +1,239 @@
+//! The figures an experiment compares, each one value per window computed from the
+//! window's snapshots alone (pure): rates per second over the window's summed interval
+//! time, CPU-time-weighted ratios, percentiles of the merged run-queue wait histogram.
+//! Each has a unit and which direction is better (if either); docs/metrics.md defines
+//! them under "Experiments".
+
+use std::collections::BTreeMap;
+
+use crate::snapshot::{Cause, Snapshot};
+use crate::topology::Distance;
+
+/// Which direction of a change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+    /// A change is reported as higher/lower, not better/worse.
+    Neither,
+}
+
+/// What a metric key means: unit and direction. Keys are `family.name`; the families with
+/// a variable part (balance levels, causes, NUMA counters) share one definition.
+pub fn describe(key: &str) -> (&'static str, Better) {
+    let family = key.split('.').next().unwrap_or(key);
+    match (family, key) {
+        (_, "migrations.xllc" | "migrations.xnode") => ("/s", Better::Lower),
+        ("migrations" | "cause" | "balance" | "numa", _) => ("/s", Better::Neither),
+        (_, "preferred_hit") => ("%", Better::Higher),
+        (_, "rq_wait.p50" | "rq_wait.p99") => ("µs", Better::Lower),
+        (_, "busy") => ("%", Better::Neither),
+        (_, "ipc") => ("", Better::Higher),
+        (_, "mpki") => ("", Better::Lower),
+        (_, "l3_misses") => ("/s", Better::Lower),
+        (_, "command.wall") => ("s", Better::Lower),
+        (_, "command.failed") => ("%", Better::Lower),
+        _ => ("", Better::Neither),
+    }
+}
+
+/// Percentile `q` of a log2 histogram (bucket i counts [2^i, 2^(i+1)) ns) as the upper
+/// bound of the bucket holding it, in ns; None when empty.
+pub fn hist_percentile(hist: &[u64], q: f64) -> Option<f64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, n) in hist.iter().enumerate() {
+        seen += n;
+        if seen >= rank {
+            return Some(2f64.powi(i as i32 + 1));
+        }
+    }
+    None
+}
+
+/// The metrics of one window (its measured snapshots), by key.
+pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    let secs: f64 = snaps.iter().map(|s| s.time.interval_secs()).sum();
+    if snaps.is_empty() || secs <= 0.0 {
+        return m;
+    }
+    let mut put = |k: String, v: f64| {
+        if v.is_finite() {
+            m.insert(k, v);
+        }
+    };
+    // Migrations by distance and cause (BPF exact, or procfs sampled).
+    let migs: Vec<_> = snaps.iter().filter_map(|s| s.migrations.as_ref()).collect();
+    if migs.len() == snaps.len() {
+        for d in Distance::ALL {
+            let n: u64 = migs.iter().map(|x| x.by_distance.get(d)).sum();
+            put(format!("migrations.{}", d.label()), n as f64 / secs);
+        }
+        if migs.iter().all(|x| x.by_cause.is_some()) {
+            for c in Cause::ALL {
+                let n: u64 = migs
+                    .iter()
+                    .filter_map(|x| x.by_cause)
+                    .map(|b| b.get(c))
+                    .sum();
+                put(format!("cause.{}", c.label()), n as f64 / secs);
+            }
+        }
+    }
+    // Preferred-LLC hits, weighted by CPU time.
+    let (mut num, mut den) = (0.0, 0.0);
+    for r in snaps
+        .iter()
+        .filter_map(|s| s.processes.as_ref())
+        .flat_map(|t| &t.rows)
+    {
+        if let Some(h) = r.preferred_hit {
+            num += h * r.cpu_time_ns as f64;
+            den += r.cpu_time_ns as f64;
+        }
+    }
+    if den > 0.0 {
+        put("preferred_hit".into(), 100.0 * num / den);
+    }
+    // Run-queue wait percentiles from the merged per-CPU histograms.
+    let mut hist: Vec<u64> = Vec::new();
+    for h in snaps
+        .iter()
+        .flat_map(|s| &s.cpus)
+        .filter_map(|c| c.rq_wait_hist.as_ref())
+    {
+        if hist.len() < h.len() {
+            hist.resize(h.len(), 0);
+        }
+        for (a, b) in hist.iter_mut().zip(h) {
+            *a += b;
+        }
+    }
+    for (k, q) in [("rq_wait.p50", 0.5), ("rq_wait.p99", 0.99)] {
+        if let Some(ns) = hist_percentile(&hist, q) {
+            put(k.into(), ns / 1e3);
+        }
+    }
+    let busy: Vec<f64> = snaps.iter().filter_map(|s| s.system.busy).collect();
+    if busy.len() == snaps.len() {
+        put(
+            "busy".into(),
+            100.0 * busy.iter().sum::<f64>() / busy.len() as f64,
+        );
+    }
+    // Load balancing per domain level, per second.
+    let mut lb: BTreeMap<String, [u64; 3]> = BTreeMap::new();
+    let bal: Vec<_> = snaps.iter().filter_map(|s| s.balance.as_ref()).collect();
+    if bal.len() == snaps.len() {
+        for d in bal.iter().flat_map(|b| &b.domains) {
+            let name = d.name.clone().unwrap_or_else(|| format!("L{}", d.level));
+            let e = lb.entry(name).or_default();
+            e[0] += d.newidle.count;
+            e[1] += d.busy.count;
+            e[2] += d.idle.count;
+        }
+        for (name, [n, b, i]) in lb {
+            put(format!("balance.{name}.newidle"), n as f64 / secs);
+            put(format!("balance.{name}.busy"), b as f64 / secs);
+            put(format!("balance.{name}.idle"), i as f64 / secs);
+        }
+    }
+    // NUMA balancing counters (vmstat), per second.
+    let numa: Vec<_> = snaps.iter().filter_map(|s| s.numa.as_ref()).collect();
+    if numa.len() == snaps.len() {
+        for k in [
+            "numa_hint_faults",
+            "numa_pages_migrated",
+            "numa_pte_updates",
+        ] {
+            if numa.iter().all(|n| n.vmstat.contains_key(k)) {
+                let v: u64 = numa.iter().map(|n| n.vmstat[k]).sum();
+                put(format!("numa.{k}"), v as f64 / secs);
+            }
+        }
+    }
+    // Hardware counters over every CPU.
+    let (mut cyc, mut ins, mut miss, mut l3) = (0u64, 0u64, 0u64, 0u64);
+    let (mut have_ipc, mut have_l3) = (false, false);
+    for c in snaps
+        .iter()
+        .flat_map(|s| &s.cpus)
+        .filter_map(|c| c.counters.as_ref())
+    {
+        if let (Some(a), Some(b)) = (c.cycles, c.instructions) {
+            cyc += a;
+            ins += b;
+            have_ipc = true;
+            miss += c.cache_misses.unwrap_or(0);
+        }
+        if let Some(x) = c.l3_misses.or(c.llc_read_misses) {
+            l3 += x;
+            have_l3 = true;
+        }
+    }
+    if have_ipc && cyc > 0 && ins > 0 {
+        put("ipc".into(), ins as f64 / cyc as f64);
+        put("mpki".into(), miss as f64 * 1000.0 / ins as f64);
+    }
+    if have_l3 {
+        put("l3_misses".into(), l3 as f64 / secs);
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{ByDistance, CpuStats, Migrations, SnapshotTime};
+
+    fn snap(cross_llc: u64, hist: Vec<u64>) -> Snapshot {
+        Snapshot {
+            time: SnapshotTime {
+                unix_ns: 0,
+                mono_ns: 0,
+                interval_ns: 500_000_000,
+            },
+            migrations: Some(Migrations {
+                by_distance: ByDistance {
+                    cross_llc,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            cpus: vec![CpuStats {
+                rq_wait_hist: Some(hist),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rates_are_per_second_of_the_window() {
+        let w = window(&[snap(10, vec![0; 4]), snap(30, vec![0; 4])]);
+        assert_eq!(w["migrations.xllc"], 40.0, "40 moves in 1 s");
+        assert_eq!(w["migrations.xnode"], 0.0);
+        assert!(!w.contains_key("cause.wakeup"), "no causes: not a metric");
+        assert!(!w.contains_key("rq_wait.p50"), "no waits");
+        assert_eq!(describe("migrations.xllc"), ("/s", Better::Lower));
+        assert_eq!(describe("balance.SMT.newidle"), ("/s", Better::Neither));
+    }
+
+    #[test]
+    fn wait_percentiles_come_from_the_merged_histogram() {
+        // 99 waits in [1024, 2048) ns, 1 in [2^20, 2^21).
+        let mut h = vec![0u64; 21];
+        h[10] = 99;
+        h[20] = 1;
+        let w = window(&[snap(0, h)]);
+        assert_eq!(w["rq_wait.p50"], 2.048);
+        assert_eq!(w["rq_wait.p99"], 2.048);
+        assert_eq!(hist_percentile(&[0, 0, 1], 1.0), Some(8.0));
+        assert_eq!(hist_percentile(&[0, 0], 0.5), None);
+    }
+}

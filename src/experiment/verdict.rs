@@ -1,0 +1,262 @@
+//! The verdict of an experiment: per metric, the windows' values compared (B vs A), and
+//! the table printed by `llctop ab` and `llctop report --compare` (or its JSON). Computed
+//! from the windows and the snapshots only, so the live run and a recording agree.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{self, Better};
+use super::stats;
+use super::{Arm, Experiment, Window};
+use crate::snapshot::Snapshot;
+
+/// One metric's comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub metric: String,
+    pub unit: String,
+    pub median_a: f64,
+    pub median_b: f64,
+    /// median(B) / median(A) − 1.
+    pub change: Option<f64>,
+    /// 95 % bootstrap interval of `change`.
+    pub ci: Option<(f64, f64)>,
+    /// Permutation test p-value.
+    pub p: f64,
+    pub n_a: usize,
+    pub n_b: usize,
+    /// `better`, `worse`, `higher`, `lower`, `no detectable difference`, `no difference`.
+    pub verdict: String,
+}
+
+/// The verdict (`"type":"verdict"` at the end of a recording).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Windows measured (of those planned).
+    pub windows: usize,
+    pub planned: usize,
+    pub rows: Vec<Row>,
+}
+
+/// Every metric of every window, by arm: key → (A's values, B's values).
+fn by_arm(windows: &[Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
+    let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for w in windows {
+        let mine: Vec<Snapshot> = snaps
+            .iter()
+            .filter(|s| (w.first_seq..=w.last_seq).contains(&s.seq))
+            .cloned()
+            .collect();
+        let mut m = metrics::window(&mine);
+        if let Some(t) = w.command_secs {
+            m.insert("command.wall".into(), t);
+        }
+        if w.command_secs.is_some() || w.exit_code.is_some() {
+            let failed = w.exit_code != Some(0);
+            m.insert("command.failed".into(), if failed { 100.0 } else { 0.0 });
+        }
+        for (k, v) in m {
+            let e = out.entry(k).or_default();
+            match w.arm {
+                Arm::A => e.0.push(v),
+                Arm::B => e.1.push(v),
+            }
+        }
+    }
+    out
+}
+
+fn word(c: &stats::Comparison, better: Better, a: &[f64], b: &[f64]) -> &'static str {
+    if !c.significant() {
+        let first = a.first().or(b.first());
+        let constant = a.iter().chain(b).all(|v| Some(v) == first);
+        return if constant {
+            "no difference"
+        } else {
+            "no detectable difference"
+        };
+    }
+    let up = c.median_b > c.median_a;
+    match (better, up) {
+        (Better::Lower, false) | (Better::Higher, true) => "better",
+        (Better::Lower, true) | (Better::Higher, false) => "worse",
+        (Better::Neither, true) => "higher",
+        (Better::Neither, false) => "lower",
+    }
+}
+
+/// The verdict over the measured windows.
+pub fn compute(exp: &Experiment, windows: &[Window], snaps: &[Snapshot]) -> Verdict {
+    let mut rows = Vec::new();
+    for (metric, (a, b)) in by_arm(windows, snaps) {
+        let Some(c) = stats::compare(&a, &b) else {
+            continue;
+        };
+        let (unit, better) = metrics::describe(&metric);
+        rows.push(Row {
+            verdict: word(&c, better, &a, &b).into(),
+            metric,
+            unit: unit.into(),
+            median_a: c.median_a,
+            median_b: c.median_b,
+            change: c.change,
+            ci: c.ci,
+            p: c.p,
+            n_a: c.n_a,
+            n_b: c.n_b,
+        });
+    }
+    Verdict {
+        windows: windows.len(),
+        planned: exp.order().len(),
+        rows,
+    }
+}
+
+fn num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:+.1}%", v * 100.0)
+}
+
+/// The table: one line per metric, the ones that moved first.
+pub fn render(exp: &Experiment, v: &Verdict) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: A = {}, B = {}; {} of {} windows of {:.1} s (after {:.1} s warm-up each), ABBA order",
+        exp.knob,
+        exp.a,
+        exp.b,
+        v.windows,
+        v.planned,
+        exp.window_ns as f64 / 1e9,
+        exp.warmup_ns as f64 / 1e9
+    );
+    let _ = writeln!(
+        out,
+        "{:<28} {:>5} {:>10} {:>10} {:>8} {:>18} {:>6}  verdict",
+        "metric", "unit", "A", "B", "B vs A", "95% CI", "p"
+    );
+    let mut rows: Vec<&Row> = v.rows.iter().collect();
+    let moved = |r: &Row| !r.verdict.starts_with("no ");
+    rows.sort_by_key(|r| !moved(r));
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>5} {:>10} {:>10} {:>8} {:>18} {:>6.3}  {}",
+            r.metric,
+            r.unit,
+            num(r.median_a),
+            num(r.median_b),
+            r.change.map(pct).unwrap_or_else(|| "-".into()),
+            r.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
+                .unwrap_or_else(|| "-".into()),
+            r.p,
+            r.verdict
+        );
+    }
+    let per_arm = exp.rounds as u64;
+    let min_p = 2.0 / stats::choose(2 * per_arm, per_arm).max(1) as f64;
+    if min_p >= stats::ALPHA {
+        let _ = writeln!(
+            out,
+            "note: with {per_arm} windows per value the smallest possible p is {min_p:.2}: no difference can be shown; use --rounds 4 or more"
+        );
+    }
+    if v.windows < 2 * exp.rounds as usize {
+        let _ = writeln!(
+            out,
+            "stopped early: {} of {} windows measured",
+            v.windows, v.planned
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{ByDistance, Migrations, SnapshotTime};
+
+    fn snap(seq: u64, xllc: u64, smt: u64) -> Snapshot {
+        Snapshot {
+            seq,
+            time: SnapshotTime {
+                unix_ns: 0,
+                mono_ns: 0,
+                interval_ns: 1_000_000_000,
+            },
+            migrations: Some(Migrations {
+                by_distance: ByDistance {
+                    cross_llc: xllc,
+                    smt,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_metric_that_moves_is_judged_and_one_that_cannot_is_not() {
+        let exp = Experiment {
+            knob: "relax_domain_level".into(),
+            a: "-1".into(),
+            b: "1".into(),
+            window_ns: 2_000_000_000,
+            warmup_ns: 0,
+            rounds: 4,
+            command: vec![],
+            steady: false,
+        };
+        let (mut snaps, mut windows) = (Vec::new(), Vec::new());
+        for (i, arm) in exp.order().into_iter().enumerate() {
+            let seq = 2 * i as u64;
+            // B halves the cross-LLC moves; SMT moves stay at 5/s.
+            let x = if arm == Arm::A {
+                40 + i as u64
+            } else {
+                20 + i as u64
+            };
+            snaps.push(snap(seq, x, 5));
+            snaps.push(snap(seq + 1, x, 5));
+            windows.push(Window {
+                index: i as u32,
+                arm,
+                value: exp.value(arm).into(),
+                first_seq: seq,
+                last_seq: seq + 1,
+                command_secs: Some(2.0),
+                exit_code: Some(0),
+            });
+        }
+        let v = compute(&exp, &windows, &snaps);
+        let row = |m: &str| v.rows.iter().find(|r| r.metric == m).unwrap();
+        assert_eq!(row("migrations.xllc").verdict, "better");
+        assert!(row("migrations.xllc").change.unwrap() < -0.4);
+        assert_eq!(row("migrations.smt").verdict, "no difference");
+        assert_eq!(row("command.wall").verdict, "no difference");
+        assert_eq!((v.windows, v.planned), (8, 8));
+        let t = render(&exp, &v);
+        assert!(
+            t.lines().nth(2).unwrap().starts_with("migrations.xllc"),
+            "{t}"
+        );
+        assert_eq!(compute(&exp, &windows, &snaps), v, "deterministic");
+    }
+}

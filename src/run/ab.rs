@@ -1,0 +1,316 @@
+//! `llctop ab`: an A/B experiment on the running system. The knob (or a profile) is
+//! flipped between two values in ABBA-ordered windows; each window starts with a warm-up
+//! that is not measured; with a command, the command runs once per window (its wall time
+//! and exit status become metrics) or, `--steady`, all along. Everything is recorded when
+//! `-o` is given — the experiment, the knob lines, each window, the verdict — and the
+//! knob is restored at the end, on a signal and on panic, as every knob session is.
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{Error, Options, Run, finish_session, knob_session};
+use crate::experiment::verdict::{self, Verdict};
+use crate::experiment::{self, Arm, Experiment, Window};
+use crate::knobs::cli::print_change;
+use crate::knobs::{Session, profile};
+use crate::kroot::KernelRoot;
+use crate::record::{self, Header, Line, Writer};
+use crate::snapshot::Snapshot;
+use crate::topology::Topology;
+
+/// What to compare and how (the command line of `llctop ab`).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `KNOB=A,B`; `None` with a profile.
+    pub spec: Option<String>,
+    /// Compare the values before (A) with the profile applied (B).
+    pub profile: Option<String>,
+    pub window: Duration,
+    pub warmup: Duration,
+    pub rounds: u32,
+    pub output: Option<PathBuf>,
+    pub json: bool,
+    pub steady: bool,
+    pub command: Vec<String>,
+}
+
+/// How one arm is put in place.
+enum Flip {
+    Knob { id: String },
+    Profile { profile: profile::Profile },
+}
+
+/// How a window's command ended: wall time (s) and exit code (None: by a signal).
+type Ended = (f64, Option<i32>);
+
+/// A command started for a window: when it ended and how (filled by its waiter thread).
+struct Running {
+    child_id: u32,
+    done: Arc<Mutex<Option<Ended>>>,
+}
+
+fn spawn(cmd: &[String]) -> Result<(Child, Instant), Error> {
+    let (prog, args) = cmd.split_first().ok_or("empty command")?;
+    let child = Command::new(prog)
+        .args(args)
+        .spawn()
+        .map_err(|e| format!("{prog}: {e}"))?;
+    Ok((child, Instant::now()))
+}
+
+fn start_window_command(cmd: &[String]) -> Result<Running, Error> {
+    let (mut child, t0) = spawn(cmd)?;
+    let done = Arc::new(Mutex::new(None));
+    let d = Arc::clone(&done);
+    let child_id = child.id();
+    std::thread::spawn(move || {
+        let status = child.wait().ok();
+        let secs = t0.elapsed().as_secs_f64();
+        if let Ok(mut g) = d.lock() {
+            *g = Some((secs, status.and_then(|s| s.code())));
+        }
+    });
+    Ok(Running { child_id, done })
+}
+
+fn kill(pid: u32) {
+    // SAFETY: plain kill(2) of our own child.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+    }
+}
+
+/// Put `arm`'s value in place; the changes are said on stderr and recorded as knob lines.
+fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), Error> {
+    match how {
+        Flip::Knob { id } => {
+            let c = s.set(id, exp.value(arm))?;
+            print_change(s, &c);
+        }
+        Flip::Profile { profile } => match arm {
+            Arm::B => crate::knobs::cli::apply_profile(s, profile)?,
+            Arm::A => {
+                s.undo()?;
+            }
+        },
+    }
+    Ok(())
+}
+
+fn snapshots_for(d: Duration, interval: Duration) -> u64 {
+    (d.as_secs_f64() / interval.as_secs_f64()).round() as u64
+}
+
+/// Run the experiment; prints the verdict table (or JSON).
+pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> Result<(), Error> {
+    let mut s = knob_session(opts, root, Some(topo), false);
+    s.read_domains();
+    // Everything is checked before anything is written: an unknown or read-only knob
+    // or a value it would refuse ends the experiment here.
+    let (exp, how) = match (&plan.spec, &plan.profile) {
+        (Some(spec), None) => {
+            let (knob, a, b) = experiment::parse_spec(spec)?;
+            let (id, a) = s.check(&knob, &a)?;
+            let (_, b) = s.check(&id, &b)?;
+            (
+                Experiment {
+                    knob: id.clone(),
+                    a,
+                    b,
+                    window_ns: plan.window.as_nanos() as u64,
+                    warmup_ns: plan.warmup.as_nanos() as u64,
+                    rounds: plan.rounds,
+                    command: plan.command.clone(),
+                    steady: plan.steady,
+                },
+                Flip::Knob { id },
+            )
+        }
+        (None, Some(name)) => {
+            let p = profile::find(name, profile::user_dir().as_deref())?;
+            let (steps, skipped) = p.plan(s.registry_mut());
+            if steps.is_empty() {
+                return Err(format!(
+                    "profile {name}: nothing it sets can be changed here ({skipped:?})"
+                )
+                .into());
+            }
+            for (id, value) in &steps {
+                s.check(id, value)?;
+            }
+            (
+                Experiment {
+                    knob: format!("profile:{name}"),
+                    a: "before".into(),
+                    b: name.clone(),
+                    window_ns: plan.window.as_nanos() as u64,
+                    warmup_ns: plan.warmup.as_nanos() as u64,
+                    rounds: plan.rounds,
+                    command: plan.command.clone(),
+                    steady: plan.steady,
+                },
+                Flip::Profile { profile: p },
+            )
+        }
+        _ => return Err("give KNOB=A,B or --profile NAME".into()),
+    };
+    if plan.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+    let mut run = Run::start(opts, root, topo, None)?;
+    let mut writer = match &plan.output {
+        Some(path) => {
+            let header = Header::new(
+                record::host_and_kernel(root),
+                opts.interval,
+                topo.clone(),
+                run.sources.clone(),
+            )
+            .with_knobs(s.registry());
+            let mut w = Writer::create(path, &header)?;
+            w.write_experiment_line(Line::Experiment(exp.clone()))?;
+            Some(w)
+        }
+        None => None,
+    };
+    let order = exp.order();
+    let warm = snapshots_for(plan.warmup, opts.interval);
+    let measure = snapshots_for(plan.window, opts.interval).max(1);
+    let steady = if plan.steady && !plan.command.is_empty() {
+        Some(spawn(&plan.command)?.0)
+    } else {
+        None
+    };
+    flip(&mut s, &how, &exp, order[0])?;
+    run.knobs = Some(s);
+    let per_window_cmd = !plan.command.is_empty() && !plan.steady;
+    // The measured part of a window begins: its command starts.
+    let begin = || -> Result<Option<Running>, Error> {
+        if per_window_cmd {
+            Ok(Some(start_window_command(&plan.command)?))
+        } else {
+            Ok(None)
+        }
+    };
+
+    let mut kept: Vec<Snapshot> = Vec::new();
+    let mut windows: Vec<Window> = Vec::new();
+    let (mut w, mut k) = (0usize, 0u64);
+    let mut first_seq = None;
+    let mut cmd: Option<Running> = if warm == 0 { begin()? } else { None };
+    let mut error: Option<Error> = None;
+    run.each(|snap, knobs| {
+        let mut step = || -> Result<bool, Error> {
+            if let (Some(wr), Some(s)) = (writer.as_mut(), knobs.as_mut()) {
+                wr.write_snapshot(snap)?;
+                for ev in s.take_events() {
+                    wr.write_knob(&ev)?;
+                }
+            }
+            k += 1;
+            if k <= warm {
+                if k == warm {
+                    cmd = begin()?;
+                }
+                return Ok(true);
+            }
+            if first_seq.is_none() {
+                first_seq = Some(snap.seq);
+            }
+            kept.push(snap.clone());
+            let finished = match &cmd {
+                Some(c) => c.done.lock().map(|g| g.is_some()).unwrap_or(true),
+                None => k >= warm + measure,
+            };
+            if !finished {
+                return Ok(true);
+            }
+            let (command_secs, exit_code) = match cmd.take() {
+                Some(c) => c
+                    .done
+                    .lock()
+                    .ok()
+                    .and_then(|g| *g)
+                    .map_or((None, None), |(t, e)| (Some(t), e)),
+                None => (None, None),
+            };
+            let arm = order[w];
+            let win = Window {
+                index: w as u32,
+                arm,
+                value: exp.value(arm).into(),
+                first_seq: first_seq.unwrap_or(snap.seq),
+                last_seq: snap.seq,
+                command_secs,
+                exit_code,
+            };
+            eprintln!(
+                "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}",
+                w + 1,
+                order.len(),
+                exp.knob,
+                win.value,
+                win.first_seq,
+                win.last_seq
+            );
+            if let Some(wr) = writer.as_mut() {
+                wr.write_experiment_line(Line::Window(win.clone()))?;
+            }
+            windows.push(win);
+            w += 1;
+            if w == order.len() {
+                return Ok(false);
+            }
+            if let Some(s) = knobs.as_mut() {
+                flip(s, &how, &exp, order[w])?;
+            }
+            k = 0;
+            first_seq = None;
+            if warm == 0 {
+                cmd = begin()?;
+            }
+            Ok(true)
+        };
+        match step() {
+            Ok(go_on) => go_on,
+            Err(e) => {
+                error = Some(e);
+                false
+            }
+        }
+    });
+    if let Some(c) = cmd.take() {
+        kill(c.child_id);
+    }
+    if let Some(mut c) = steady {
+        kill(c.id());
+        let _ = c.wait();
+    }
+    if let Some(s) = run.knobs.as_mut() {
+        finish_session(s);
+    }
+    let v: Verdict = verdict::compute(&exp, &windows, &kept);
+    if let Some(mut wr) = writer {
+        if let Some(s) = run.knobs.as_mut() {
+            for ev in s.take_events() {
+                wr.write_knob(&ev)?;
+            }
+        }
+        wr.write_experiment_line(Line::Verdict(v.clone()))?;
+        wr.finish()?;
+    }
+    if plan.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"experiment": exp, "verdict": v}))?
+        );
+    } else {
+        print!("{}", verdict::render(&exp, &v));
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
