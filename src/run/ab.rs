@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::{Error, Options, Run, finish_session, knob_session};
 use crate::experiment::verdict::{self, Verdict};
 use crate::experiment::{self, Arm, Experiment, Window};
-use crate::knobs::cli::print_change;
+use crate::knobs::session::Change;
 use crate::knobs::{Session, profile};
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, Writer};
@@ -82,17 +82,32 @@ fn kill(pid: u32) {
     }
 }
 
+/// Say a change on stderr (stdout is the verdict's, JSON with --json).
+fn say(c: &Change) {
+    if c.old == c.new {
+        eprintln!("llctop: {} already {}", c.id, c.new);
+    } else {
+        eprintln!("llctop: {}: {} -> {} (read back)", c.id, c.old, c.new);
+    }
+}
+
 /// Put `arm`'s value in place; the changes are said on stderr and recorded as knob lines.
 fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), Error> {
     match how {
-        Flip::Knob { id } => {
-            let c = s.set(id, exp.value(arm))?;
-            print_change(s, &c);
-        }
+        Flip::Knob { id } => say(&s.set(id, exp.value(arm))?),
         Flip::Profile { profile } => match arm {
-            Arm::B => crate::knobs::cli::apply_profile(s, profile)?,
+            Arm::B => {
+                let (plan, _) = profile.plan(s.registry_mut());
+                for c in s.apply(&profile.name, &plan)? {
+                    say(&c);
+                }
+            }
             Arm::A => {
-                s.undo()?;
+                if let Some(step) = s.undo()? {
+                    for c in &step.changes {
+                        eprintln!("llctop: {}: {} -> {} (undone)", c.id, c.new, c.old);
+                    }
+                }
             }
         },
     }

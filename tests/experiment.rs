@@ -1,0 +1,205 @@
+//! `llctop ab` on this machine (root: it writes a kernel knob), `report --compare` and
+//! `diff` on what it recorded.
+//! - a read-only knob (lockdown) is refused at once with the reason, nothing written;
+//! - `numa_balancing` (writable here) runs to a verdict table and ends as it began;
+//!   `report --compare` of the recording gives the live verdict; `diff` of the recording
+//!   with itself finds nothing moved;
+//! - SIGTERM mid-experiment restores the knob and still writes what was measured.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::require_root;
+
+const NUMA: &str = "/proc/sys/kernel/numa_balancing";
+
+fn llctop(journal: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_llctop"));
+    c.env("LLCTOP_JOURNAL", journal)
+        .args(["--interval", "500ms"]);
+    c
+}
+
+/// The tests that write numa_balancing take turns.
+static NUMA_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn numa() -> String {
+    std::fs::read_to_string(NUMA).unwrap().trim().to_string()
+}
+
+/// The other value of numa_balancing (0 <-> 1), so the experiment changes something.
+fn other(v: &str) -> &'static str {
+    if v == "0" { "1" } else { "0" }
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_read_only_knob_is_refused_before_anything_is_written() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    // Under lockdown the sched features are read-only; elsewhere --read-only makes the
+    // session refuse every write, with its own reason.
+    let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown")
+        .is_ok_and(|l| !l.contains("[none]"));
+    let mut c = llctop(&dir.path().join("j.json"));
+    if !lockdown {
+        c.arg("--read-only");
+    }
+    let t0 = Instant::now();
+    let out = c
+        .args(["ab", "feature.TTWU_QUEUE=on,off", "--window", "1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("lockdown {lockdown}: {err}");
+    assert!(!out.status.success());
+    assert!(t0.elapsed() < Duration::from_secs(10), "refused at once");
+    assert!(
+        err.contains("not writable") || err.contains("read-only"),
+        "{err}"
+    );
+    assert!(!err.contains("window 1/"), "no window ran");
+    assert!(
+        !dir.path().join("j.json").exists() || {
+            let j = std::fs::read_to_string(dir.path().join("j.json")).unwrap();
+            j.contains("\"entries\":[]")
+        }
+    );
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn numa_balancing_ab_runs_to_a_verdict_and_the_recording_gives_the_same() {
+    require_root();
+    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("ab.jsonl.gz");
+    let before = numa();
+    let spec = format!("numa_balancing={before},{}", other(&before));
+    let out = llctop(&dir.path().join("j.json"))
+        .args([
+            "ab", &spec, "--window", "1s", "--warmup", "500ms", "--rounds", "2",
+        ])
+        .args(["--json", "-o"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{err}");
+    assert!(out.status.success(), "{err}");
+    assert_eq!(numa(), before, "numa_balancing ends as it began");
+    let live: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON verdict");
+    let v = &live["verdict"];
+    assert_eq!(
+        (v["windows"].as_u64(), v["planned"].as_u64()),
+        (Some(4), Some(4))
+    );
+    let rows = v["rows"].as_array().unwrap();
+    for m in ["busy", "migrations.xllc", "rq_wait.p99"] {
+        assert!(rows.iter().any(|r| r["metric"] == m), "{m} compared");
+    }
+    // Two windows per value cannot show a difference: every verdict says none.
+    assert!(
+        rows.iter()
+            .all(|r| r["verdict"].as_str().is_some_and(|s| s.starts_with("no "))),
+        "{v}"
+    );
+    for (i, w) in err.lines().filter(|l| l.contains("measured")).enumerate() {
+        let want = if matches!(i, 0 | 3) {
+            &before
+        } else {
+            other(&before)
+        };
+        assert!(
+            w.contains(&format!("numa_balancing = {want})")),
+            "ABBA: {w}"
+        );
+    }
+    // The same verdict from the file.
+    let replay = llctop(&dir.path().join("j.json"))
+        .args(["report", "--compare", "--json"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(replay.status.success());
+    let again: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(again, live, "report --compare gives the live verdict");
+    let table = llctop(&dir.path().join("j.json"))
+        .args(["report", "--compare"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("ABBA order") && table.contains("verdict"),
+        "{table}"
+    );
+    assert!(!table.contains("differs"), "{table}");
+    // diff of the recording with itself: no change, the knob the same.
+    let d = llctop(&dir.path().join("j.json"))
+        .arg("diff")
+        .arg(&rec)
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let d = String::from_utf8_lossy(&d.stdout);
+    println!("{d}");
+    assert!(d.contains(" 0 moved beyond the noise"), "{d}");
+    assert!(d.contains("Knobs: the same at the start of both"), "{d}");
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn sigterm_mid_experiment_restores_the_knob_and_keeps_what_was_measured() {
+    require_root();
+    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("ab.jsonl");
+    let before = numa();
+    let spec = format!("numa_balancing={before},{}", other(&before));
+    let mut child = llctop(&dir.path().join("j.json"))
+        .args([
+            "ab", &spec, "--window", "1s", "--warmup", "0s", "--rounds", "6", "-o",
+        ])
+        .arg(&rec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first window is measured and the knob flipped to B, stop there.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    let mut first_done = false;
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        seen.push(l.clone());
+        first_done |= l.contains("window 1/12");
+        if first_done && l.contains("numa_balancing:") && l.contains("->") {
+            break;
+        }
+    }
+    let during = numa();
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    println!("{seen:?} {rest:?}");
+    assert_eq!(during, other(&before), "window 2 ran with B");
+    assert!(
+        status.success(),
+        "SIGTERM ends the experiment cleanly: {status}"
+    );
+    assert_eq!(numa(), before, "restored after SIGTERM");
+    let r = llctop::record::reader::open(&rec).unwrap();
+    assert!(!r.windows.is_empty() && r.windows.len() < 12);
+    let v = r.verdict.expect("the verdict of what was measured");
+    assert_eq!((v.windows, v.planned), (r.windows.len(), 12));
+    assert!(
+        r.knobs.last().is_some_and(|k| k.new == before),
+        "the restore is recorded"
+    );
+}
