@@ -86,7 +86,8 @@ struct cpu_stat {
 	u64 pref_miss;
 	u64 events_dropped;
 	u64 budget_window;
-	u32 budget_used;
+	u32 budget_used;        /* migration events in this window */
+	u32 budget_used_new;    /* placement and first-run events in this window */
 	u32 pc_valid;         /* pc_last holds a reading taken at the last switch */
 	/* Counter values (raw) at the last switch, and the enabled/running times of the
 	 * first slot that read; the slice since then belongs to curr_tgid. */
@@ -334,19 +335,23 @@ static __always_inline struct proc_stat *proc_of(u32 tgid)
 	return bpf_map_lookup_elem(&proc_stats, &tgid);
 }
 
-/* Rate limiter for detail events: event_budget per CPU per 100 ms. */
-static __always_inline bool take_budget(struct cpu_stat *cs, u64 now)
+/* Rate limiter for detail events: event_budget per CPU per 100 ms for migrations, and as
+ * many again for new tasks (placements, first runs), so a storm of migrations cannot
+ * crowd out the placements a pile-up is judged on. */
+static __always_inline bool take_budget(struct cpu_stat *cs, u64 now, u8 kind)
 {
 	u64 window = now / 100000000ULL;
 	if (cs->budget_window != window) {
 		cs->budget_window = window;
 		cs->budget_used = 0;
+		cs->budget_used_new = 0;
 	}
-	if (cs->budget_used >= event_budget) {
+	u32 *used = kind == EV_MIGRATION ? &cs->budget_used : &cs->budget_used_new;
+	if (*used >= event_budget) {
 		cs->events_dropped++;
 		return false;
 	}
-	cs->budget_used++;
+	(*used)++;
 	return true;
 }
 
@@ -383,7 +388,7 @@ static long idle_scan_cpu(u64 i, void *ctx)
 static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct task_struct *p,
 				 s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
-	if (!take_budget(cs, now))
+	if (!take_budget(cs, now, kind))
 		return;
 	/* One null check right after the reservation: 6.1's verifier cannot tell a second
 	 * check of the same pointer is decided, and sees the reservation leak past it. */

@@ -194,6 +194,11 @@ pub fn render(rec: &Recording) -> String {
         .flat_map(|l| &l.events)
         .filter(|e| e.kind == EventKind::Placement)
         .count();
+    let dropped: u64 = snaps
+        .iter()
+        .filter_map(|s| s.events.as_ref())
+        .map(|l| l.dropped)
+        .sum();
     if piles.is_empty() {
         if snaps.iter().any(|s| s.events.is_some()) {
             let _ = writeln!(out, "\nPlacements: {placed} new tasks, no pile-up");
@@ -210,6 +215,12 @@ pub fn render(rec: &Recording) -> String {
                 / 1e9;
             let _ = writeln!(out, "  {:+.1}s {}", at, p.describe());
         }
+    }
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "  {dropped} detail events dropped (rate limit or full buffer): a thread without its placement and first run is not judged"
+        );
     }
 
     // Top processes by CPU time over the recording.

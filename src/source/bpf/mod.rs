@@ -34,7 +34,7 @@ use self::layout::{MAX_CPUS, NR_PC, parse_event, skel, types};
 use self::read::Cumulative;
 use super::Source;
 use crate::preferred::PreferredLlc;
-use crate::snapshot::{DetailEvent, EventLog, Snapshot, SourceState, SourceStatus};
+use crate::snapshot::{DetailEvent, EventKind, EventLog, Snapshot, SourceState, SourceStatus};
 use crate::source::perf::{GroupReader, PerfSource};
 use crate::topology::Topology;
 
@@ -392,7 +392,13 @@ impl Source for BpfSource {
         };
         snap.processes = Some(delta::processes(&prev, cur, &params, &mut self.preferred));
         let overflow = events.len().saturating_sub(EVENTS_PER_SNAPSHOT);
-        events.truncate(EVENTS_PER_SNAPSHOT);
+        if overflow > 0 {
+            // New tasks' events first (a pile-up is judged on them), then migrations in
+            // time order.
+            events.sort_by_key(|e| (e.kind == EventKind::Migration, e.mono_ns));
+            events.truncate(EVENTS_PER_SNAPSHOT);
+            events.sort_by_key(|e| e.mono_ns);
+        }
         snap.events = Some(EventLog {
             dropped: delta::d(cur.dropped, prev.dropped) + overflow as u64,
             events,
