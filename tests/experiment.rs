@@ -203,3 +203,50 @@ fn sigterm_mid_experiment_restores_the_knob_and_keeps_what_was_measured() {
         "the restore is recorded"
     );
 }
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_command_per_window_gives_its_wall_time_and_exit_status() {
+    require_root();
+    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("cmd.jsonl");
+    let before = numa();
+    let spec = format!("numa_balancing={before},{}", other(&before));
+    let out = llctop(&dir.path().join("j.json"))
+        .args([
+            "ab", &spec, "--window", "500ms", "--warmup", "0s", "--rounds", "2", "-o",
+        ])
+        .arg(&rec)
+        .args(["--", "sh", "-c", "sleep 0.6; exit 3"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(numa(), before);
+    let r = llctop::record::reader::open(&rec).unwrap();
+    assert_eq!(r.windows.len(), 4);
+    for w in &r.windows {
+        // The window lasts until the command ends: at least its 0.6 s.
+        assert_eq!(w.exit_code, Some(3), "{w:?}");
+        assert!(
+            w.command_secs.is_some_and(|t| (0.6..5.0).contains(&t)),
+            "{w:?}"
+        );
+        assert!(
+            w.last_seq > w.first_seq,
+            "{w:?}: more than one 500 ms snapshot"
+        );
+    }
+    let v = r.verdict.unwrap();
+    let failed = v
+        .rows
+        .iter()
+        .find(|r| r.metric == "command.failed")
+        .unwrap();
+    assert_eq!((failed.median_a, failed.median_b), (100.0, 100.0));
+    assert!(v.rows.iter().any(|r| r.metric == "command.wall"));
+}

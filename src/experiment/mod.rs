@@ -4,6 +4,7 @@
 //! --compare` recomputes the live verdict from the file. The run itself is run::ab.
 
 pub mod metrics;
+pub mod runner;
 pub mod stats;
 pub mod verdict;
 

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Error, Options, Run, finish_session, knob_session};
+use crate::experiment::runner::{Runner, Step};
 use crate::experiment::verdict::{self, Verdict};
-use crate::experiment::{self, Arm, Experiment, Window};
+use crate::experiment::{self, Arm, Experiment};
 use crate::knobs::session::Change;
 use crate::knobs::{Session, profile};
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, Writer};
-use crate::snapshot::Snapshot;
 use crate::topology::Topology;
 
 /// What to compare and how (the command line of `llctop ab`).
@@ -114,10 +114,6 @@ fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), E
     Ok(())
 }
 
-fn snapshots_for(d: Duration, interval: Duration) -> u64 {
-    (d.as_secs_f64() / interval.as_secs_f64()).round() as u64
-}
-
 /// Run the experiment; prints the verdict table (or JSON).
 pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> Result<(), Error> {
     let mut s = knob_session(opts, root, Some(topo), false);
@@ -190,15 +186,14 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         }
         None => None,
     };
-    let order = exp.order();
-    let warm = snapshots_for(plan.warmup, opts.interval);
-    let measure = snapshots_for(plan.window, opts.interval).max(1);
+    let mut runner = Runner::new(exp.clone(), opts.interval);
+    let total = exp.order().len();
     let steady = if plan.steady && !plan.command.is_empty() {
         Some(spawn(&plan.command)?.0)
     } else {
         None
     };
-    flip(&mut s, &how, &exp, order[0])?;
+    flip(&mut s, &how, &exp, runner.first())?;
     run.knobs = Some(s);
     let per_window_cmd = !plan.command.is_empty() && !plan.steady;
     // The measured part of a window begins: its command starts.
@@ -209,12 +204,11 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
             Ok(None)
         }
     };
-
-    let mut kept: Vec<Snapshot> = Vec::new();
-    let mut windows: Vec<Window> = Vec::new();
-    let (mut w, mut k) = (0usize, 0u64);
-    let mut first_seq = None;
-    let mut cmd: Option<Running> = if warm == 0 { begin()? } else { None };
+    let mut cmd: Option<Running> = if runner.measures_at_once() {
+        begin()?
+    } else {
+        None
+    };
     let mut error: Option<Error> = None;
     run.each(|snap, knobs| {
         let mut step = || -> Result<bool, Error> {
@@ -224,66 +218,38 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                     wr.write_knob(&ev)?;
                 }
             }
-            k += 1;
-            if k <= warm {
-                if k == warm {
+            let ended = cmd
+                .as_ref()
+                .and_then(|c| c.done.lock().ok().and_then(|g| *g));
+            let (win, next) = match runner.on_snapshot(snap, ended) {
+                Step::Continue => return Ok(true),
+                Step::Measure => {
                     cmd = begin()?;
+                    return Ok(true);
                 }
-                return Ok(true);
-            }
-            if first_seq.is_none() {
-                first_seq = Some(snap.seq);
-            }
-            kept.push(snap.clone());
-            let finished = match &cmd {
-                Some(c) => c.done.lock().map(|g| g.is_some()).unwrap_or(true),
-                None => k >= warm + measure,
+                Step::Flip(w, next) => (w, Some(next)),
+                Step::Done(w) => (w, None),
             };
-            if !finished {
-                return Ok(true);
-            }
-            let (command_secs, exit_code) = match cmd.take() {
-                Some(c) => c
-                    .done
-                    .lock()
-                    .ok()
-                    .and_then(|g| *g)
-                    .map_or((None, None), |(t, e)| (Some(t), e)),
-                None => (None, None),
-            };
-            let arm = order[w];
-            let win = Window {
-                index: w as u32,
-                arm,
-                value: exp.value(arm).into(),
-                first_seq: first_seq.unwrap_or(snap.seq),
-                last_seq: snap.seq,
-                command_secs,
-                exit_code,
-            };
+            cmd = None;
             eprintln!(
                 "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}",
-                w + 1,
-                order.len(),
+                win.index + 1,
+                total,
                 exp.knob,
                 win.value,
                 win.first_seq,
                 win.last_seq
             );
             if let Some(wr) = writer.as_mut() {
-                wr.write_experiment_line(Line::Window(win.clone()))?;
+                wr.write_experiment_line(Line::Window(win))?;
             }
-            windows.push(win);
-            w += 1;
-            if w == order.len() {
+            let Some(next) = next else {
                 return Ok(false);
-            }
+            };
             if let Some(s) = knobs.as_mut() {
-                flip(s, &how, &exp, order[w])?;
+                flip(s, &how, &exp, next)?;
             }
-            k = 0;
-            first_seq = None;
-            if warm == 0 {
+            if runner.measures_at_once() {
                 cmd = begin()?;
             }
             Ok(true)
@@ -306,7 +272,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     if let Some(s) = run.knobs.as_mut() {
         finish_session(s);
     }
-    let v: Verdict = verdict::compute(&exp, &windows, &kept);
+    let v: Verdict = runner.verdict();
     if let Some(mut wr) = writer {
         if let Some(s) = run.knobs.as_mut() {
             for ev in s.take_events() {

@@ -1,0 +1,225 @@
+//! The course of an experiment, snapshot by snapshot (pure: no I/O): which window is
+//! running, whether it is warming up or measured, when it ends (after its measured
+//! snapshots, or once its command has ended), which value comes next, and the windows
+//! and snapshots the verdict is computed from. `llctop ab` and the TUI's `a` drive it and
+//! do the writes and the command themselves.
+
+use std::time::Duration;
+
+use super::verdict::{self, Verdict};
+use super::{Arm, Experiment, Window};
+use crate::snapshot::Snapshot;
+
+/// What the driver does after a snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Nothing to do.
+    Continue,
+    /// The warm-up is over: the measured part begins (start the window's command).
+    Measure,
+    /// A window was measured (record it); then put this value in place.
+    Flip(Window, Arm),
+    /// The last window was measured (record it); the experiment is over.
+    Done(Window),
+}
+
+/// Where a running experiment is, for a progress line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// 0-based window, of `total`.
+    pub window: usize,
+    pub total: usize,
+    pub arm: Arm,
+    pub measuring: bool,
+    /// Snapshots left in this window (None: until its command ends).
+    pub left: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub exp: Experiment,
+    order: Vec<Arm>,
+    warm: u64,
+    measure: u64,
+    /// The window's command decides when it ends.
+    by_command: bool,
+    w: usize,
+    k: u64,
+    first_seq: Option<u64>,
+    windows: Vec<Window>,
+    kept: Vec<Snapshot>,
+}
+
+fn snapshots_for(ns: u64, interval: Duration) -> u64 {
+    (ns as f64 / 1e9 / interval.as_secs_f64().max(1e-9)).round() as u64
+}
+
+impl Runner {
+    /// An experiment at `interval`; the driver puts [`Runner::first`]'s value in place
+    /// before the next snapshot (and, with no warm-up, starts the first command).
+    pub fn new(exp: Experiment, interval: Duration) -> Runner {
+        let by_command = !exp.command.is_empty() && !exp.steady;
+        Runner {
+            order: exp.order(),
+            warm: snapshots_for(exp.warmup_ns, interval),
+            measure: snapshots_for(exp.window_ns, interval).max(1),
+            by_command,
+            exp,
+            w: 0,
+            k: 0,
+            first_seq: None,
+            windows: Vec::new(),
+            kept: Vec::new(),
+        }
+    }
+
+    pub fn first(&self) -> Arm {
+        self.order[0]
+    }
+
+    /// The measured part starts with the window (no warm-up).
+    pub fn measures_at_once(&self) -> bool {
+        self.warm == 0
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.w >= self.order.len()
+    }
+
+    pub fn windows(&self) -> &[Window] {
+        &self.windows
+    }
+
+    /// One snapshot taken while the current window's value was in place. `command`:
+    /// how the window's command ended, once it has (wall time, exit code).
+    pub fn on_snapshot(&mut self, snap: &Snapshot, command: Option<(f64, Option<i32>)>) -> Step {
+        if self.is_done() {
+            return Step::Continue;
+        }
+        self.k += 1;
+        if self.k <= self.warm {
+            return if self.k == self.warm {
+                Step::Measure
+            } else {
+                Step::Continue
+            };
+        }
+        self.first_seq.get_or_insert(snap.seq);
+        self.kept.push(snap.clone());
+        let finished = if self.by_command {
+            command.is_some()
+        } else {
+            self.k >= self.warm + self.measure
+        };
+        if !finished {
+            return Step::Continue;
+        }
+        let arm = self.order[self.w];
+        let win = Window {
+            index: self.w as u32,
+            arm,
+            value: self.exp.value(arm).into(),
+            first_seq: self.first_seq.unwrap_or(snap.seq),
+            last_seq: snap.seq,
+            command_secs: command.map(|c| c.0),
+            exit_code: command.and_then(|c| c.1),
+        };
+        self.windows.push(win.clone());
+        self.w += 1;
+        self.k = 0;
+        self.first_seq = None;
+        match self.order.get(self.w) {
+            Some(&next) => Step::Flip(win, next),
+            None => Step::Done(win),
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        let i = self.w.min(self.order.len() - 1);
+        let measuring = self.k >= self.warm && !self.is_done();
+        Progress {
+            window: i,
+            total: self.order.len(),
+            arm: self.order[i],
+            measuring,
+            left: (!self.by_command).then(|| (self.warm + self.measure).saturating_sub(self.k)),
+        }
+    }
+
+    /// The verdict over the windows measured so far.
+    pub fn verdict(&self) -> Verdict {
+        verdict::compute(&self.exp, &self.windows, &self.kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::SnapshotTime;
+
+    fn exp(rounds: u32, warm_s: u64, window_s: u64, command: bool) -> Experiment {
+        Experiment {
+            knob: "k".into(),
+            a: "0".into(),
+            b: "1".into(),
+            window_ns: window_s * 1_000_000_000,
+            warmup_ns: warm_s * 1_000_000_000,
+            rounds,
+            command: if command { vec!["true".into()] } else { vec![] },
+            steady: false,
+        }
+    }
+
+    fn snap(seq: u64) -> Snapshot {
+        Snapshot {
+            seq,
+            time: SnapshotTime {
+                unix_ns: 0,
+                mono_ns: 0,
+                interval_ns: 1_000_000_000,
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn windows_warm_up_measure_and_flip_in_abba_order() {
+        let mut r = Runner::new(exp(2, 1, 2, false), Duration::from_secs(1));
+        assert_eq!(r.first(), Arm::A);
+        let mut steps = Vec::new();
+        for seq in 0..12 {
+            steps.push(r.on_snapshot(&snap(seq), None));
+        }
+        // Per window: 1 warm-up snapshot (then Measure), 2 measured, the last flips.
+        assert_eq!(steps[0], Step::Measure);
+        assert_eq!(steps[1], Step::Continue);
+        let Step::Flip(w0, next) = &steps[2] else {
+            panic!("{:?}", steps[2])
+        };
+        assert_eq!(
+            (w0.arm, w0.first_seq, w0.last_seq, *next),
+            (Arm::A, 1, 2, Arm::B)
+        );
+        assert!(matches!(&steps[5], Step::Flip(w, Arm::B) if w.arm == Arm::B));
+        assert!(matches!(&steps[8], Step::Flip(w, Arm::A) if w.arm == Arm::B));
+        assert!(matches!(&steps[11], Step::Done(w) if w.arm == Arm::A && w.last_seq == 11));
+        assert!(r.is_done());
+        assert_eq!(r.on_snapshot(&snap(12), None), Step::Continue);
+        assert_eq!(r.windows().len(), 4);
+        assert_eq!(r.verdict().windows, 4);
+    }
+
+    #[test]
+    fn a_command_window_lasts_until_the_command_ends() {
+        let mut r = Runner::new(exp(1, 0, 1, true), Duration::from_secs(1));
+        assert!(r.measures_at_once());
+        assert_eq!(r.on_snapshot(&snap(0), None), Step::Continue);
+        assert_eq!(r.progress().left, None);
+        assert_eq!(r.on_snapshot(&snap(1), None), Step::Continue);
+        let Step::Flip(w, Arm::B) = r.on_snapshot(&snap(2), Some((2.5, Some(0)))) else {
+            panic!()
+        };
+        assert_eq!((w.first_seq, w.last_seq, w.command_secs), (0, 2, Some(2.5)));
+        assert!(r.progress().measuring);
+    }
+}
