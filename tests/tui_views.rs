@@ -696,3 +696,72 @@ fn body(lines: &[String]) -> Vec<String> {
     // The last line is the status line (recording messages differ).
     lines[start..lines.len() - 1].to_vec()
 }
+
+#[test]
+fn knobs_view_runs_an_ab_experiment_to_its_verdict_and_stops_on_a() {
+    let (dir, root, session) = knob_fixture();
+    let topo = topology::discover(&root).expect("topology");
+    let mut app = live_app(&topo, 2);
+    app.session = Some(session);
+    key(&mut app, KeyCode::Char('7'));
+    app.knob_sel = app
+        .knobs()
+        .iter()
+        .position(|k| k.id == "feature.TTWU_QUEUE")
+        .expect("listed");
+    let features = dir.path().join("sys/kernel/debug/sched/features");
+    let feat = || std::fs::read_to_string(&features).expect("read");
+    let feed = |app: &mut App, from: u64, n: u64| {
+        for i in from..from + n {
+            app.handle(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
+        }
+    };
+    // a asks for B, offering the other value of an on/off knob.
+    key(&mut app, KeyCode::Char('a'));
+    has(
+        &screen(&app, 160, 50),
+        "A/B feature.TTWU_QUEUE: now vs off",
+        "prompt",
+    );
+    key(&mut app, KeyCode::Enter);
+    let status = app.status.clone().expect("status").text;
+    assert!(
+        status.contains("A/B feature.TTWU_QUEUE: on vs off"),
+        "{status}"
+    );
+    // Window 1 (A): 2 s warm-up + 10 s measured, then B is put in place.
+    feed(&mut app, 2, 11);
+    assert!(!feat().contains("NO_TTWU_QUEUE"), "still A");
+    feed(&mut app, 13, 1);
+    assert!(feat().contains("NO_TTWU_QUEUE"), "window 2 runs B");
+    let s = screen(&app, 160, 50);
+    has(&s, "A/B experiment", "panel");
+    has(&s, "window 2/12: B = off", "panel");
+    // All twelve windows: the verdict, and A (the value before) in place again.
+    feed(&mut app, 14, 12 * 12 - 12);
+    let st = app.experiment.as_ref().expect("experiment");
+    let v = st.verdict.as_ref().expect("verdict");
+    assert_eq!((v.windows, v.planned), (12, 12));
+    assert!(!feat().contains("NO_TTWU_QUEUE"), "ends on A");
+    let s = screen(&app, 160, 50);
+    has(&s, "12 of 12 windows", "verdict");
+    // The fixture's snapshots are the same under both values: nothing differs.
+    assert!(
+        v.rows.iter().all(|r| r.verdict.starts_with("no ")),
+        "{:?}",
+        v.rows
+    );
+    // Again, stopped with a while B runs: A is put back.
+    key(&mut app, KeyCode::Char('a'));
+    key(&mut app, KeyCode::Enter);
+    feed(&mut app, 200, 13);
+    assert!(feat().contains("NO_TTWU_QUEUE"));
+    key(&mut app, KeyCode::Char('a'));
+    assert!(!feat().contains("NO_TTWU_QUEUE"), "stopped: A back");
+    let v = app.experiment.as_ref().and_then(|e| e.verdict.clone());
+    assert_eq!(
+        v.map(|v| (v.windows, v.planned)),
+        Some((1, 12)),
+        "stopped after one window"
+    );
+}

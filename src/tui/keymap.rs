@@ -55,6 +55,7 @@ pub enum Action {
     KnobEdit,
     KnobUndo,
     KnobProfile,
+    KnobAb,
 }
 
 /// A key as written in the table.
@@ -268,6 +269,12 @@ pub static KEYMAP: &[Binding] = &[
         C::Knobs,
         A::KnobProfile,
         "apply a profile: choose, Enter applies",
+    ),
+    b(
+        &[K::Char('a')],
+        C::Knobs,
+        A::KnobAb,
+        "A/B experiment: the value now against one typed (Enter); a again stops it",
     ),
 ];
 

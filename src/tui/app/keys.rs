@@ -43,12 +43,16 @@ impl App {
             }
             KeyCode::Enter => {
                 let done = self.input.take();
-                if let Some(Input {
-                    kind: InputKind::Edit(id),
-                    text,
-                }) = done
-                {
-                    self.effect(Effect::SetKnob { id, value: text });
+                match done {
+                    Some(Input {
+                        kind: InputKind::Edit(id),
+                        text,
+                    }) => self.effect(Effect::SetKnob { id, value: text }),
+                    Some(Input {
+                        kind: InputKind::Ab(id),
+                        text,
+                    }) => self.start_ab(&id, &text),
+                    _ => {}
                 }
             }
             KeyCode::Backspace => {
@@ -150,6 +154,7 @@ impl App {
             Action::KnobToggle => self.knob_toggle(),
             Action::KnobEdit => self.knob_edit(),
             Action::KnobUndo => self.knob_undo(),
+            Action::KnobAb => self.knob_ab(),
             Action::KnobProfile => {
                 if self.session.is_none() {
                     self.say(Level::Warn, "replay: knobs cannot be changed");

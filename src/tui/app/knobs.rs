@@ -10,7 +10,7 @@ use crate::knobs::{Access, Knob};
 
 impl App {
     /// The selected knob if this session may change it; otherwise says why and `None`.
-    fn writable_selected(&mut self) -> Option<Knob> {
+    pub(super) fn writable_selected(&mut self) -> Option<Knob> {
         if self.session.is_none() {
             self.say(Level::Warn, "replay: knobs cannot be changed");
             return None;

@@ -10,6 +10,7 @@
 //! `recording.rs` (the `r` recording and markers), `knobs.rs` (toggle, edit, undo,
 //! profiles, refresh).
 
+pub mod ab;
 mod keys;
 mod knobs;
 mod playback;
@@ -28,6 +29,7 @@ use crate::knobs::session::{KnobEvent, Session};
 use crate::record::{Marker, Recording};
 use crate::snapshot::{ProcessStats, Snapshot, SourceStatus};
 use crate::topology::Topology;
+use ab::ExperimentLine;
 
 pub use playback::Replay;
 pub use recording::Recorder;
@@ -148,6 +150,8 @@ pub enum InputKind {
     Filter,
     /// Editing this knob's value.
     Edit(String),
+    /// The B value of an A/B experiment on this knob (A: its value now).
+    Ab(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +190,8 @@ pub enum Effect {
     /// Undo the last change (a profile is one step).
     UndoKnob,
     ApplyProfile(Profile),
+    /// Write an experiment line (experiment, window, verdict) to the recording.
+    RecordExperiment(ExperimentLine),
     /// Re-read the knobs' values (at each interval: something else may change them).
     RefreshKnobs,
 }
@@ -214,6 +220,8 @@ pub struct App {
     pub profiles: Vec<Profile>,
     /// The profile chooser is open at this row.
     pub profile_pick: Option<usize>,
+    /// The A/B experiment running (`a` on the Knobs view), or the last one with its verdict.
+    pub experiment: Option<ab::AbState>,
     pub status: Option<Status>,
     /// Knob changes: this session's (live) or the recording's (replay).
     pub knob_log: Vec<KnobEvent>,
@@ -259,6 +267,7 @@ impl App {
             knob_sel: 0,
             profiles: Vec::new(),
             profile_pick: None,
+            experiment: None,
             status: None,
             knob_log: Vec::new(),
             markers: Vec::new(),
@@ -418,6 +427,7 @@ impl App {
             Effect::UndoKnob => self.undo_knob(),
             Effect::ApplyProfile(p) => self.apply_profile(&p),
             Effect::RefreshKnobs => self.refresh_knobs(),
+            Effect::RecordExperiment(l) => self.write_experiment_line(l),
         }
     }
 

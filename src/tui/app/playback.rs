@@ -25,6 +25,7 @@ impl App {
         }
         if self.session.is_some() {
             self.effect(Effect::RefreshKnobs);
+            self.ab_snapshot();
         }
         if self.snaps.len() > HISTORY {
             let n = self.snaps.len() - HISTORY;

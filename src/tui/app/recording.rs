@@ -10,7 +10,7 @@ use crate::record::{self, Header, Marker};
 /// The recording in progress.
 pub struct Recorder {
     pub path: PathBuf,
-    writer: record::Writer,
+    pub(super) writer: record::Writer,
     pub snapshots: u64,
     pub markers: u32,
 }

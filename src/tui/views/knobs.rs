@@ -1,8 +1,9 @@
 //! Knobs: the registry with current values, defaults and writability (with the
 //! kernel's reason when read-only); `x` toggles, Enter edits, `u` undoes, `p` applies a
 //! profile. Below: the selected knob's description and what its values mean here, and
-//! the log of changes with what was written and read back. In replay, the recording's
-//! knob changes up to the position shown.
+//! the log of changes with what was written and read back; while an A/B experiment runs
+//! (`a`), its windows and then its verdict take the description's place. In replay, the
+//! recording's knob changes up to the position shown.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -19,7 +20,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme();
     let [list_area, detail_area, log_area] = Layout::vertical([
         Constraint::Min(6),
-        Constraint::Length(6),
+        Constraint::Length(if app.experiment.is_some() { 10 } else { 6 }),
         Constraint::Length(7),
     ])
     .areas(area);
@@ -39,7 +40,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         }
         Some(s) => draw_list(f, list_area, app, s),
     }
-    draw_detail(f, detail_area, app);
+    match &app.experiment {
+        Some(st) => draw_ab(f, detail_area, app, st),
+        None => draw_detail(f, detail_area, app),
+    }
     draw_log(f, log_area, app);
     if let Some(i) = app.profile_pick {
         draw_picker(f, area, app, i);
@@ -231,5 +235,108 @@ fn draw_picker(f: &mut Frame, area: Rect, app: &App, sel: usize) {
             .block(block(app, "Apply a profile"))
             .style(t.base()),
         r,
+    );
+}
+
+/// The A/B panel: where the experiment is, then the verdict (metrics that moved first).
+fn draw_ab(f: &mut Frame, area: Rect, app: &App, st: &crate::tui::app::ab::AbState) {
+    let t = app.theme();
+    let e = &st.runner.exp;
+    let mut lines = Vec::new();
+    match &st.verdict {
+        None => {
+            let p = st.runner.progress();
+            let secs = app.interval.as_secs_f64();
+            lines.push(Line::styled(
+                format!(
+                    "A/B {}: A = {}, B = {} · window {}/{}: {} = {} · {}{}",
+                    e.knob,
+                    e.a,
+                    e.b,
+                    p.window + 1,
+                    p.total,
+                    if p.arm == crate::experiment::Arm::A {
+                        "A"
+                    } else {
+                        "B"
+                    },
+                    e.value(p.arm),
+                    if p.measuring {
+                        "measuring"
+                    } else {
+                        "warming up"
+                    },
+                    p.left
+                        .map(|l| format!(" · {:.0} s left", l as f64 * secs))
+                        .unwrap_or_default()
+                ),
+                t.accent(),
+            ));
+            for w in st
+                .runner
+                .windows()
+                .iter()
+                .rev()
+                .take(area.height.saturating_sub(3) as usize)
+            {
+                lines.push(Line::raw(format!(
+                    "  window {} ({} = {}): snapshots #{}–#{}",
+                    w.index + 1,
+                    if w.arm == crate::experiment::Arm::A {
+                        "A"
+                    } else {
+                        "B"
+                    },
+                    w.value,
+                    w.first_seq,
+                    w.last_seq
+                )));
+            }
+            lines.push(Line::styled(
+                "a stops the experiment and puts A back",
+                t.dim(),
+            ));
+        }
+        Some(v) => {
+            lines.push(Line::styled(
+                format!(
+                    "A/B {}: A = {}, B = {} · {} of {} windows · B vs A (median, p)",
+                    e.knob, e.a, e.b, v.windows, v.planned
+                ),
+                t.accent(),
+            ));
+            let mut rows: Vec<&crate::experiment::verdict::Row> = v.rows.iter().collect();
+            rows.sort_by_key(|r| r.verdict.starts_with("no "));
+            for r in rows
+                .into_iter()
+                .take(area.height.saturating_sub(3) as usize)
+            {
+                let style = match r.verdict.as_str() {
+                    "better" => t.good(),
+                    "worse" => t.bad(),
+                    v if v.starts_with("no ") => t.dim(),
+                    _ => t.base(),
+                };
+                lines.push(Line::styled(
+                    format!(
+                        "  {:<26} {:>10.3} → {:>10.3} {:>2} {:>8} p {:.3}  {}",
+                        r.metric,
+                        r.median_a,
+                        r.median_b,
+                        r.unit,
+                        r.change
+                            .map(|c| format!("{:+.1}%", c * 100.0))
+                            .unwrap_or_else(|| "-".into()),
+                        r.p,
+                        r.verdict
+                    ),
+                    style,
+                ));
+            }
+        }
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(block(app, "A/B experiment")),
+        area,
     );
 }

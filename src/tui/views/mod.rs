@@ -83,6 +83,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
         let prompt = match &input.kind {
             InputKind::Filter => "filter: ".to_string(),
             InputKind::Edit(id) => format!("set {id} = "),
+            InputKind::Ab(id) => format!("A/B {id}: now vs "),
         };
         Line::from(vec![
             Span::styled(prompt, t.accent()),
