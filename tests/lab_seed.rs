@@ -699,6 +699,16 @@ fn newidle_per_domain(snaps: &[llctop::snapshot::Snapshot]) -> Vec<(String, u64)
     out
 }
 
+/// relax_domain_level as `llctop knobs list --json` in the guest listed it.
+fn relax_knob(run: &LabRun) -> Value {
+    let knobs: Value = serde_json::from_slice(run.file("knobs_json")).expect("knobs JSON");
+    knobs["knobs"]
+        .as_array()
+        .and_then(|ks| ks.iter().find(|k| k["id"] == "relax_domain_level"))
+        .cloned()
+        .expect("relax_domain_level listed")
+}
+
 /// The domains of cpu0 as the scenario read their flags: (name, does newidle balancing).
 fn newidle_flags(v: &str) -> Vec<(String, bool)> {
     v.split_whitespace()
@@ -754,13 +764,7 @@ fn lab_6_1_smt_relax_domain_level_leaves_newidle_balancing_to_the_llc() {
         (0, 0),
         "no newidle balancing above the LLC"
     );
-    let knobs: Value = serde_json::from_slice(run.file("knobs_json")).expect("knobs JSON");
-    let relax = knobs["knobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["id"] == "relax_domain_level")
-        .expect("relax_domain_level");
+    let relax = relax_knob(run);
     assert_eq!(relax["access"], "writable", "{relax}");
 }
 
@@ -790,13 +794,7 @@ fn lab_7_2_smt_relax_domain_level_from_the_boot_line_shown_read_only() {
     assert!(per[0].1 > 0, "the LLC balances newidle");
     assert_eq!((per[1].1, per[2].1), (0, 0), "nothing above it");
     // llctop shows the boot value, read-only, and why.
-    let knobs: Value = serde_json::from_slice(run.file("knobs_json")).expect("knobs JSON");
-    let relax = knobs["knobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["id"] == "relax_domain_level")
-        .expect("relax_domain_level");
+    let relax = relax_knob(run);
     println!("lab 7.2/{SHAPE}: {relax}");
     assert_eq!(relax["value"], "1", "{relax}");
     assert_eq!(relax["access"], "read_only");

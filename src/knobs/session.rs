@@ -177,22 +177,24 @@ impl Session {
     /// Whether `input` could be written to knob `id` now: the knob's canonical id and
     /// value, or why not (unknown, read-only and why, invalid). Nothing is written.
     pub fn check(&mut self, id: &str, input: &str) -> Result<(String, String), KnobError> {
-        let knob = self.knob(id)?;
+        let (knob, value) = self.knob_and_value(id, input)?;
         self.check_writable(&knob)?;
+        Ok((knob.id, value))
+    }
+
+    /// The knob and the canonical form of `input` for it (validated, not written).
+    fn knob_and_value(&mut self, id: &str, input: &str) -> Result<(Knob, String), KnobError> {
+        let knob = self.knob(id)?;
         let value = knob.parse_input(input).map_err(|e| KnobError::Invalid {
             id: knob.id.clone(),
             reason: e.0,
         })?;
-        Ok((knob.id, value))
+        Ok((knob, value))
     }
 
     /// Set one knob (validated, journaled, read back); one undo step.
     pub fn set(&mut self, id: &str, input: &str) -> Result<Change, KnobError> {
-        let knob = self.knob(id)?;
-        let value = knob.parse_input(input).map_err(|e| KnobError::Invalid {
-            id: knob.id.clone(),
-            reason: e.0,
-        })?;
+        let (knob, value) = self.knob_and_value(id, input)?;
         let change = self.write_knob(&knob, &value, KnobAction::Set, None)?;
         self.steps.push(Step {
             label: knob.id.clone(),
@@ -210,12 +212,8 @@ impl Session {
     ) -> Result<Vec<Change>, KnobError> {
         let mut planned = Vec::new();
         for (id, input) in settings {
-            let knob = self.knob(id)?;
+            let (knob, value) = self.knob_and_value(id, input)?;
             self.check_writable(&knob)?;
-            let value = knob.parse_input(input).map_err(|e| KnobError::Invalid {
-                id: knob.id.clone(),
-                reason: e.0,
-            })?;
             planned.push((knob, value));
         }
         let mut done: Vec<(Knob, Change)> = Vec::new();

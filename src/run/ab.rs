@@ -120,24 +120,12 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     s.read_domains();
     // Everything is checked before anything is written: an unknown or read-only knob
     // or a value it would refuse ends the experiment here.
-    let (exp, how) = match (&plan.spec, &plan.profile) {
+    let (knob, a, b, how) = match (&plan.spec, &plan.profile) {
         (Some(spec), None) => {
             let (knob, a, b) = experiment::parse_spec(spec)?;
             let (id, a) = s.check(&knob, &a)?;
             let (_, b) = s.check(&id, &b)?;
-            (
-                Experiment {
-                    knob: id.clone(),
-                    a,
-                    b,
-                    window_ns: plan.window.as_nanos() as u64,
-                    warmup_ns: plan.warmup.as_nanos() as u64,
-                    rounds: plan.rounds,
-                    command: plan.command.clone(),
-                    steady: plan.steady,
-                },
-                Flip::Knob { id },
-            )
+            (id.clone(), a, b, Flip::Knob { id })
         }
         (None, Some(name)) => {
             let p = profile::find(name, profile::user_dir().as_deref())?;
@@ -151,21 +139,25 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
             for (id, value) in &steps {
                 s.check(id, value)?;
             }
+            let flip = Flip::Profile { profile: p };
             (
-                Experiment {
-                    knob: format!("profile:{name}"),
-                    a: "before".into(),
-                    b: name.clone(),
-                    window_ns: plan.window.as_nanos() as u64,
-                    warmup_ns: plan.warmup.as_nanos() as u64,
-                    rounds: plan.rounds,
-                    command: plan.command.clone(),
-                    steady: plan.steady,
-                },
-                Flip::Profile { profile: p },
+                format!("profile:{name}"),
+                "before".into(),
+                name.clone(),
+                flip,
             )
         }
         _ => return Err("give KNOB=A,B or --profile NAME".into()),
+    };
+    let exp = Experiment {
+        knob,
+        a,
+        b,
+        window_ns: plan.window.as_nanos() as u64,
+        warmup_ns: plan.warmup.as_nanos() as u64,
+        rounds: plan.rounds,
+        command: plan.command.clone(),
+        steady: plan.steady,
     };
     if plan.rounds == 0 {
         return Err("--rounds must be at least 1".into());
