@@ -766,6 +766,25 @@ fn lab_6_1_smt_relax_domain_level_leaves_newidle_balancing_to_the_llc() {
     );
     let relax = relax_knob(run);
     assert_eq!(relax["access"], "writable", "{relax}");
+    // llctop diff of the two recordings: the knob change, and what moved with it.
+    let d = llctop::record::diff::render(&default, &relaxed);
+    println!("{d}");
+    assert!(
+        d.contains("changed while recording B: relax_domain_level -1 -> 1"),
+        "{d}"
+    );
+    let lines = llctop::record::diff::compare(&default, &relaxed);
+    let moved = |k: &str| lines.iter().find(|l| l.key == k).is_some_and(|l| l.moved);
+    assert!(
+        moved("balance.DIE.newidle") && moved("balance.NUMA.newidle"),
+        "{d}"
+    );
+    assert!(
+        llctop::record::diff::compare(&default, &default)
+            .iter()
+            .all(|l| !l.moved),
+        "a recording against itself"
+    );
 }
 
 #[test]

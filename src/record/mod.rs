@@ -80,12 +80,17 @@ impl Header {
 
     /// With the knob values of `registry` (those it could read).
     pub fn with_knobs(mut self, registry: &crate::knobs::Registry) -> Header {
-        self.knobs = registry
+        self.knobs = Self::knob_values(registry);
+        self
+    }
+
+    /// Every knob's value `registry` could read, by id.
+    pub fn knob_values(registry: &crate::knobs::Registry) -> BTreeMap<String, String> {
+        registry
             .knobs
             .iter()
             .filter_map(|k| Some((k.id.clone(), k.value.clone()?)))
-            .collect();
-        self
+            .collect()
     }
 }
 
@@ -126,6 +131,9 @@ pub enum Line<S, K, M> {
     Window(Window),
     /// Its verdict (at the end).
     Verdict(Verdict),
+    /// The knob values when recording started, where the header could not hold them
+    /// (`llctop record` reads them during its first interval).
+    KnobValues(BTreeMap<String, String>),
     #[serde(other)]
     Unknown,
 }

@@ -104,6 +104,7 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
     let mut markers = Vec::new();
     let mut skipped_lines = 0;
     let (mut experiment, mut windows, mut verdict) = (None, Vec::new(), None);
+    let mut knob_values = None;
     for (i, line) in it {
         if line.trim().is_empty() {
             continue;
@@ -117,8 +118,13 @@ pub fn parse(path: &Path, mut reader: impl BufRead) -> Result<Recording, RecordE
             Line::Experiment(e) => experiment = Some(e),
             Line::Window(w) => windows.push(w),
             Line::Verdict(v) => verdict = Some(v),
+            Line::KnobValues(k) => knob_values = Some(k),
             Line::Unknown => skipped_lines += 1,
         }
+    }
+    let mut header = header;
+    if let Some(k) = knob_values.filter(|_| header.knobs.is_empty()) {
+        header.knobs = k;
     }
     Ok(Recording {
         header,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Changes, Error, Options, Run};
 use crate::knobs::Session;
 use crate::kroot::KernelRoot;
-use crate::record::{self, Header, RecordError, Writer};
+use crate::record::{self, Header, Line, RecordError, Writer};
 use crate::topology::Topology;
 
 /// Write the session's new knob events to the recording.
@@ -28,14 +28,12 @@ pub fn run(
     changes: &Changes,
 ) -> Result<(), Error> {
     let mut run = Run::start(opts, root, topo, duration)?;
-    // The knob values at the start, for `llctop diff` (read without touching anything).
     let header = Header::new(
         record::host_and_kernel(root),
         opts.interval,
         topo.clone(),
         run.sources.clone(),
-    )
-    .with_knobs(&crate::knobs::Registry::discover(root, Some(topo)));
+    );
     let mut writer = Writer::create(output, &header)?;
     // After the header: the knob lines come after the start they are measured from.
     run.change_knobs(opts, root, topo, changes)?;
@@ -45,7 +43,18 @@ pub fn run(
     run.each(|snap, knobs| {
         let res = writer
             .write_snapshot(snap)
-            .and_then(|()| write_knob_events(knobs.as_mut(), &mut writer));
+            .and_then(|()| write_knob_events(knobs.as_mut(), &mut writer))
+            .and_then(|()| {
+                // The knob values (for `llctop diff`) once the first interval is in:
+                // reading them takes a moment, spent inside the recorded window, not
+                // before its baseline. They are the values of that first interval.
+                if n == 0 {
+                    let reg = crate::knobs::Registry::discover(root, Some(topo));
+                    let values = Header::knob_values(&reg);
+                    writer.write_experiment_line(Line::KnobValues(values))?;
+                }
+                Ok(())
+            });
         match res {
             Ok(()) => {
                 n += 1;
