@@ -247,6 +247,9 @@ fn a_command_per_window_gives_its_wall_time_and_exit_status() {
         .iter()
         .find(|r| r.metric == "command.failed")
         .unwrap();
-    assert_eq!((failed.median_a, failed.median_b), (100.0, 100.0));
+    assert_eq!(
+        (failed.stats.median_a, failed.stats.median_b),
+        (100.0, 100.0)
+    );
     assert!(v.rows.iter().any(|r| r.metric == "command.wall"));
 }

@@ -54,6 +54,18 @@ fn current_cpu() -> i32 {
     unsafe { libc::sched_getcpu() }
 }
 
+/// Print `ready` and wait for a line on stdin (the scenario's go).
+fn ready_then_wait_for_go() -> Result<(), String> {
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 fn spin_for(d: Duration) {
     let end = Instant::now() + d;
     let mut x = 0u64;
@@ -69,13 +81,7 @@ fn hop(a: usize, b: usize, n: u64) -> Result<(), String> {
     if current_cpu() != a as i32 {
         return Err(format!("not on cpu {a} after pinning"));
     }
-    println!("ready");
-    std::io::stdout().flush().map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
+    ready_then_wait_for_go()?;
     for i in 0..n {
         let target = if i % 2 == 0 { b } else { a };
         set_affinity(&[target]).map_err(|e| format!("pin to {target}: {e}"))?;
@@ -186,13 +192,7 @@ fn numa(far: usize, near: usize, mb: usize, secs: f64) -> Result<(), String> {
         p[0] = 1;
     }
     print_nodes("before", &buf)?;
-    println!("ready");
-    std::io::stdout().flush().map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
+    ready_then_wait_for_go()?;
     set_affinity(&[near]).map_err(|e| e.to_string())?;
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut passes = 0u64;

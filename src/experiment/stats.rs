@@ -17,7 +17,7 @@ pub const RESAMPLES: usize = 2_000;
 const SEED: u64 = 0x11c7_0b5e;
 
 /// The comparison of one metric.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Comparison {
     pub median_a: f64,
     pub median_b: f64,

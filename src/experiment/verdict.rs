@@ -12,21 +12,13 @@ use super::stats;
 use super::{Arm, Experiment, Window};
 use crate::snapshot::Snapshot;
 
-/// One metric's comparison.
+/// One metric's comparison (its statistics flattened next to the name in JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub metric: String,
     pub unit: String,
-    pub median_a: f64,
-    pub median_b: f64,
-    /// median(B) / median(A) − 1.
-    pub change: Option<f64>,
-    /// 95 % bootstrap interval of `change`.
-    pub ci: Option<(f64, f64)>,
-    /// Permutation test p-value.
-    pub p: f64,
-    pub n_a: usize,
-    pub n_b: usize,
+    #[serde(flatten)]
+    pub stats: stats::Comparison,
     /// `better`, `worse`, `higher`, `lower`, `no detectable difference`, `no difference`.
     pub verdict: String,
 }
@@ -99,13 +91,7 @@ pub fn compute(exp: &Experiment, windows: &[Window], snaps: &[Snapshot]) -> Verd
             verdict: word(&c, better, &a, &b).into(),
             metric,
             unit: unit.into(),
-            median_a: c.median_a,
-            median_b: c.median_b,
-            change: c.change,
-            ci: c.ci,
-            p: c.p,
-            n_a: c.n_a,
-            n_b: c.n_b,
+            stats: c,
         });
     }
     Verdict {
@@ -155,17 +141,18 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
     let moved = |r: &Row| !r.verdict.starts_with("no ");
     rows.sort_by_key(|r| !moved(r));
     for r in rows {
+        let c = &r.stats;
         let _ = writeln!(
             out,
             "{:<28} {:>5} {:>10} {:>10} {:>8} {:>18} {:>6.3}  {}",
             r.metric,
             r.unit,
-            num(r.median_a),
-            num(r.median_b),
-            r.change.map(pct).unwrap_or_else(|| "-".into()),
-            r.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
+            num(c.median_a),
+            num(c.median_b),
+            c.change.map(pct).unwrap_or_else(|| "-".into()),
+            c.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
                 .unwrap_or_else(|| "-".into()),
-            r.p,
+            c.p,
             r.verdict
         );
     }
@@ -248,7 +235,7 @@ mod tests {
         let v = compute(&exp, &windows, &snaps);
         let row = |m: &str| v.rows.iter().find(|r| r.metric == m).unwrap();
         assert_eq!(row("migrations.xllc").verdict, "better");
-        assert!(row("migrations.xllc").change.unwrap() < -0.4);
+        assert!(row("migrations.xllc").stats.change.unwrap() < -0.4);
         assert_eq!(row("migrations.smt").verdict, "no difference");
         assert_eq!(row("command.wall").verdict, "no difference");
         assert_eq!((v.windows, v.planned), (8, 8));

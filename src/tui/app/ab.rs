@@ -116,13 +116,13 @@ impl App {
 
     /// A live snapshot while an experiment runs: advance it, flip, record.
     pub(super) fn ab_snapshot(&mut self) {
-        let Some(snap) = self.snaps.last().cloned() else {
-            return;
-        };
         let Some(st) = self.experiment.as_mut().filter(|s| s.running()) else {
             return;
         };
-        let step = st.runner.on_snapshot(&snap, None);
+        let Some(snap) = self.snaps.last() else {
+            return;
+        };
+        let step = st.runner.on_snapshot(snap, None);
         let knob = st.runner.exp.knob.clone();
         let (win, next) = match step {
             Step::Continue | Step::Measure => return,

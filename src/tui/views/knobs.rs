@@ -321,13 +321,14 @@ fn draw_ab(f: &mut Frame, area: Rect, app: &App, st: &crate::tui::app::ab::AbSta
                     format!(
                         "  {:<26} {:>10.3} → {:>10.3} {:>2} {:>8} p {:.3}  {}",
                         r.metric,
-                        r.median_a,
-                        r.median_b,
+                        r.stats.median_a,
+                        r.stats.median_b,
                         r.unit,
-                        r.change
+                        r.stats
+                            .change
                             .map(|c| format!("{:+.1}%", c * 100.0))
                             .unwrap_or_else(|| "-".into()),
-                        r.p,
+                        r.stats.p,
                         r.verdict
                     ),
                     style,
