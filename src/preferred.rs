@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use crate::snapshot::SatSum;
 use crate::topology::Topology;
 
 /// The kernel's id of each of llctop's LLCs (indexed by llctop LLC id), in the id space of
@@ -90,7 +91,7 @@ impl PreferredLlc {
             (cur, _) => cur,
         };
         let measured = entering.or(st.preferred);
-        let total: u64 = runtime_per_llc.iter().sum();
+        let total: u64 = runtime_per_llc.iter().copied().sat_sum();
         let hit = match (measured, total) {
             (_, 0) => None,
             (None, _) => Some(0.0),

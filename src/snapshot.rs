@@ -199,6 +199,18 @@ pub struct GroupStats {
     pub counters: Option<Counters>,
 }
 
+/// Sums of counts read from a kernel or a file saturate: a corrupt or hostile count must
+/// never wrap (or panic in a debug build).
+pub trait SatSum {
+    fn sat_sum(self) -> u64;
+}
+
+impl<I: Iterator<Item = u64>> SatSum for I {
+    fn sat_sum(self) -> u64 {
+        self.fold(0, u64::saturating_add)
+    }
+}
+
 /// A count per class: one `u64` field per class (the JSON shape), read and written
 /// through the class enum, so every class is listed once, here.
 macro_rules! by_class {
@@ -210,9 +222,10 @@ macro_rules! by_class {
         }
 
         impl $name {
+            /// Adds, saturating (a corrupt count never wraps).
             pub fn add(&mut self, c: $class, n: u64) {
                 match c {
-                    $($class::$variant => self.$field += n),+
+                    $($class::$variant => self.$field = self.$field.saturating_add(n)),+
                 }
             }
 
@@ -223,7 +236,7 @@ macro_rules! by_class {
             }
 
             pub fn total(&self) -> u64 {
-                0 $(+ self.$field)+
+                0u64 $(.saturating_add(self.$field))+
             }
         }
     };
@@ -511,7 +524,7 @@ impl SourceStatus {
         SourceStatus {
             name: name.into(),
             state: SourceState::Degraded,
-            reason: Some(reason.into()),
+            reason: Some(one_line(reason.into())),
         }
     }
 
@@ -519,8 +532,17 @@ impl SourceStatus {
         SourceStatus {
             name: name.into(),
             state: SourceState::Absent,
-            reason: Some(reason.into()),
+            reason: Some(one_line(reason.into())),
         }
+    }
+}
+
+/// A reason is one line (a library's multi-line error — procfs's "Internal error … please
+/// report" — keeps its first line).
+fn one_line(s: String) -> String {
+    match s.lines().find(|l| !l.trim().is_empty()) {
+        Some(first) if first.len() < s.trim_end().len() => first.trim_end().to_string(),
+        _ => s,
     }
 }
 
@@ -543,6 +565,17 @@ mod tests {
         }
         assert_eq!(c.total(), 150);
         assert_eq!((c.load_balance, c.other), (20, 50));
+    }
+
+    #[test]
+    fn a_source_reason_is_one_line() {
+        let s = SourceStatus::absent(
+            "procfs.stat",
+            "Internal error: bad line\nplease report this procfs bug\n  at ...",
+        );
+        assert_eq!(s.reason.as_deref(), Some("Internal error: bad line"));
+        let s = SourceStatus::degraded("x", "one line\n");
+        assert_eq!(s.reason.as_deref(), Some("one line\n"));
     }
 
     #[test]

@@ -646,7 +646,7 @@ fn replay_shows_what_live_showed() {
     live.record_dir = dir.path().to_path_buf();
     key(&mut live, KeyCode::Char('r'));
     assert!(live.recording.is_some(), "{:?}", live.status);
-    let views = ['1', '2', '3', '4', '5', '6'];
+    let views = ['1', '2', '3', '4', '5', '6', '8'];
     let mut seen: Vec<Vec<Vec<String>>> = Vec::new();
     for i in 0..4 {
         live.handle(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
@@ -670,6 +670,24 @@ fn replay_shows_what_live_showed() {
     let rec = llctop::record::reader::open(&file).expect("recording");
     assert_eq!(rec.snapshots.len(), 4);
     assert_eq!(rec.markers.len(), 1);
+    // The findings live judged went into the file as they fired; the report's, recomputed
+    // from the snapshots, agree with them.
+    let fired: Vec<_> = rec
+        .findings
+        .iter()
+        .map(|l| (l.seq, l.finding.kind, l.finding.key.clone()))
+        .collect();
+    let live_fired: Vec<_> = live
+        .advisor
+        .episodes
+        .iter()
+        .map(|e| (e.fired_seq, e.kind(), e.updates[0].key.clone()))
+        .collect();
+    assert!(!fired.is_empty());
+    assert_eq!(fired, live_fired);
+    let report = llctop::record::report::render(&rec);
+    has(&report, "Findings (", "report");
+    assert!(!report.contains("differ from these"), "{report}");
     let mut replay = App::replay(rec, "x", themes());
     key(&mut replay, KeyCode::Char(' '));
     for (i, per_view) in seen.iter().enumerate() {
@@ -763,5 +781,80 @@ fn knobs_view_runs_an_ab_experiment_to_its_verdict_and_stops_on_a() {
         v.map(|v| (v.windows, v.planned)),
         Some((1, 12)),
         "stopped after one window"
+    );
+}
+
+/// The fixture snapshots hold NUMA balancing at work (300 hinting faults/s, none local):
+/// the advisor's finding shows in the header and the Findings view with its evidence,
+/// and trying it opens the A/B prompt for numa_balancing with B filled in — nothing is
+/// written until the operator accepts it there.
+#[test]
+fn findings_view_shows_the_evidence_and_opens_the_suggested_experiment() {
+    let (dir, root, session) = knob_fixture();
+    let topo = topology::discover(&root).expect("topology");
+    let mut app = live_app(&topo, 3);
+    app.session = Some(session);
+    let s = screen(&app, 160, 50);
+    has(&s, "⚑ ", "findings line in the header");
+    has(
+        &s,
+        "NUMA balancing / remote memory",
+        "the finding in the header",
+    );
+    key(&mut app, KeyCode::Char('8'));
+    has(&screen(&app, 160, 50), "Findings — ", "the view");
+    let i = app
+        .findings()
+        .iter()
+        .position(|e| e.kind() == llctop::findings::Kind::Numa)
+        .expect("NUMA finding held");
+    for _ in 0..i {
+        key(&mut app, KeyCode::Down);
+    }
+    assert_eq!(app.finding_sel, i);
+    let s = screen(&app, 160, 50);
+    has(&s, "seed 003 per-cgroup NUMA balancing", "its seed");
+    has(&s, "sum of numa/vmstat/numa_hint_faults", "a fact's cite");
+    has(
+        &s,
+        "try: llctop ab --profile numa-balancing-off",
+        "the suggestion",
+    );
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, ViewId::Knobs);
+    let input = app.input.clone().expect("the A/B prompt is open");
+    assert_eq!(
+        (input.kind, input.text.as_str()),
+        (
+            llctop::tui::app::InputKind::Ab("numa_balancing".into()),
+            "0"
+        )
+    );
+    has(
+        &screen(&app, 160, 50),
+        "A/B numa_balancing: now vs 0",
+        "prompt",
+    );
+    key(&mut app, KeyCode::Esc);
+    assert!(app.experiment.is_none());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("proc/sys/kernel/numa_balancing")).expect("read"),
+        "1\n",
+        "the advisor never writes"
+    );
+    // Replay judges the recording whole and finds the same episodes as live did.
+    let header =
+        llctop::record::Header::new((None, None), Duration::from_secs(1), topo.clone(), vec![]);
+    let rec = llctop::record::reader::Recording::of(header, app.snaps.clone());
+    let mut replay = App::replay(rec, "r.jsonl", themes());
+    assert_eq!(replay.advisor.episodes, app.advisor.episodes);
+    key(&mut replay, KeyCode::End);
+    key(&mut replay, KeyCode::Char('8'));
+    replay.finding_sel = i;
+    key(&mut replay, KeyCode::Enter);
+    let status = replay.status.clone().expect("status").text;
+    assert!(
+        status.contains("replay: knobs cannot be changed; try: llctop ab"),
+        "{status}"
     );
 }

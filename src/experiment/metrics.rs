@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::snapshot::SatSum;
 use crate::snapshot::{Cause, Snapshot};
 use crate::topology::Distance;
 
@@ -40,14 +41,14 @@ pub fn describe(key: &str) -> (&'static str, Better) {
 /// Percentile `q` of a log2 histogram (bucket i counts [2^i, 2^(i+1)) ns) as the upper
 /// bound of the bucket holding it, in ns; None when empty.
 pub fn hist_percentile(hist: &[u64], q: f64) -> Option<f64> {
-    let total: u64 = hist.iter().sum();
+    let total: u64 = hist.iter().copied().sat_sum();
     if total == 0 {
         return None;
     }
     let rank = (q * total as f64).ceil().max(1.0) as u64;
     let mut seen = 0;
     for (i, n) in hist.iter().enumerate() {
-        seen += n;
+        seen = u64::saturating_add(seen, *n);
         if seen >= rank {
             return Some(2f64.powi(i as i32 + 1));
         }
@@ -71,7 +72,7 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
     let migs: Vec<_> = snaps.iter().filter_map(|s| s.migrations.as_ref()).collect();
     if migs.len() == snaps.len() {
         for d in Distance::ALL {
-            let n: u64 = migs.iter().map(|x| x.by_distance.get(d)).sum();
+            let n: u64 = migs.iter().map(|x| x.by_distance.get(d)).sat_sum();
             put(format!("migrations.{}", d.label()), n as f64 / secs);
         }
         if migs.iter().all(|x| x.by_cause.is_some()) {
@@ -80,7 +81,7 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
                     .iter()
                     .filter_map(|x| x.by_cause)
                     .map(|b| b.get(c))
-                    .sum();
+                    .sat_sum();
                 put(format!("cause.{}", c.label()), n as f64 / secs);
             }
         }
@@ -111,7 +112,7 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
             hist.resize(h.len(), 0);
         }
         for (a, b) in hist.iter_mut().zip(h) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
     }
     for (k, q) in [("rq_wait.p50", 0.5), ("rq_wait.p99", 0.99)] {
@@ -133,9 +134,9 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
         for d in bal.iter().flat_map(|b| &b.domains) {
             let name = d.name.clone().unwrap_or_else(|| format!("L{}", d.level));
             let e = lb.entry(name).or_default();
-            e[0] += d.newidle.count;
-            e[1] += d.busy.count;
-            e[2] += d.idle.count;
+            e[0] = e[0].saturating_add(d.newidle.count);
+            e[1] = e[1].saturating_add(d.busy.count);
+            e[2] = e[2].saturating_add(d.idle.count);
         }
         for (name, [n, b, i]) in lb {
             put(format!("balance.{name}.newidle"), n as f64 / secs);
@@ -152,7 +153,7 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
             "numa_pte_updates",
         ] {
             if numa.iter().all(|n| n.vmstat.contains_key(k)) {
-                let v: u64 = numa.iter().map(|n| n.vmstat[k]).sum();
+                let v: u64 = numa.iter().map(|n| n.vmstat[k]).sat_sum();
                 put(format!("numa.{k}"), v as f64 / secs);
             }
         }
@@ -166,13 +167,13 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
         .filter_map(|c| c.counters.as_ref())
     {
         if let (Some(a), Some(b)) = (c.cycles, c.instructions) {
-            cyc += a;
-            ins += b;
+            cyc = cyc.saturating_add(a);
+            ins = ins.saturating_add(b);
             have_ipc = true;
-            miss += c.cache_misses.unwrap_or(0);
+            miss = miss.saturating_add(c.cache_misses.unwrap_or(0));
         }
         if let Some(x) = c.l3_misses.or(c.llc_read_misses) {
-            l3 += x;
+            l3 = l3.saturating_add(x);
             have_l3 = true;
         }
     }

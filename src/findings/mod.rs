@@ -1,5 +1,423 @@
 //! Findings: the seeds' situations recognised in what llctop recorded. Each detector is a
-//! pure function over a window of snapshots, so the TUI, a replay and `llctop report`
-//! find the same things in the same data.
+//! pure function over a [`Window`] of snapshots (the newest last), so the TUI, a replay
+//! and `llctop report` find the same things in the same data; [`advisor::Advisor`] runs
+//! them over a stream of snapshots and gives each finding a life: it fires once, updates
+//! while it holds and clears with hysteresis. A finding carries its evidence as
+//! [`Fact`]s, each citing the snapshot field it was computed from ([`Cite`]), and the
+//! knob or profile the seed proposes, as an A/B experiment to run — never a write.
+//! Thresholds are named constants in each detector; docs/advisor.md says why each value.
 
+pub mod advisor;
+pub mod blind;
+pub mod cite;
+pub mod conserve;
+pub mod newidle;
+pub mod numa;
 pub mod pileup;
+pub mod scatter;
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::snapshot::{Snapshot, SourceState};
+use crate::topology::Topology;
+
+pub use cite::{Agg, Cite};
+
+/// The trailing time a window covers (at least one snapshot).
+pub const WINDOW_NS: u64 = 5_000_000_000;
+/// Snapshots a window holds even when they cover more than [`WINDOW_NS`] (long
+/// intervals): an event and its sequel (a placement and the thread's first run) may fall in
+/// consecutive snapshots, and a window must see both.
+pub const MIN_WINDOW_SNAPSHOTS: usize = 3;
+/// The shortest window the rate and state detectors judge (the start of a run): one
+/// interval is a moment, not a state.
+pub const MIN_JUDGED_NS: u64 = 2_000_000_000;
+
+/// What was recognised; each comes from one seed (shared/seeds/).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Threads of a process placed on one CPU while allowed CPUs sat idle (seed 001).
+    PileUp,
+    /// Newidle balancing / cross-LLC migrations with short slices (seed 004).
+    NewidleChurn,
+    /// A process that fits one LLC runs spread over several (seed 000).
+    Scattered,
+    /// CPUs of an LLC idle while tasks wait on another CPU of it (seed 002).
+    NotConserved,
+    /// NUMA balancing moving memory, or memory used from the other node (seed 003).
+    Numa,
+    /// Which of the above cannot be judged here, and why.
+    BlindSpots,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::PileUp,
+        Kind::NewidleChurn,
+        Kind::Scattered,
+        Kind::NotConserved,
+        Kind::Numa,
+        Kind::BlindSpots,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Kind::PileUp => "placement pile-up",
+            Kind::NewidleChurn => "newidle / cross-LLC churn",
+            Kind::Scattered => "threads scattered over LLCs",
+            Kind::NotConserved => "work not conserved in an LLC",
+            Kind::Numa => "NUMA balancing / remote memory",
+            Kind::BlindSpots => "cannot be judged here",
+        }
+    }
+
+    /// The seed thread it comes from (shared/seeds/NNN_*.txt).
+    pub fn seed(self) -> Option<&'static str> {
+        match self {
+            Kind::Scattered => Some("000 cache-aware scheduling"),
+            Kind::PileUp => Some("001 stream placement pile-up"),
+            Kind::NotConserved => Some("002 shared runqueue"),
+            Kind::Numa => Some("003 per-cgroup NUMA balancing"),
+            Kind::NewidleChurn => Some("004 newidle migrations on small CCXs"),
+            Kind::BlindSpots => None,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::PileUp => "pile_up",
+            Kind::NewidleChurn => "newidle_churn",
+            Kind::Scattered => "scattered",
+            Kind::NotConserved => "not_conserved",
+            Kind::Numa => "numa",
+            Kind::BlindSpots => "blind_spots",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// About the machine or the data, not the scheduler.
+    Info,
+    /// A seed's situation, costing something now.
+    Warning,
+    /// The same, well past its threshold (see each detector).
+    Critical,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// How a fact's number reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Nanoseconds (shown as s/ms).
+    Ns,
+    /// 0.0–1.0 (shown as %).
+    Fraction,
+    Count,
+    PerSec,
+    /// CPUs' worth of time (CPU-seconds per second).
+    Cpus,
+}
+
+/// One number of the evidence, with where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub label: String,
+    pub value: f64,
+    pub unit: Unit,
+    /// The snapshot field it is computed from; `None`: derived from the cited facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cite: Option<Cite>,
+}
+
+impl Fact {
+    pub fn derived(label: impl Into<String>, value: f64, unit: Unit) -> Fact {
+        Fact {
+            label: label.into(),
+            value,
+            unit,
+            cite: None,
+        }
+    }
+
+    /// `value`, the aggregate `agg` of `field` over the window, computed by the detector
+    /// from the typed snapshots; the cite lets a check recompute it independently.
+    pub fn cited(
+        label: impl Into<String>,
+        value: f64,
+        unit: Unit,
+        w: &Window,
+        field: String,
+        agg: Agg,
+    ) -> Fact {
+        Fact {
+            label: label.into(),
+            value,
+            unit,
+            cite: Some(Cite {
+                field,
+                agg,
+                first_seq: w.first_seq(),
+                last_seq: w.last_seq(),
+            }),
+        }
+    }
+
+    /// The value as shown: `1.23 s`, `45.0%`, `12.5/s`.
+    pub fn shown(&self) -> String {
+        let v = self.value;
+        match self.unit {
+            Unit::Ns if v >= 1e9 => format!("{:.2} s", v / 1e9),
+            Unit::Ns if v >= 1e6 => format!("{:.1} ms", v / 1e6),
+            Unit::Ns => format!("{:.0} µs", v / 1e3),
+            Unit::Fraction => format!("{:.1}%", v * 100.0),
+            Unit::Count => format!("{v:.0}"),
+            Unit::PerSec => format!("{v:.1}/s"),
+            Unit::Cpus => format!("{v:.2} CPUs"),
+        }
+    }
+}
+
+/// What to try: the seed's knob or profile, as an A/B experiment (never applied by the
+/// advisor). `knob`/`value` is what the TUI's A/B opens with (B: `value`, A: the value
+/// now); `command` the same as an `llctop ab` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suggestion {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knob: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The `llctop ab` command line (or, with nothing to set, what to do instead).
+    pub command: String,
+    pub why: String,
+}
+
+/// One recognised situation at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub kind: Kind,
+    /// What it is about, unique per kind: `pid 4242`, `llc1`, `system`.
+    pub key: String,
+    pub severity: Severity,
+    /// Plain words with the numbers.
+    pub summary: String,
+    pub facts: Vec<Fact>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub llcs: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<u32>,
+    /// The snapshots of the evidence.
+    pub first_seq: u64,
+    pub last_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<Suggestion>,
+}
+
+impl Finding {
+    /// A finding of `kind` about `key` over window `w` (facts and the rest added after).
+    pub fn new(kind: Kind, key: impl Into<String>, w: &Window, summary: String) -> Finding {
+        Finding {
+            kind,
+            key: key.into(),
+            severity: Severity::Warning,
+            summary,
+            facts: Vec::new(),
+            cpus: Vec::new(),
+            llcs: Vec::new(),
+            pids: Vec::new(),
+            first_seq: w.first_seq(),
+            last_seq: w.last_seq(),
+            suggestion: None,
+        }
+    }
+
+    pub fn id(&self) -> (Kind, String) {
+        (self.kind, self.key.clone())
+    }
+
+    /// `kind key: summary`, one line.
+    pub fn headline(&self) -> String {
+        format!("{}: {}", self.kind.title(), self.summary)
+    }
+}
+
+/// The snapshots a detector judges: the trailing [`WINDOW_NS`] of a run, newest last.
+pub struct Window<'a> {
+    pub snaps: &'a [Snapshot],
+    pub topo: &'a Topology,
+    /// The window begins at the run's first snapshot (seq 0: nothing earlier was cut off).
+    pub from_start: bool,
+    /// Findings held now: their detectors judge them by the clear thresholds.
+    pub held: &'a BTreeSet<(Kind, String)>,
+}
+
+impl<'a> Window<'a> {
+    /// The window ending at the last of `snaps` (all of a run so far, oldest first): the
+    /// newest snapshots covering [`WINDOW_NS`], and at least [`MIN_WINDOW_SNAPSHOTS`].
+    pub fn trailing(
+        snaps: &'a [Snapshot],
+        topo: &'a Topology,
+        held: &'a BTreeSet<(Kind, String)>,
+    ) -> Window<'a> {
+        let mut start = snaps.len();
+        let mut ns = 0u64;
+        while start > 0 {
+            let iv = snaps[start - 1].time.interval_ns;
+            if snaps.len() - start >= MIN_WINDOW_SNAPSHOTS && ns.saturating_add(iv) > WINDOW_NS {
+                break;
+            }
+            ns = ns.saturating_add(iv);
+            start -= 1;
+        }
+        Window {
+            snaps: &snaps[start..],
+            topo,
+            from_start: snaps.get(start).is_none_or(|s| s.seq == 0),
+            held,
+        }
+    }
+
+    pub fn first_seq(&self) -> u64 {
+        self.snaps.first().map_or(0, |s| s.seq)
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.snaps.last().map_or(0, |s| s.seq)
+    }
+
+    /// Seconds the window covers (the sum of its intervals).
+    pub fn secs(&self) -> f64 {
+        self.snaps.iter().map(|s| s.time.interval_secs()).sum()
+    }
+
+    /// CLOCK_MONOTONIC at the window's start (the start of its first interval).
+    pub fn start_mono_ns(&self) -> u64 {
+        self.snaps
+            .first()
+            .map_or(0, |s| s.time.mono_ns.saturating_sub(s.time.interval_ns))
+    }
+
+    pub fn holds(&self, kind: Kind, key: &str) -> bool {
+        self.held.contains(&(kind, key.to_string()))
+    }
+
+    /// The reason of the newest snapshot's source `name` when it is not active.
+    pub fn source_reason(&self, name: &str) -> Option<String> {
+        let s = self.snaps.last()?.sources.iter().find(|s| s.name == name)?;
+        (s.state != SourceState::Active).then(|| {
+            s.reason
+                .clone()
+                .unwrap_or_else(|| format!("{name} not active"))
+        })
+    }
+}
+
+/// Fire threshold, or the clear threshold when the finding is held (hysteresis): a value
+/// must cross `fire` to start a finding and fall back past `clear` to end it.
+pub fn past(held: bool, value: f64, fire: f64, clear: f64, above: bool) -> bool {
+    let t = if held { clear } else { fire };
+    if above { value >= t } else { value <= t }
+}
+
+/// Every detector over one window.
+pub fn detect(w: &Window) -> Vec<Finding> {
+    let mut out = Vec::new();
+    out.extend(pileup::detect(w));
+    if w.secs() * 1e9 >= MIN_JUDGED_NS as f64 {
+        out.extend(newidle::detect(w));
+        out.extend(scatter::detect(w));
+        out.extend(conserve::detect(w));
+        out.extend(numa::detect(w));
+    }
+    out.extend(blind::detect(w));
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Snapshot series for the detectors' tests.
+    use crate::snapshot::{CpuStats, GroupStats, Snapshot, SnapshotTime, SystemStats};
+    use crate::topology::Topology;
+
+    /// A snapshot of `topo` at `seq` (1 s intervals): every CPU `busy`, no wait.
+    pub fn snap(topo: &Topology, seq: u64, busy: f64) -> Snapshot {
+        Snapshot {
+            seq,
+            time: SnapshotTime {
+                unix_ns: 0,
+                mono_ns: (seq + 1) * 1_000_000_000,
+                interval_ns: 1_000_000_000,
+            },
+            system: SystemStats {
+                busy: Some(busy),
+                ctx_switches: Some(1000),
+                ..Default::default()
+            },
+            cpus: topo
+                .cpus
+                .iter()
+                .map(|c| CpuStats {
+                    cpu: c.cpu,
+                    online: true,
+                    busy: Some(busy),
+                    rq_wait_ns: Some(0),
+                    ..Default::default()
+                })
+                .collect(),
+            llcs: topo
+                .llcs
+                .iter()
+                .map(|l| GroupStats {
+                    id: l.id,
+                    cpus: l.cpus.len() as u32,
+                    busy: Some(busy),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// One detector over the trailing window of `snaps`, nothing held.
+    pub fn judge(
+        detect: fn(&super::Window) -> Vec<super::Finding>,
+        topo: &Topology,
+        snaps: &[Snapshot],
+    ) -> Vec<super::Finding> {
+        let held = std::collections::BTreeSet::new();
+        detect(&super::Window::trailing(snaps, topo, &held))
+    }
+
+    /// Every fact's cited value equals its recomputation from the snapshot JSON.
+    pub fn assert_cites(f: &super::Finding, snaps: &[Snapshot]) {
+        for fact in &f.facts {
+            if let Some(c) = &fact.cite {
+                let v = c.resolve(snaps).unwrap_or_else(|| panic!("{c:?} resolves"));
+                assert!(
+                    (v - fact.value).abs() <= 1e-9 * v.abs().max(1.0),
+                    "{}: {} vs cited {v}",
+                    fact.label,
+                    fact.value
+                );
+            }
+        }
+    }
+}

@@ -9,11 +9,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::{Fact, Finding, Kind, Severity, Suggestion, Unit, Window};
 use crate::snapshot::{DetailEvent, EventKind, Snapshot};
 
 /// Placements of one process less than this apart belong to one start: threads started
 /// together.
 pub const START_GAP_NS: u64 = 1_000_000_000;
+
+/// A pile-up of this many threads on one CPU is critical: each ran at most a third of the
+/// time it would have had on its own CPU.
+pub const CRITICAL_THREADS: usize = 3;
 
 /// One pile-up: in one start of a process, `threads` of its new threads were placed on
 /// `cpu` and first ran there, and the kernel placed the second or a later of them there
@@ -132,6 +137,47 @@ impl PileUp {
             self.nr_cpus_allowed
         )
     }
+}
+
+/// The pile-ups of the window as findings. A start that may have begun before the window
+/// (its first placement within [`START_GAP_NS`] of a cut-off window's start) is left to
+/// the windows that saw all of it.
+pub fn detect(w: &Window) -> Vec<Finding> {
+    let cut = w.start_mono_ns().saturating_add(START_GAP_NS);
+    find(w.snaps)
+        .into_iter()
+        .filter(|p| w.from_start || p.first_ns >= cut)
+        .map(|p| {
+            let mut f = Finding::new(
+                Kind::PileUp,
+                format!("pid {} cpu {} at {}", p.tgid, p.cpu, p.first_ns),
+                w,
+                p.describe(),
+            );
+            if p.threads >= CRITICAL_THREADS {
+                f.severity = Severity::Critical;
+            }
+            f.facts = vec![
+                Fact::derived("threads placed and run on the CPU", p.threads as f64, Unit::Count),
+                Fact::derived("idle allowed CPUs at a piled placement", p.idle_allowed as f64, Unit::Count),
+                Fact::derived("threads placed in the start", p.placed as f64, Unit::Count),
+                Fact::derived("CPUs allowed", p.nr_cpus_allowed as f64, Unit::Count),
+            ];
+            f.cpus = std::iter::once(p.cpu)
+                .chain(p.idle_cpu)
+                .filter_map(|c| u32::try_from(c).ok())
+                .collect();
+            f.pids = vec![p.tgid];
+            f.suggestion = Some(Suggestion {
+                knob: None,
+                value: None,
+                profile: None,
+                command: "no knob changes fork placement: give each thread its own allowed CPU (taskset/numactl per thread), or try the seed's find_idlest_group() patch".into(),
+                why: "find_idlest_group() lets a start fill the local group up to the NUMA imbalance threshold (the number of LLCs), whatever the task's allowed CPUs".into(),
+            });
+            f
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -255,5 +301,39 @@ mod tests {
     fn placements_without_idle_information_are_never_guessed() {
         let s = snap(vec![place(10, 11, 0, 0, None), place(10, 12, 1, 0, None)]);
         assert!(find([&s]).is_empty());
+    }
+
+    #[test]
+    fn a_window_judges_only_starts_it_saw_from_their_beginning() {
+        let topo = crate::topology::synthetic(1, 1, 8);
+        let held = std::collections::BTreeSet::new();
+        // A pile-up at 0.5 s into the snapshot of seq 3 (covering 3..4 s).
+        let mut snaps: Vec<Snapshot> = (0..8)
+            .map(|seq| crate::findings::testing::snap(&topo, seq, 0.5))
+            .collect();
+        let mut s = snap(vec![
+            place(10, 11, 3500, 0, Some(3)),
+            place(10, 12, 3501, 0, Some(2)),
+        ]);
+        s.seq = 3;
+        s.time = snaps[3].time;
+        snaps[3] = s;
+        // Windows that start at least a start gap (1 s) before the placements see it; the
+        // window 3..=7 starts at 3 s, within a gap of them: the start could have begun
+        // before that window, so that window leaves it out.
+        for end in 3..8 {
+            let w = Window::trailing(&snaps[..=end], &topo, &held);
+            let f = detect(&w);
+            let want = usize::from(w.first_seq() < 3);
+            assert_eq!(f.len(), want, "window {}..={}", w.first_seq(), w.last_seq());
+            if let Some(f) = f.first() {
+                assert_eq!(f.severity, Severity::Warning);
+                assert_eq!(f.cpus, [0, 6]);
+                assert!(
+                    f.summary
+                        .contains("2 threads of 10 (stream) placed on CPU 0")
+                );
+            }
+        }
     }
 }

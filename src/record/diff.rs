@@ -204,17 +204,7 @@ mod tests {
         header
             .knobs
             .insert("relax_domain_level".into(), knob.into());
-        Recording {
-            header,
-            snapshots,
-            knobs: vec![],
-            markers: vec![],
-            experiment: None,
-            windows: vec![],
-            verdict: None,
-            skipped_lines: 0,
-            truncated: false,
-        }
+        Recording::of(header, snapshots)
     }
 
     #[test]

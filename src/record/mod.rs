@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::verdict::Verdict;
 use crate::experiment::{Experiment, Window};
+use crate::findings::advisor::FindingLine;
 use crate::knobs::session::KnobEvent;
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::topology::Topology;
@@ -134,6 +135,8 @@ pub enum Line<S, K, M> {
     /// The knob values when recording started, where the header could not hold them
     /// (`llctop record` reads them during its first interval).
     KnobValues(BTreeMap<String, String>),
+    /// A finding fired or cleared (findings::advisor), after the snapshot judged.
+    Finding(FindingLine),
     #[serde(other)]
     Unknown,
 }
@@ -190,6 +193,11 @@ impl Writer {
         line: Line<&Snapshot, &KnobEvent, &Marker>,
     ) -> Result<(), RecordError> {
         self.write_json(&line)
+    }
+
+    /// A finding's line (`"type":"finding"`): fired or cleared.
+    pub fn write_finding(&mut self, l: &FindingLine) -> Result<(), RecordError> {
+        self.write_json(&Line::<&Snapshot, &KnobEvent, &Marker>::Finding(l.clone()))
     }
 
     /// A marker (`"type":"marker"`), written when the operator drops it.

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use super::Recording;
 use crate::cpulist;
-use crate::findings::pileup;
+use crate::findings::advisor::{Advisor, State};
+use crate::findings::{Kind, pileup};
+use crate::snapshot::SatSum;
 use crate::snapshot::{ByDistance, EventKind, Precision, SourceState};
 use crate::topology::Distance;
 
@@ -89,6 +91,8 @@ pub fn render(rec: &Recording) -> String {
         let _ = writeln!(out, "  source {name}: {n}");
     }
 
+    out.push_str(&findings(rec));
+
     let _ = writeln!(out, "\nBusy by LLC (mean over the recording)");
     let sys = mean(snaps.iter().map(|s| s.system.busy));
     if let Some(b) = sys {
@@ -119,7 +123,7 @@ pub fn render(rec: &Recording) -> String {
             for d in Distance::ALL {
                 total.add(d, m.by_distance.get(d));
             }
-            unclassified += m.unclassified;
+            unclassified = u64::saturating_add(unclassified, m.unclassified);
         }
         let sampled = migs.iter().any(|m| m.precision == Precision::Sampled);
         let _ = writeln!(
@@ -162,9 +166,12 @@ pub fn render(rec: &Recording) -> String {
             for d in &b.domains {
                 let e = levels.entry(d.level).or_insert((d.name.clone(), [0; 9]));
                 for (i, lb) in [d.busy, d.idle, d.newidle].iter().enumerate() {
-                    e.1[i * 2] += lb.count.saturating_sub(lb.balanced + lb.failed);
-                    e.1[i * 2 + 1] += lb.failed;
-                    e.1[6 + i] += lb.gained;
+                    let ok = lb
+                        .count
+                        .saturating_sub(lb.balanced.saturating_add(lb.failed));
+                    e.1[i * 2] = e.1[i * 2].saturating_add(ok);
+                    e.1[i * 2 + 1] = e.1[i * 2 + 1].saturating_add(lb.failed);
+                    e.1[6 + i] = e.1[6 + i].saturating_add(lb.gained);
                 }
             }
         }
@@ -198,7 +205,7 @@ pub fn render(rec: &Recording) -> String {
         .iter()
         .filter_map(|s| s.events.as_ref())
         .map(|l| l.dropped)
-        .sum();
+        .sat_sum();
     if piles.is_empty() {
         if snaps.iter().any(|s| s.events.is_some()) {
             let _ = writeln!(out, "\nPlacements: {placed} new tasks, no pile-up");
@@ -241,9 +248,9 @@ pub fn render(rec: &Recording) -> String {
             for r in &t.rows {
                 let p = procs.entry(r.pid).or_default();
                 p.comm.clone_from(&r.comm);
-                p.cpu += r.cpu_time_ns;
-                p.migs += r.migrations;
-                p.xllc += r.cross_llc_migrations;
+                p.cpu = p.cpu.saturating_add(r.cpu_time_ns);
+                p.migs = p.migs.saturating_add(r.migrations);
+                p.xllc = p.xllc.saturating_add(r.cross_llc_migrations);
                 if let Some(h) = r.preferred_hit {
                     p.hit_num += h * r.cpu_time_ns as f64;
                     p.hit_den += r.cpu_time_ns as f64;
@@ -283,6 +290,94 @@ pub fn render(rec: &Recording) -> String {
                 hit,
                 p.migs,
                 p.xllc
+            );
+        }
+    }
+    out
+}
+
+/// Seconds from the recording's start to the end of snapshot `seq`.
+fn at(rec: &Recording, seq: u64) -> f64 {
+    let Some(first) = rec.snapshots.first() else {
+        return 0.0;
+    };
+    let t0 = first.time.mono_ns.saturating_sub(first.time.interval_ns);
+    rec.snapshots
+        .iter()
+        .find(|s| s.seq == seq)
+        .map_or(0.0, |s| s.time.mono_ns.saturating_sub(t0) as f64 / 1e9)
+}
+
+/// The advisor's episodes over the recording's snapshots (findings::advisor), with their
+/// evidence and what to try; the blind spots last.
+pub fn findings(rec: &Recording) -> String {
+    let adv = Advisor::over(&rec.header.topology, &rec.snapshots);
+    let mut out = String::new();
+    let problems: Vec<_> = adv.problems().collect();
+    let _ = writeln!(out, "\nFindings ({})", problems.len());
+    if problems.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for e in &problems {
+        let f = e.latest();
+        let until = e
+            .cleared_seq
+            .map_or("end".to_string(), |c| format!("{:+.1}s", at(rec, c)));
+        let _ = writeln!(
+            out,
+            "  {:+.1}s..{until} {} {}{}",
+            at(rec, e.fired_seq),
+            e.worst().label().to_uppercase(),
+            f.kind.title(),
+            f.kind
+                .seed()
+                .map(|s| format!(" [seed {s}]"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(out, "      {}", f.summary);
+        let facts: Vec<String> = f
+            .facts
+            .iter()
+            .map(|x| format!("{} {}", x.label, x.shown()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "      evidence (snapshots {}..={}): {}",
+            f.first_seq,
+            f.last_seq,
+            facts.join(" · ")
+        );
+        if let Some(s) = &f.suggestion {
+            let _ = writeln!(out, "      try: {} — {}", s.command, s.why);
+        }
+    }
+    let blind: Vec<&str> = adv
+        .episodes
+        .iter()
+        .filter(|e| e.kind() == Kind::BlindSpots)
+        .map(|e| e.latest().summary.as_str())
+        .collect();
+    if let Some(b) = blind.last() {
+        let _ = writeln!(out, "  cannot be judged here: {b}");
+    }
+    if !rec.findings.is_empty() {
+        let recorded: Vec<(u64, Kind, &str)> = rec
+            .findings
+            .iter()
+            .filter(|l| l.state == State::Fired)
+            .map(|l| (l.seq, l.finding.kind, l.finding.key.as_str()))
+            .collect();
+        let found: Vec<(u64, Kind, &str)> = adv
+            .episodes
+            .iter()
+            .map(|e| (e.fired_seq, e.kind(), e.updates[0].key.as_str()))
+            .collect();
+        if recorded != found {
+            let _ = writeln!(
+                out,
+                "  note: the findings written while recording ({}) differ from these ({})",
+                recorded.len(),
+                found.len()
             );
         }
     }

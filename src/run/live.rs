@@ -1,9 +1,12 @@
 //! `llctop live`: one summary line per interval on stdout (the default when stdout is not
-//! a terminal), with the sources' reasons first, until the duration or a signal.
+//! a terminal), with the sources' reasons first, and a line when one of the advisor's
+//! findings fires or clears, until the duration or a signal.
 
 use std::time::Duration;
 
 use super::{Changes, Error, Options, Run};
+use crate::findings::Kind;
+use crate::findings::advisor::{FindingLine, State, Trail};
 use crate::kroot::KernelRoot;
 use crate::snapshot::Snapshot;
 use crate::topology::{Distance, Topology};
@@ -19,6 +22,7 @@ pub fn run(
     let mut run = Run::start(opts, root, topo, duration)?;
     run.change_knobs(opts, root, topo, changes)?;
     let mut first = true;
+    let mut advisor = Trail::new();
     run.each(|snap, _| {
         if first {
             for s in &snap.sources {
@@ -29,10 +33,33 @@ pub fn run(
             first = false;
         }
         println!("{}", summary_line(snap));
+        for l in advisor.push(topo, snap) {
+            if l.finding.kind != Kind::BlindSpots {
+                println!("{}", finding_line(&l));
+            }
+        }
         true
     });
     run.finish();
     Ok(())
+}
+
+/// `  ⚑ fired WARNING newidle / cross-LLC churn: … — try: llctop ab …`
+pub fn finding_line(l: &FindingLine) -> String {
+    let f = &l.finding;
+    let state = match l.state {
+        State::Fired => "fired",
+        State::Cleared => "cleared",
+    };
+    let mut line = format!(
+        "  ⚑ {state} {} {}",
+        f.severity.label().to_uppercase(),
+        f.headline()
+    );
+    if let (State::Fired, Some(s)) = (l.state, &f.suggestion) {
+        line.push_str(&format!(" — try: {}", s.command));
+    }
+    line
 }
 
 /// One line per tick: busy overall and per LLC, migrations by distance, top process.
@@ -116,5 +143,32 @@ mod tests {
             line.contains("busy -% [llc "),
             "no busy value is shown as -, not 0: {line}"
         );
+    }
+
+    #[test]
+    fn a_fired_finding_is_one_line_with_what_to_try() {
+        let topo = topology::synthetic(1, 2, 2);
+        let mut t = Trail::new();
+        let mut lines = Vec::new();
+        for seq in 0..6 {
+            let mut s = crate::findings::testing::snap(&topo, seq, 0.9);
+            s.cpus[0].rq_wait_ns = Some(900_000_000);
+            s.cpus[1].busy = Some(0.0);
+            lines.extend(t.push(&topo, &s));
+        }
+        let fired: Vec<String> = lines
+            .iter()
+            .filter(|l| l.finding.kind == Kind::NotConserved)
+            .map(finding_line)
+            .collect();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert!(
+            fired[0].starts_with(
+                "  ⚑ fired WARNING work not conserved in an LLC: llc0: tasks waited 1.80 s"
+            ),
+            "{}",
+            fired[0]
+        );
+        assert!(fired[0].ends_with("— try: llctop ab --profile work-conserving -- <workload>"));
     }
 }

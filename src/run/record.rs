@@ -1,4 +1,5 @@
-//! `llctop record`: snapshots, knob changes and the header to a recording file, until the
+//! `llctop record`: snapshots, knob changes, the advisor's findings as they fire and clear
+//! and the header to a recording file, until the
 //! duration is reached or a signal stops it; the knob session ends (restores) before the
 //! file is finished, so the restores are recorded too.
 
@@ -6,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Changes, Error, Options, Run};
+use crate::findings::advisor::Trail;
 use crate::knobs::Session;
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, RecordError, Writer};
@@ -40,10 +42,17 @@ pub fn run(
     let mut error: Option<RecordError> = None;
     write_knob_events(run.knobs.as_mut(), &mut writer)?;
     let mut n = 0;
+    let mut advisor = Trail::new();
     run.each(|snap, knobs| {
         let res = writer
             .write_snapshot(snap)
             .and_then(|()| write_knob_events(knobs.as_mut(), &mut writer))
+            .and_then(|()| {
+                advisor
+                    .push(topo, snap)
+                    .iter()
+                    .try_for_each(|l| writer.write_finding(l))
+            })
             .and_then(|()| {
                 // The knob values (for `llctop diff`) once the first interval is in:
                 // reading them takes a moment, spent inside the recorded window, not

@@ -13,6 +13,7 @@ pub enum Context {
     Replay,
     Processes,
     Knobs,
+    Findings,
 }
 
 impl Context {
@@ -22,6 +23,7 @@ impl Context {
             Context::Replay => "history / replay",
             Context::Processes => "Processes",
             Context::Knobs => "Knobs",
+            Context::Findings => "Findings",
         }
     }
 }
@@ -56,6 +58,8 @@ pub enum Action {
     KnobUndo,
     KnobProfile,
     KnobAb,
+    /// Open the selected finding's suggested experiment.
+    FindingTry,
 }
 
 /// A key as written in the table.
@@ -175,7 +179,13 @@ pub static KEYMAP: &[Binding] = &[
     ),
     b(&[K::Char('6')], C::Global, A::View(5), "NUMA"),
     b(&[K::Char('7')], C::Global, A::View(6), "Knobs"),
-    b(&[K::Char('8')], C::Global, A::View(7), "Help"),
+    b(
+        &[K::Char('8')],
+        C::Global,
+        A::View(7),
+        "Findings: the advisor",
+    ),
+    b(&[K::Char('9')], C::Global, A::View(8), "Help"),
     b(&[K::Tab], C::Global, A::NextView, "next view"),
     b(&[K::BackTab], C::Global, A::PrevView, "previous view"),
     b(
@@ -275,6 +285,12 @@ pub static KEYMAP: &[Binding] = &[
         C::Knobs,
         A::KnobAb,
         "A/B experiment: the value now against one typed (Enter); a again stops it",
+    ),
+    b(
+        &[K::Enter, K::Char('a')],
+        C::Findings,
+        A::FindingTry,
+        "try the selected finding's suggestion: its A/B experiment opens on the Knobs view, B filled in (nothing is written before Enter there)",
     ),
 ];
 

@@ -130,6 +130,9 @@ pub fn live(
     if let Some(mut s) = app.session.take() {
         run::finish_session(&mut s);
     }
+    if let Some(f) = app.fatal.take() {
+        return Err(f.into());
+    }
     res.map_err(|e| format!("terminal: {e}").into())
 }
 

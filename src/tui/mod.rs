@@ -18,7 +18,7 @@ pub mod views;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,10 @@ use crate::kroot::KernelRoot;
 use crate::source::Source;
 use crate::topology::Topology;
 pub use app::{App, Msg};
+
+/// Fault injection for tests: `LLCTOP_FAULT=feed-panic` makes the feed thread panic at
+/// its start (tests/tui_tmux.rs checks that the program then ends, restoring the knobs).
+pub const FAULT_ENV: &str = "LLCTOP_FAULT";
 
 /// Builds the sources on the feed thread (BPF and perf handles are not `Send`).
 pub type MakeSources = Box<dyn FnOnce() -> Result<Vec<Box<dyn Source>>, String> + Send>;
@@ -46,22 +50,38 @@ pub fn spawn_feed(
     std::thread::Builder::new()
         .name("llctop-feed".into())
         .spawn(move || {
-            let sources = match make() {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = tx.send(Msg::FeedError(e));
+            let feed_tx = tx.clone();
+            let body = std::panic::AssertUnwindSafe(move || {
+                if std::env::var(FAULT_ENV).as_deref() == Ok("feed-panic") {
+                    panic!("{FAULT_ENV}=feed-panic");
+                }
+                let sources = match make() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = feed_tx.send(Msg::FeedError(e));
+                        return;
+                    }
+                };
+                let mut c = Collector::new(&root, topo, sources);
+                if feed_tx.send(Msg::Sources(c.baseline())).is_err() {
                     return;
                 }
-            };
-            let mut c = Collector::new(&root, topo, sources);
-            if tx.send(Msg::Sources(c.baseline())).is_err() {
-                return;
+                c.run(
+                    interval,
+                    || stop.load(Ordering::Relaxed),
+                    |s| feed_tx.send(Msg::Snapshot(Box::new(s))).is_ok(),
+                );
+            });
+            // A panic here must end the program, not leave a UI without data: the UI
+            // quits on FeedPanic, restoring the terminal and the knobs.
+            if let Err(p) = std::panic::catch_unwind(body) {
+                let what = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                let _ = tx.send(Msg::FeedPanic(what));
             }
-            c.run(
-                interval,
-                || stop.load(Ordering::Relaxed),
-                |s| tx.send(Msg::Snapshot(Box::new(s))).is_ok(),
-            );
         })
 }
 
@@ -81,12 +101,30 @@ pub fn run(app: &mut App, rx: Receiver<Msg>, stop: &AtomicBool) -> std::io::Resu
     res
 }
 
+/// Terminal events read on their own thread: a hung-up terminal (closed window, dropped
+/// ssh) can leave a read spinning on end-of-file inside crossterm, and the UI must still
+/// see the stop flag and end. The channel closes when reading fails.
+fn spawn_input() -> std::io::Result<Receiver<Event>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("llctop-input".into())
+        .spawn(move || {
+            while let Ok(e) = event::read() {
+                if tx.send(e).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     rx: &Receiver<Msg>,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
+    let input = spawn_input()?;
     let mut last = Instant::now();
     let mut dirty = true;
     loop {
@@ -94,14 +132,15 @@ fn event_loop(
             terminal.draw(|f| views::draw(f, app))?;
             dirty = false;
         }
-        if event::poll(Duration::from_millis(50))? {
-            match event::read()? {
-                Event::Key(k) if k.kind != KeyEventKind::Release => {
-                    app.handle(Msg::Key(k));
-                    dirty = true;
-                }
-                Event::Resize(..) => dirty = true,
-                _ => {}
+        match input.recv_timeout(Duration::from_millis(50)) {
+            Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
+                app.handle(Msg::Key(k));
+                dirty = true;
+            }
+            Ok(Event::Resize(..)) => dirty = true,
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(std::io::Error::other("the terminal went away"));
             }
         }
         while let Ok(m) = rx.try_recv() {

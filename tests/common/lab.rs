@@ -288,3 +288,55 @@ pub fn check_cgroup_numa(run: &LabRun, label: &str) {
         "{absent}"
     );
 }
+
+/// `llctop report` (the release binary, on the host) of recording `name` of a run.
+pub fn report_of(run: &LabRun, name: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl.gz");
+    std::fs::write(&path, run.file(name)).unwrap();
+    report_of_file(&path)
+}
+
+pub fn report_of_file(path: &Path) -> String {
+    let out = Command::new(release_binary().join("llctop"))
+        .arg("report")
+        .arg(path)
+        .output()
+        .expect("run llctop report");
+    assert!(out.status.success(), "llctop report: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The advisor's episodes over a recording, with every cited evidence number checked
+/// against the snapshots it cites (recomputed through their JSON).
+pub fn findings_of(rec: &llctop::record::reader::Recording) -> llctop::findings::advisor::Advisor {
+    let adv = llctop::findings::advisor::Advisor::over(&rec.header.topology, &rec.snapshots);
+    let mut checked = 0;
+    for f in adv.episodes.iter().flat_map(|e| &e.updates) {
+        for fact in &f.facts {
+            let Some(c) = &fact.cite else { continue };
+            let v = c
+                .resolve(&rec.snapshots)
+                .unwrap_or_else(|| panic!("{c:?} of {} resolves", f.headline()));
+            assert!(
+                (v - fact.value).abs() <= 1e-9 * v.abs().max(1.0),
+                "{}: {} = {} but the snapshots say {v}",
+                f.headline(),
+                fact.label,
+                fact.value
+            );
+            checked += 1;
+        }
+    }
+    println!("  evidence numbers checked against their snapshots: {checked}");
+    adv
+}
+
+/// The kinds of the problem findings (not blind spots) of an advisor, with their keys.
+pub fn problem_kinds(
+    adv: &llctop::findings::advisor::Advisor,
+) -> Vec<(llctop::findings::Kind, String)> {
+    adv.problems()
+        .map(|e| (e.kind(), e.latest().key.clone()))
+        .collect()
+}

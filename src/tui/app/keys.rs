@@ -103,8 +103,14 @@ impl App {
                     self.view = *v;
                 }
             }
-            Action::NextView => self.view = ViewId::ALL[(self.view.index() + 1) % 8],
-            Action::PrevView => self.view = ViewId::ALL[(self.view.index() + 7) % 8],
+            Action::NextView => {
+                let n = ViewId::ALL.len();
+                self.view = ViewId::ALL[(self.view.index() + 1) % n];
+            }
+            Action::PrevView => {
+                let n = ViewId::ALL.len();
+                self.view = ViewId::ALL[(self.view.index() + n - 1) % n];
+            }
             Action::Pause => self.toggle_pause(),
             Action::Filter => {
                 self.input = Some(Input {
@@ -155,6 +161,7 @@ impl App {
             Action::KnobEdit => self.knob_edit(),
             Action::KnobUndo => self.knob_undo(),
             Action::KnobAb => self.knob_ab(),
+            Action::FindingTry => self.try_finding(),
             Action::KnobProfile => {
                 if self.session.is_none() {
                     self.say(Level::Warn, "replay: knobs cannot be changed");
@@ -172,6 +179,10 @@ impl App {
             ViewId::Knobs => {
                 let n = self.knobs().len();
                 (&mut self.knob_sel, n)
+            }
+            ViewId::Findings => {
+                let n = self.findings().len();
+                (&mut self.finding_sel, n)
             }
             _ => {
                 let n = self.process_rows().len();

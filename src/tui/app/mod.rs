@@ -8,9 +8,11 @@
 //! The flows live beside this file: `keys.rs` (a key → an action, text input, the
 //! profile chooser), `playback.rs` (history, pause, seek, replay speed),
 //! `recording.rs` (the `r` recording and markers), `knobs.rs` (toggle, edit, undo,
-//! profiles, refresh).
+//! profiles, refresh), `ab.rs` (the A/B experiment), `findings.rs` (the advisor's
+//! findings and trying a suggestion).
 
 pub mod ab;
+mod findings;
 mod keys;
 mod knobs;
 mod playback;
@@ -23,6 +25,7 @@ use ratatui::crossterm::event::KeyEvent;
 
 use super::keymap::Context;
 use super::theme::Theme;
+use crate::findings::advisor::{Advisor, Episode, FindingLine};
 use crate::knobs::Knob;
 use crate::knobs::profile::Profile;
 use crate::knobs::session::{KnobEvent, Session};
@@ -46,11 +49,12 @@ pub enum ViewId {
     Balance,
     Numa,
     Knobs,
+    Findings,
     Help,
 }
 
 impl ViewId {
-    pub const ALL: [ViewId; 8] = [
+    pub const ALL: [ViewId; 9] = [
         ViewId::Overview,
         ViewId::Migrations,
         ViewId::Processes,
@@ -58,6 +62,7 @@ impl ViewId {
         ViewId::Balance,
         ViewId::Numa,
         ViewId::Knobs,
+        ViewId::Findings,
         ViewId::Help,
     ];
 
@@ -70,6 +75,7 @@ impl ViewId {
             ViewId::Balance => "Balance",
             ViewId::Numa => "NUMA",
             ViewId::Knobs => "Knobs",
+            ViewId::Findings => "Findings",
             ViewId::Help => "Help",
         }
     }
@@ -82,6 +88,7 @@ impl ViewId {
         match self {
             ViewId::Processes => Context::Processes,
             ViewId::Knobs => Context::Knobs,
+            ViewId::Findings => Context::Findings,
             _ => Context::Global,
         }
     }
@@ -167,6 +174,8 @@ pub enum Msg {
     Snapshot(Box<Snapshot>),
     /// The feed could not start or stopped.
     FeedError(String),
+    /// The feed thread panicked: the program must end (knobs restored, non-zero exit).
+    FeedPanic(String),
     /// Wall time passed (replay playback).
     Elapsed(Duration),
 }
@@ -192,6 +201,8 @@ pub enum Effect {
     ApplyProfile(Profile),
     /// Write an experiment line (experiment, window, verdict) to the recording.
     RecordExperiment(ExperimentLine),
+    /// Write the findings that fired or cleared at the newest snapshot.
+    RecordFindings(Vec<FindingLine>),
     /// Re-read the knobs' values (at each interval: something else may change them).
     RefreshKnobs,
 }
@@ -222,6 +233,11 @@ pub struct App {
     pub profile_pick: Option<usize>,
     /// The A/B experiment running (`a` on the Knobs view), or the last one with its verdict.
     pub experiment: Option<ab::AbState>,
+    /// The advisor's findings over the snapshots (live: judged at each one; replay: over
+    /// the whole recording at load).
+    pub advisor: Advisor,
+    /// The row selected in the Findings view.
+    pub finding_sel: usize,
     pub status: Option<Status>,
     /// Knob changes: this session's (live) or the recording's (replay).
     pub knob_log: Vec<KnobEvent>,
@@ -237,6 +253,8 @@ pub struct App {
     /// Notes about knobs found at startup (e.g. why sched domains could not be read).
     pub knob_notes: Vec<String>,
     pub quit: bool,
+    /// Why the program must end with an error (the data thread panicked).
+    pub fatal: Option<String>,
     /// Effects asked for by the message being handled.
     effects: Vec<Effect>,
 }
@@ -268,6 +286,8 @@ impl App {
             profiles: Vec::new(),
             profile_pick: None,
             experiment: None,
+            advisor: Advisor::new(),
+            finding_sel: 0,
             status: None,
             knob_log: Vec::new(),
             markers: Vec::new(),
@@ -279,6 +299,7 @@ impl App {
             record_dir: PathBuf::from("."),
             knob_notes: Vec::new(),
             quit: false,
+            fatal: None,
             effects: Vec::new(),
         }
     }
@@ -290,6 +311,7 @@ impl App {
         app.host = rec.header.host.clone();
         app.kernel = rec.header.kernel.clone();
         app.pos = (!rec.snapshots.is_empty()).then_some(0);
+        app.advisor = Advisor::over(&rec.header.topology, &rec.snapshots);
         app.snaps = rec.snapshots;
         app.knob_log = rec.knobs;
         app.markers = rec.markers;
@@ -319,6 +341,13 @@ impl App {
             Some(p) if p < self.snaps.len() => &self.snaps[(p + 1).saturating_sub(n)..=p],
             _ => &[],
         }
+    }
+
+    /// The findings held at the shown snapshot, worst first.
+    pub fn findings(&self) -> Vec<&Episode> {
+        self.current()
+            .map(|s| self.advisor.active_at(s.seq))
+            .unwrap_or_default()
     }
 
     /// Source states to show: the current snapshot's, else the early ones.
@@ -404,6 +433,10 @@ impl App {
                 self.say(Level::Bad, e.clone());
                 self.feed_error = Some(e);
             }
+            Msg::FeedPanic(e) => {
+                self.fatal = Some(format!("the data thread panicked: {e}"));
+                self.quit = true;
+            }
             Msg::Elapsed(d) => self.elapsed(d),
         }
         std::mem::take(&mut self.effects)
@@ -428,6 +461,7 @@ impl App {
             Effect::ApplyProfile(p) => self.apply_profile(&p),
             Effect::RefreshKnobs => self.refresh_knobs(),
             Effect::RecordExperiment(l) => self.write_experiment_line(l),
+            Effect::RecordFindings(l) => self.write_findings(&l),
         }
     }
 
@@ -478,8 +512,8 @@ mod tests {
 
     #[test]
     fn replay_plays_at_speed_and_stops_at_the_end() {
-        let rec = Recording {
-            header: crate::record::Header {
+        let rec = Recording::of(
+            crate::record::Header {
                 format: crate::record::FORMAT.into(),
                 version: 1,
                 llctop_version: "t".into(),
@@ -492,15 +526,8 @@ mod tests {
                 command: vec![],
                 knobs: Default::default(),
             },
-            snapshots: (0..10).map(snap).collect(),
-            knobs: vec![],
-            experiment: None,
-            windows: vec![],
-            verdict: None,
-            markers: vec![],
-            skipped_lines: 0,
-            truncated: false,
-        };
+            (0..10).map(snap).collect(),
+        );
         let mut a = App::replay(rec, "x", vec![]);
         a.handle(Msg::Elapsed(Duration::from_millis(2500)));
         assert_eq!(a.pos, Some(2));

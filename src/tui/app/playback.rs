@@ -20,6 +20,7 @@ impl App {
     /// recorded when recording; the knobs are re-read at the same interval.
     pub(super) fn snapshot(&mut self, s: Snapshot) {
         self.snaps.push(s);
+        self.judge();
         if self.recording.is_some() {
             self.effect(Effect::RecordSnapshot);
         }

@@ -1,5 +1,6 @@
 //! The header: host, kernel and topology summary; live / paused / replay position and
-//! the recording indicator; every source's state, and for each degraded or absent
+//! the recording indicator; every source's state; the advisor's findings (how many, the
+//! worst); and for each degraded or absent
 //! source (and knob limitation) one line saying why — so a new user sees within one
 //! screen what is missing on this machine. In replay, a timeline with knob changes and
 //! markers.
@@ -10,6 +11,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use crate::findings::{Kind, Severity};
 use crate::snapshot::SourceState;
 use crate::tui::app::App;
 
@@ -40,12 +42,42 @@ fn problems(app: &App) -> Vec<(SourceState, String)> {
     out
 }
 
+/// The findings line: how many the advisor holds and the worst (blind spots are the
+/// source lines' business).
+fn findings_line(app: &App) -> Option<Line<'static>> {
+    let t = app.theme();
+    let seq = app.current()?.seq;
+    let held: Vec<_> = app
+        .findings()
+        .into_iter()
+        .filter(|e| e.kind() != Kind::BlindSpots)
+        .collect();
+    let worst = held.first()?.at(seq);
+    let style = match worst.severity {
+        Severity::Critical => t.bad().add_modifier(Modifier::BOLD),
+        _ => t.warn(),
+    };
+    Some(Line::from(vec![
+        Span::styled(
+            format!(
+                "⚑ {} finding{} ",
+                held.len(),
+                if held.len() == 1 { "" } else { "s" }
+            ),
+            style,
+        ),
+        Span::styled(format!("{} ", worst.severity.label().to_uppercase()), style),
+        Span::raw(worst.headline()),
+        Span::styled("  (8 Findings)", t.dim()),
+    ]))
+}
+
 /// Rows the header takes on a terminal `screen_height` rows high.
 pub fn height(app: &App, screen_height: u16) -> u16 {
     let n = problems(app).len();
     let max = max_problems(screen_height);
     let p = if n > max { max + 1 } else { n };
-    2 + p as u16 + u16::from(app.replay.is_some())
+    2 + p as u16 + u16::from(app.replay.is_some()) + u16::from(findings_line(app).is_some())
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
@@ -118,6 +150,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     }
     lines.push(Line::from(src));
 
+    if let Some(l) = findings_line(app) {
+        lines.push(l);
+    }
     let probs = problems(app);
     for (state, text) in probs.iter().take(max) {
         let (mark, style) = match state {

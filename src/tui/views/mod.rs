@@ -3,6 +3,7 @@
 
 pub mod balance;
 pub mod cache;
+pub mod findings;
 pub mod header;
 pub mod help;
 pub mod knobs;
@@ -55,6 +56,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         ViewId::Balance => balance::draw(f, body, app),
         ViewId::Numa => numa::draw(f, body, app),
         ViewId::Knobs => knobs::draw(f, body, app),
+        ViewId::Findings => findings::draw(f, body, app),
         ViewId::Help => help::draw(f, body, app),
     }
     draw_footer(f, foot, app);
@@ -101,7 +103,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
         Line::styled(s.text.clone(), style)
     } else {
         Line::styled(
-            "q quit · ? help · 1-8/Tab views · Space pause · ←/→ history · r record · t theme",
+            "q quit · ? help · 1-9/Tab views · Space pause · ←/→ history · r record · t theme",
             t.dim(),
         )
     };

@@ -5,8 +5,10 @@
 # shown the kernel's preference with the threads switching in there (hit >= 0.9) for
 # three snapshots — the kernel has gathered them; under TCG on a busy host that can take
 # a while — the tolerance is set to 0 behind llctop's back (the kernel's own file: never
-# aggregate) and the kernel drops the preference. The workload prints where its threads ran (the oracle); llctop restores the
-# tolerance when it stops. Every step waits for an event, never for time.
+# aggregate) and the kernel drops the preference. The workload prints where its threads
+# ran (the oracle). When llctop stops, the tolerance is not the value it wrote, so it is
+# left as the scenario set it (and llctop says so). Every step waits for an event, never
+# for time.
 
 K=/sys/kernel/debug/sched/llc_balancing
 lab aggr_before "$(cat $K/aggr_tolerance)"

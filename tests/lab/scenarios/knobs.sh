@@ -87,7 +87,7 @@ pid=$!
 wait_line /tmp/numa.out '^numa_balancing: ' $pid
 lab numa_during "$(cat /proc/sys/kernel/numa_balancing)"
 kill -TERM $pid
-wait $pid
+wait $pid || true  # 143: stopped by SIGTERM
 lab numa_after "$(cat /proc/sys/kernel/numa_balancing)"
 lab_block numa_out cat /tmp/numa.out
 lab journal "$(cat /run/llctop/journal.json 2>/dev/null | tr -d ' \n')"

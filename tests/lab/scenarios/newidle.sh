@@ -1,5 +1,5 @@
 # Newidle balancing on small LLCs (shared/seeds/004), 8-vCPU shape (an LLC per core, so
-# the LLC is the SMT domain). Under a wake-heavy load (spinners and short sleepers: CPUs
+# the LLC is the SMT domain). First a few seconds of the idle guest. Then, under a wake-heavy load (spinners and short sleepers: CPUs
 # go idle hundreds of times a second) llctop records /proc/schedstat's per-level newidle
 # balancing, first as the kernel is and then — where cgroup v1's cpuset exists — with
 # `--set relax_domain_level=llc`, which should leave newidle balancing to the LLC. The
@@ -30,6 +30,12 @@ lab domains_before "$(newidle_domains)"
 llctop knobs list --json > /tmp/knobs.json
 lab_file knobs_json /tmp/knobs.json
 lab_block describe_relax llctop knobs describe relax_domain_level
+
+# An idle machine first (the advisor must find nothing in it).
+record_start /tmp/idle.jsonl --source procfs --interval 1s
+record_wait 4
+record_stop
+lab_file newidle_idle /tmp/idle.jsonl.gz
 
 pids=""
 for i in 1 2 3 4; do (while :; do :; done) & pids="$pids $!"; done

@@ -46,5 +46,5 @@ pid=$!
 wait_line /tmp/nb.out '^numa_balancing: ' $pid
 lab numa_balancing_during "$(cat /proc/sys/kernel/numa_balancing)"
 kill -TERM $pid
-wait $pid
+wait $pid || true  # 143: stopped by SIGTERM
 lab numa_balancing_after "$(cat /proc/sys/kernel/numa_balancing)"

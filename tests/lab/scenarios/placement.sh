@@ -65,7 +65,9 @@ lab_file placement_recording /tmp/pl.jsonl.gz
 lab_block report llctop report /tmp/pl.jsonl.gz
 
 record_start /tmp/wait.jsonl --source bpf --interval 1s
-record_wait 1
+# Two snapshots: llctop reads every knob's value after its first one (for `llctop diff`),
+# seconds of CPU under TCG that the scheduler may well put on idle cpu3.
+record_wait 2
 llctop-workload spin 2 4 >/tmp/w1.out &
 w1=$!
 llctop-workload spin 2 4 >/tmp/w2.out &

@@ -1,0 +1,316 @@
+//! NUMA balancing and remote memory (shared/seeds/003): automatic NUMA balancing moving
+//! pages (a cost paid by every task of the machine, and by containers that gain nothing
+//! from it), hinting faults that keep landing on the other node, or — with balancing off
+//! — memory allocated on the other node. From /proc/vmstat, the nodes' numastat and the
+//! cgroups' memory.stat, summed over the window; the cgroups moving most are named.
+
+use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, cite, past};
+use crate::snapshot::SatSum;
+
+/// Pages migrated by NUMA balancing per second (256 pages = 1 MiB at 4 KiB): fire / clear.
+pub const MIGRATED_RATE: f64 = 256.0;
+pub const MIGRATED_CLEAR: f64 = 64.0;
+/// Share of NUMA hinting faults on a remote node: fire / clear; judged from this many
+/// faults per second.
+pub const REMOTE_FAULT_SHARE: f64 = 0.5;
+pub const REMOTE_FAULT_CLEAR: f64 = 0.35;
+pub const MIN_FAULT_RATE: f64 = 100.0;
+/// With balancing off: share of pages allocated on another node than the task's
+/// (`other_node`): fire / clear; judged from this many allocations per second.
+pub const REMOTE_ALLOC_SHARE: f64 = 0.3;
+pub const REMOTE_ALLOC_CLEAR: f64 = 0.2;
+pub const MIN_ALLOC_RATE: f64 = 1000.0;
+/// Cgroups named in the evidence.
+pub const TOP_CGROUPS: usize = 3;
+/// A migration rate this many times its threshold is critical.
+pub const CRITICAL_FACTOR: f64 = 8.0;
+
+const KEY: &str = "system";
+
+pub fn detect(w: &Window) -> Vec<Finding> {
+    let secs = w.secs();
+    if w.topo.nodes.len() < 2 || secs <= 0.0 {
+        return Vec::new();
+    }
+    let stats: Vec<_> = w.snaps.iter().filter_map(|s| s.numa.as_ref()).collect();
+    if stats.is_empty() {
+        return Vec::new();
+    }
+    let held = w.holds(Kind::Numa, KEY);
+    let vm = |k: &str| -> u64 {
+        stats
+            .iter()
+            .filter_map(|n| n.vmstat.get(k))
+            .copied()
+            .sat_sum()
+    };
+    let node = |k: &str| -> u64 {
+        stats
+            .iter()
+            .flat_map(|n| &n.nodes)
+            .filter_map(|n| n.counters.get(k).copied())
+            .sat_sum()
+    };
+    let mode = stats.last().and_then(|n| n.balancing_mode);
+    let migrated = vm("numa_pages_migrated");
+    let faults = vm("numa_hint_faults");
+    let local = vm("numa_hint_faults_local");
+    let (local_node, other_node) = (node("local_node"), node("other_node"));
+    let mig_rate = migrated as f64 / secs;
+    let remote_faults = faults.saturating_sub(local);
+    let fault_share = remote_faults as f64 / faults.max(1) as f64;
+    let allocs = local_node.saturating_add(other_node);
+    let alloc_share = other_node as f64 / allocs.max(1) as f64;
+    let moving = past(held, mig_rate, MIGRATED_RATE, MIGRATED_CLEAR, true);
+    let remote_faulting = faults as f64 / secs >= MIN_FAULT_RATE
+        && past(
+            held,
+            fault_share,
+            REMOTE_FAULT_SHARE,
+            REMOTE_FAULT_CLEAR,
+            true,
+        );
+    let remote_alloc = mode == Some(0)
+        && allocs as f64 / secs >= MIN_ALLOC_RATE
+        && past(
+            held,
+            alloc_share,
+            REMOTE_ALLOC_SHARE,
+            REMOTE_ALLOC_CLEAR,
+            true,
+        );
+    if !moving && !remote_faulting && !remote_alloc {
+        return Vec::new();
+    }
+    // The cgroups whose memory moved most.
+    let mut cgs: Vec<(String, u64)> = Vec::new();
+    for c in stats.iter().flat_map(|n| &n.cgroups) {
+        let n = c.numa_pages_migrated.unwrap_or(0);
+        match cgs.iter_mut().find(|(p, _)| *p == c.path) {
+            Some(e) => e.1 = e.1.saturating_add(n),
+            None => cgs.push((c.path.clone(), n)),
+        }
+    }
+    cgs.retain(|(_, n)| *n > 0);
+    // The root cgroup's memory.stat sums every cgroup's: name it only when alone. On a
+    // tie the deeper cgroup (the one the pages belong to) comes first.
+    if cgs.iter().any(|(p, _)| p != "/") {
+        cgs.retain(|(p, _)| p != "/");
+    }
+    let depth = |p: &str| p.matches('/').count();
+    cgs.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| depth(&b.0).cmp(&depth(&a.0)))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    cgs.truncate(TOP_CGROUPS);
+    let mut parts = Vec::new();
+    if moving || remote_faulting {
+        parts.push(format!(
+            "NUMA balancing moved {mig_rate:.0} pages/s; {:.0}% of its {:.0} hinting faults/s were on a remote node",
+            fault_share * 100.0,
+            faults as f64 / secs
+        ));
+    }
+    if remote_alloc {
+        parts.push(format!(
+            "with NUMA balancing off, {:.0}% of page allocations landed on another node than the task's",
+            alloc_share * 100.0
+        ));
+    }
+    if !cgs.is_empty() {
+        let named: Vec<String> = cgs.iter().map(|(p, n)| format!("{p} {n} pages")).collect();
+        parts.push(format!("most moved for {}", named.join(", ")));
+    }
+    let mut f = Finding::new(Kind::Numa, KEY, w, parts.join("; "));
+    if mig_rate >= CRITICAL_FACTOR * MIGRATED_RATE {
+        f.severity = Severity::Critical;
+    }
+    let vm_fact = |label: &str, k: &str, v: u64| {
+        Fact::cited(
+            label,
+            v as f64,
+            Unit::Count,
+            w,
+            format!("numa/vmstat/{k}"),
+            Agg::Sum,
+        )
+    };
+    f.facts
+        .push(vm_fact("pages migrated", "numa_pages_migrated", migrated));
+    f.facts
+        .push(vm_fact("hinting faults", "numa_hint_faults", faults));
+    f.facts.push(vm_fact(
+        "hinting faults on the local node",
+        "numa_hint_faults_local",
+        local,
+    ));
+    f.facts.push(Fact::derived(
+        "pages migrated per second",
+        mig_rate,
+        Unit::PerSec,
+    ));
+    f.facts.push(Fact::derived(
+        "remote hinting-fault share",
+        fault_share,
+        Unit::Fraction,
+    ));
+    if allocs > 0 {
+        f.facts.push(Fact::derived(
+            "remote allocation share",
+            alloc_share,
+            Unit::Fraction,
+        ));
+    }
+    for (path, n) in &cgs {
+        f.facts.push(Fact::cited(
+            format!("pages migrated for {path}"),
+            *n as f64,
+            Unit::Count,
+            w,
+            format!(
+                "numa/cgroups/path={}/numa_pages_migrated",
+                cite::escape(path)
+            ),
+            Agg::Sum,
+        ));
+    }
+    f.suggestion = Some(if mode == Some(0) {
+        Suggestion {
+            knob: Some("numa_balancing".into()),
+            value: Some("1".into()),
+            profile: None,
+            command: "llctop ab numa_balancing=0,1 -- <workload>".into(),
+            why: "NUMA balancing moves tasks and pages towards each other; measure whether it brings this memory home".into(),
+        }
+    } else {
+        let per_cgroup = cgs
+            .first()
+            .map(|(p, _)| format!(" (or, where the kernel has cpu.numa_load_balance, cgroup.numa_load_balance@{p} alone — seeds/003's per-cgroup switch)"))
+            .unwrap_or_default();
+        Suggestion {
+            knob: Some("numa_balancing".into()),
+            value: Some("0".into()),
+            profile: Some("numa-balancing-off".into()),
+            command: format!("llctop ab --profile numa-balancing-off -- <workload>{per_cgroup}"),
+            why: "measures what the scanning, hinting faults and migrations cost or gain this workload".into(),
+        }
+    });
+    vec![f]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::findings::testing::{assert_cites, judge, snap};
+    use crate::snapshot::{CgroupNuma, NodeNuma, NumaStats, Snapshot};
+    use crate::topology::synthetic;
+
+    fn series(mode: u32, migrated: u64, faults: u64, local: u64, other_node: u64) -> Vec<Snapshot> {
+        let topo = synthetic(2, 1, 2);
+        (0..5)
+            .map(|seq| {
+                let mut s = snap(&topo, seq, 0.5);
+                let vmstat: BTreeMap<String, u64> = [
+                    ("numa_pages_migrated", migrated),
+                    ("numa_hint_faults", faults),
+                    ("numa_hint_faults_local", local),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                s.numa = Some(NumaStats {
+                    balancing_mode: Some(mode),
+                    vmstat,
+                    nodes: (0..2)
+                        .map(|n| NodeNuma {
+                            node: n,
+                            counters: [
+                                ("local_node".to_string(), 5000),
+                                ("other_node".to_string(), other_node),
+                            ]
+                            .into_iter()
+                            .collect(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    cgroups: vec![
+                        CgroupNuma {
+                            path: "/system.slice/db.service".into(),
+                            numa_pages_migrated: Some(migrated * 3 / 4),
+                            ..Default::default()
+                        },
+                        // The root's memory.stat sums every cgroup's: a tie, not named.
+                        CgroupNuma {
+                            path: "/".into(),
+                            numa_pages_migrated: Some(migrated * 3 / 4),
+                            ..Default::default()
+                        },
+                        CgroupNuma {
+                            path: "/idle".into(),
+                            numa_pages_migrated: Some(0),
+                            ..Default::default()
+                        },
+                    ],
+                });
+                s
+            })
+            .collect()
+    }
+
+    fn run(snaps: &[Snapshot]) -> Vec<Finding> {
+        judge(detect, &synthetic(2, 1, 2), snaps)
+    }
+
+    #[test]
+    fn balancing_moving_memory_fires_naming_the_cgroup() {
+        let snaps = series(1, 2000, 500, 100, 0);
+        let f = run(&snaps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].summary
+                .contains("moved 2000 pages/s; 80% of its 500 hinting faults/s"),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].summary.contains("/system.slice/db.service 7500 pages"),
+            "{}",
+            f[0].summary
+        );
+        assert!(!f[0].summary.contains("/idle"));
+        assert!(
+            f[0].summary
+                .ends_with("most moved for /system.slice/db.service 7500 pages"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(
+            f[0].suggestion.as_ref().and_then(|s| s.profile.as_deref()),
+            Some("numa-balancing-off")
+        );
+        assert_cites(&f[0], &snaps);
+    }
+
+    #[test]
+    fn remote_allocations_with_balancing_off_suggest_turning_it_on() {
+        let f = run(&series(0, 0, 0, 0, 5000));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].suggestion.as_ref().and_then(|s| s.value.as_deref()),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn near_misses_do_not_fire() {
+        // A trickle of migrations, mostly local faults, local allocations.
+        assert!(run(&series(1, 100, 500, 400, 100)).is_empty());
+        // Remote faults, but too few to judge.
+        assert!(run(&series(1, 0, 50, 0, 0)).is_empty());
+        // Remote allocations with balancing on are its business (the faults say how it does).
+        assert!(run(&series(1, 0, 0, 0, 5000)).is_empty());
+    }
+}

@@ -1,0 +1,358 @@
+//! Threads scattered over LLCs (shared/seeds/000): a multi-threaded process that would fit
+//! in one LLC runs spread over several, with a low preferred-LLC hit ratio (the kernel's
+//! own preference on 7.2+, llctop's emulation elsewhere) — its threads keep refetching
+//! what they share from another LLC. On 7.2 also a process whose kernel preference keeps
+//! changing. From the process table's per-LLC runtime, summed over the window.
+
+use std::collections::BTreeMap;
+
+use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, past};
+use crate::cpulist;
+use crate::snapshot::SatSum;
+use crate::snapshot::{Precision, PreferredKind};
+
+/// CPUs' worth of time a process must use to be judged: fire / clear.
+pub const MIN_CPUS: f64 = 1.0;
+pub const MIN_CPUS_CLEAR: f64 = 0.8;
+/// A process fits one LLC when its CPUs' worth of time is at most the LLC's CPUs times
+/// this (accounting at interval edges moves a few percent between intervals): fire /
+/// clear.
+pub const FITS: f64 = 1.1;
+pub const FITS_CLEAR: f64 = 1.25;
+/// Share of its runtime on its busiest LLC below which a process is scattered: fire /
+/// clear.
+pub const TOP_SHARE: f64 = 0.7;
+pub const TOP_SHARE_CLEAR: f64 = 0.8;
+/// Preferred-LLC hit ratio below which the preference is not being met: fire / clear.
+pub const LOW_HIT: f64 = 0.5;
+pub const LOW_HIT_CLEAR: f64 = 0.6;
+/// Changes of the kernel's preferred LLC within one window that make it flapping.
+pub const PREF_CHANGES: usize = 3;
+/// A busiest-LLC share at or below this (as spread as two LLCs can be) is critical.
+pub const CRITICAL_TOP_SHARE: f64 = 0.5;
+
+#[derive(Default)]
+struct Acc {
+    comm: String,
+    threads: u32,
+    cpu_ns: u64,
+    per_llc: Vec<u64>,
+    hit_num: f64,
+    hit_den: f64,
+    kind: PreferredKind,
+    prefs: Vec<Option<u32>>,
+}
+
+pub fn detect(w: &Window) -> Vec<Finding> {
+    let n_llc = w.topo.llcs.len();
+    let secs = w.secs();
+    if n_llc < 2 || secs <= 0.0 {
+        return Vec::new();
+    }
+    let llc_cpus = w.topo.llcs.iter().map(|l| l.cpus.len()).max().unwrap_or(0) as f64;
+    let mut procs: BTreeMap<u32, Acc> = BTreeMap::new();
+    let mut sampled = false;
+    for s in w.snaps {
+        let Some(t) = &s.processes else { continue };
+        sampled |= t.precision == Precision::Sampled;
+        for r in &t.rows {
+            let a = procs.entry(r.pid).or_default();
+            // The name it had while alive (an exited process's last rows have none).
+            if r.comm != crate::enrich::EXITED || a.comm.is_empty() {
+                a.comm.clone_from(&r.comm);
+            }
+            a.threads = a.threads.max(r.threads);
+            a.cpu_ns = a.cpu_ns.saturating_add(r.cpu_time_ns);
+            if a.per_llc.len() < r.runtime_per_llc_ns.len() {
+                a.per_llc.resize(r.runtime_per_llc_ns.len(), 0);
+            }
+            for (i, ns) in r.runtime_per_llc_ns.iter().enumerate() {
+                a.per_llc[i] = a.per_llc[i].saturating_add(*ns);
+            }
+            if let Some(h) = r.preferred_hit {
+                a.hit_num += h * r.cpu_time_ns as f64;
+                a.hit_den += r.cpu_time_ns as f64;
+            }
+            a.kind = r.preferred_kind;
+            a.prefs.push(r.preferred_llc);
+        }
+    }
+    let mut out = Vec::new();
+    for (pid, a) in procs {
+        let key = format!("pid {pid}");
+        let held = w.holds(Kind::Scattered, &key);
+        let cpus = a.cpu_ns as f64 / 1e9 / secs;
+        let on_llcs: u64 = a.per_llc.iter().copied().sat_sum();
+        if a.threads < 2
+            || on_llcs == 0
+            || !past(held, cpus, llc_cpus * FITS, llc_cpus * FITS_CLEAR, false)
+        {
+            continue;
+        }
+        if !past(held, cpus, MIN_CPUS, MIN_CPUS_CLEAR, true) {
+            continue;
+        }
+        let (top, top_ns) = a
+            .per_llc
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, ns)| (**ns, std::cmp::Reverse(*i)))
+            .map_or((0, 0), |(i, ns)| (i, *ns));
+        let top_share = top_ns as f64 / on_llcs as f64;
+        let hit = (a.hit_den > 0.0).then(|| a.hit_num / a.hit_den);
+        let scattered = past(held, top_share, TOP_SHARE, TOP_SHARE_CLEAR, false)
+            && hit.is_none_or(|h| past(held, h, LOW_HIT, LOW_HIT_CLEAR, false));
+        let kernel = a.kind == PreferredKind::Kernel;
+        let changes = a
+            .prefs
+            .windows(2)
+            .filter(|p| p[0].is_some() && p[1].is_some() && p[0] != p[1])
+            .count();
+        let flapping = kernel && changes >= PREF_CHANGES;
+        if !scattered && !flapping {
+            continue;
+        }
+        let spread = a.per_llc.iter().filter(|&&ns| ns > 0).count();
+        let hit_text = match hit {
+            Some(h) => format!("preferred-LLC hit {:.0}%", h * 100.0),
+            None if kernel => "the kernel holds no LLC preference for it".into(),
+            None => "no preferred LLC".into(),
+        };
+        let mut summary = format!(
+            "{} ({pid}): {} threads using {cpus:.1} CPUs (fits one {llc_cpus:.0}-CPU LLC) ran on {spread} LLCs, {:.0}% on its busiest (llc{top}); {hit_text}{}",
+            a.comm,
+            a.threads,
+            top_share * 100.0,
+            if kernel {
+                " (the kernel's own preference)"
+            } else {
+                " (emulated preference)"
+            }
+        );
+        if flapping {
+            summary.push_str(&format!(
+                "; the kernel changed its preferred LLC {changes} times in {secs:.0} s"
+            ));
+        }
+        if sampled {
+            summary.push_str(" [runtime per LLC sampled]");
+        }
+        summary.push_str(
+            " (a process spread on purpose, one thread per LLC for bandwidth, looks the same)",
+        );
+        let mut f = Finding::new(Kind::Scattered, key, w, summary);
+        if scattered && top_share <= CRITICAL_TOP_SHARE {
+            f.severity = Severity::Critical;
+        }
+        let row = |field: &str| format!("processes/rows/pid={pid}/{field}");
+        f.facts.push(Fact::cited(
+            "CPU time",
+            a.cpu_ns as f64,
+            Unit::Ns,
+            w,
+            row("cpu_time_ns"),
+            Agg::Sum,
+        ));
+        f.facts.push(Fact::derived("CPUs used", cpus, Unit::Cpus));
+        f.facts.push(Fact::cited(
+            format!("runtime on llc{top}"),
+            top_ns as f64,
+            Unit::Ns,
+            w,
+            row(&format!("runtime_per_llc_ns/{top}")),
+            Agg::Sum,
+        ));
+        f.facts.push(Fact::derived(
+            "share on the busiest LLC",
+            top_share,
+            Unit::Fraction,
+        ));
+        if let Some(h) = hit {
+            f.facts.push(Fact::derived(
+                "preferred-LLC hit (runtime-weighted)",
+                h,
+                Unit::Fraction,
+            ));
+        }
+        f.facts.push(Fact::cited(
+            "threads",
+            a.threads as f64,
+            Unit::Count,
+            w,
+            row("threads"),
+            Agg::Max,
+        ));
+        if kernel {
+            f.facts.push(Fact::derived(
+                "preferred-LLC changes",
+                changes as f64,
+                Unit::Count,
+            ));
+        }
+        f.llcs = a
+            .per_llc
+            .iter()
+            .enumerate()
+            .filter(|(_, ns)| **ns > 0)
+            .map(|(i, _)| i as u32)
+            .collect();
+        f.pids = vec![pid];
+        f.suggestion = Some(if kernel && flapping && !scattered {
+            Suggestion {
+                knob: Some("llc_balancing.epoch_period".into()),
+                value: Some("40".into()),
+                profile: None,
+                command: "llctop ab llc_balancing.epoch_period=<now>,40 -- <workload>".into(),
+                why: "a longer accounting epoch averages the process's runtime over more time, so its preferred LLC follows less noise".into(),
+            }
+        } else if kernel {
+            Suggestion {
+                knob: Some("llc_balancing.aggr_tolerance".into()),
+                value: Some("100".into()),
+                profile: None,
+                command: "llctop ab llc_balancing.aggr_tolerance=<now>,100 -- <workload>".into(),
+                why: "lifts the size limits under which cache-aware scheduling gathers a process in one LLC (at 1, a process whose threads fill the LLC is not gathered)".into(),
+            }
+        } else {
+            let cpus = w
+                .topo
+                .llcs
+                .get(top)
+                .map(|l| cpulist::format(&l.cpus))
+                .unwrap_or_default();
+            Suggestion {
+                knob: None,
+                value: None,
+                profile: None,
+                command: format!("taskset -a -p -c {cpus} {pid}  (measure what one LLC gains)"),
+                why: "no knob on this kernel gathers a process's threads: cache-aware scheduling (7.2+, CONFIG_SCHED_CACHE=y, llc_balancing/) does; pinning to one LLC shows what it would gain".into(),
+            }
+        });
+        out.push(f);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::testing::{assert_cites, judge, snap};
+    use crate::snapshot::{ProcessStats, ProcessTable, Snapshot};
+    use crate::topology::synthetic;
+
+    /// 4 LLCs of 2 CPUs; process 42 with `threads`, its runtime per LLC (ms per 1 s
+    /// snapshot) and hit ratio.
+    fn series(
+        threads: u32,
+        per_llc_ms: [u64; 4],
+        hit: Option<f64>,
+        kind: PreferredKind,
+    ) -> Vec<Snapshot> {
+        let topo = synthetic(2, 2, 2);
+        (0..5)
+            .map(|seq| {
+                let mut s = snap(&topo, seq, 0.5);
+                let per: Vec<u64> = per_llc_ms.iter().map(|ms| ms * 1_000_000).collect();
+                s.processes = Some(ProcessTable {
+                    precision: Precision::Exact,
+                    total: 1,
+                    rows: vec![ProcessStats {
+                        pid: 42,
+                        comm: if seq == 4 {
+                            crate::enrich::EXITED.into()
+                        } else {
+                            "db".into()
+                        },
+                        threads,
+                        cpu_time_ns: per.iter().sum(),
+                        runtime_per_llc_ns: per,
+                        preferred_llc: hit.map(|_| 0),
+                        preferred_kind: kind,
+                        preferred_hit: hit,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                });
+                s
+            })
+            .collect()
+    }
+
+    fn run(snaps: &[Snapshot]) -> Vec<Finding> {
+        judge(detect, &synthetic(2, 2, 2), snaps)
+    }
+
+    #[test]
+    fn a_process_that_fits_one_llc_spread_over_two_with_a_low_hit_fires() {
+        let snaps = series(4, [750, 750, 0, 0], Some(0.3), PreferredKind::Emulated);
+        let f = run(&snaps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].key.as_str(), f[0].pids.as_slice()),
+            ("pid 42", &[42][..])
+        );
+        assert!(
+            f[0].summary
+                .starts_with("db (42): 4 threads using 1.5 CPUs"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].llcs, [0, 1]);
+        assert_eq!(f[0].severity, Severity::Critical, "50% on the busiest LLC");
+        // Emulated preference: no knob gathers it here.
+        assert!(
+            f[0].suggestion
+                .as_ref()
+                .is_some_and(|s| s.knob.is_none() && s.command.contains("taskset"))
+        );
+        let top = f[0]
+            .facts
+            .iter()
+            .find(|x| x.label == "runtime on llc0")
+            .unwrap();
+        assert_eq!(top.value, 5.0 * 750e6);
+        assert_cites(&f[0], &snaps);
+        // The kernel's own preference: the llc_balancing knob.
+        let k = run(&series(4, [750, 750, 0, 0], None, PreferredKind::Kernel));
+        assert_eq!(
+            k[0].suggestion.as_ref().and_then(|s| s.knob.as_deref()),
+            Some("llc_balancing.aggr_tolerance")
+        );
+    }
+
+    #[test]
+    fn near_misses_do_not_fire() {
+        let e = PreferredKind::Emulated;
+        // Mostly on one LLC.
+        assert!(run(&series(4, [1300, 200, 0, 0], Some(0.3), e)).is_empty());
+        // Spread but the preference is met (a hit above 0.5 means it is mostly home).
+        assert!(run(&series(4, [750, 750, 0, 0], Some(0.55), e)).is_empty());
+        // One thread.
+        assert!(run(&series(1, [750, 750, 0, 0], Some(0.3), e)).is_empty());
+        // Too big for one LLC (4 CPUs' worth on 2-CPU LLCs): spreading is right.
+        assert!(run(&series(8, [1000, 1000, 1000, 1000], Some(0.25), e)).is_empty());
+        // Too little CPU to matter.
+        assert!(run(&series(4, [300, 300, 0, 0], Some(0.3), e)).is_empty());
+    }
+
+    #[test]
+    fn a_kernel_preference_that_keeps_changing_fires_on_7_2() {
+        let mut snaps = series(2, [1400, 100, 0, 0], Some(0.9), PreferredKind::Kernel);
+        for (i, s) in snaps.iter_mut().enumerate() {
+            if let Some(t) = s.processes.as_mut() {
+                t.rows[0].preferred_llc = Some((i % 2) as u32);
+            }
+        }
+        let f = run(&snaps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].summary.contains("changed its preferred LLC 4 times"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(
+            f[0].suggestion.as_ref().and_then(|s| s.knob.as_deref()),
+            Some("llc_balancing.epoch_period")
+        );
+    }
+}
