@@ -1,23 +1,31 @@
-//! Compiles bpf/llctop.bpf.c with clang into a BPF object and generates its libbpf-rs
-//! skeleton (OUT_DIR/llctop.skel.rs). Needs clang; libbpf's headers come with libbpf-sys.
+//! Compiles bpf/llctop.bpf.c (and bpf/floor.bpf.c, the empty programs scripts/overhead.sh
+//! measures against) with clang into BPF objects and generates their libbpf-rs skeletons
+//! (OUT_DIR/llctop.skel.rs, OUT_DIR/floor.skel.rs). Needs clang; libbpf's headers come
+//! with libbpf-sys.
 
 use std::env;
 use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const SRC: &str = "bpf/llctop.bpf.c";
+const SRCS: [(&str, &str); 2] = [
+    ("bpf/llctop.bpf.c", "llctop.skel.rs"),
+    ("bpf/floor.bpf.c", "floor.skel.rs"),
+];
 
 fn main() {
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"))
-        .join("llctop.skel.rs");
-    if let Err(e) = SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args(["-I", "bpf", "-Wall", "-Wno-unused-function", "-O2", "-g"])
-        .build_and_generate(&out)
-    {
-        panic!("building {SRC} failed (is clang installed? scripts/deps.sh installs it): {e:#}");
+    let dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
+    for (src, skel) in SRCS {
+        if let Err(e) = SkeletonBuilder::new()
+            .source(src)
+            .clang_args(["-I", "bpf", "-Wall", "-Wno-unused-function", "-O2", "-g"])
+            .build_and_generate(dir.join(skel))
+        {
+            panic!(
+                "building {src} failed (is clang installed? scripts/deps.sh installs it): {e:#}"
+            );
+        }
+        println!("cargo:rerun-if-changed={src}");
     }
-    println!("cargo:rerun-if-changed={SRC}");
     println!("cargo:rerun-if-changed=bpf/vmlinux.h");
 }

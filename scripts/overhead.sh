@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Overhead of llctop's BPF source (figures for docs/performance.md). Needs root.
-#  (a) ns per event of each BPF program, from the kernel's BPF statistics
+#  (a) ns per event of each BPF program of this llctop (only the programs its process
+#      holds), from the kernel's BPF statistics, beside empty programs on the same
+#      tracepoints loaded in the same window (bpf/floor.bpf.c), with the ratios of issue
+#      "Overhead": sched_switch / empty and the whole per-switch cost / empty
 #      (kernel.bpf_stats_enabled is switched on for the run and restored on exit);
 #  (b) llctop's own CPU time (utime+stime) and peak RSS at a 1 s interval while
 #      `perf bench sched messaging` runs;
@@ -26,6 +29,9 @@ echo 1 > /proc/sys/kernel/bpf_stats_enabled
 "$L" record --source bpf -o "$out/rec.jsonl" --interval 1s 2>/dev/null &
 pid=$!
 sleep 2
+"$W" bpf-floor 22 "$pid" > "$out/floor.txt" 2>&1 &
+fpid=$!
+sleep 1
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 t0=$(date +%s.%N)
 end=$(( $(date +%s) + 20 ))
@@ -33,9 +39,10 @@ runs=0
 while [ "$(date +%s)" -lt "$end" ]; do bench >/dev/null; runs=$((runs + 1)); done
 cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 t1=$(date +%s.%N)
+wait "$fpid" || true
 echo
-echo "(a) BPF run time per event (kernel BPF stats, $runs benchmark runs)"
-"$W" bpf-stats
+echo "(a) BPF run time per event, llctop (pid $pid) beside empty programs, one window ($runs benchmark runs)"
+sed 1d "$out/floor.txt"
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 kill -INT "$pid"; wait "$pid" || true
 echo 0 > /proc/sys/kernel/bpf_stats_enabled

@@ -27,6 +27,9 @@
 //!   oracle that shares no code with llctop.
 //! - `bpf-stats`: the kernel's run count and run time of every loaded llctop BPF program
 //!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
+//! - `bpf-floor SECS PID`: loads the empty programs of bpf/floor.bpf.c (the floor), keeps
+//!   them attached SECS seconds, then prints llctop's programs — only those process PID
+//!   holds — against them: ns/event and ratios (needs `kernel.bpf_stats_enabled=1`).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -346,6 +349,54 @@ fn bpf_stats() -> Result<(), String> {
     Ok(())
 }
 
+/// The BPF program ids process `pid` holds (its prog and link fds' fdinfo).
+fn prog_ids_of(pid: u32) -> Result<std::collections::BTreeSet<u32>, String> {
+    let dir = format!("/proc/{pid}/fdinfo");
+    let mut ids = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(&dir)
+        .map_err(|e| format!("{dir}: {e}"))?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        for l in text.lines() {
+            if let Some(v) = l.strip_prefix("prog_id:")
+                && let Ok(id) = v.trim().parse()
+            {
+                ids.insert(id);
+            }
+        }
+    }
+    Ok(ids)
+}
+
+fn bpf_floor(secs: u64, pid: u32) -> Result<(), String> {
+    use llctop::source::bpf::floor::{self, ProgStats};
+    let _floor = floor::load().map_err(|e| format!("loading the empty programs: {e}"))?;
+    println!("floor attached for {secs} s");
+    std::thread::sleep(Duration::from_secs(secs));
+    let mine = prog_ids_of(pid)?;
+    let (mut llctop, mut empty) = (Vec::new(), Vec::new());
+    for p in libbpf_rs::query::ProgInfoIter::default() {
+        let s = ProgStats {
+            name: p.name.to_string_lossy().into_owned(),
+            run_cnt: p.run_cnt,
+            run_time_ns: p.run_time_ns,
+        };
+        if s.name.starts_with("floor_") && !mine.contains(&p.id) {
+            empty.push(s);
+        } else if mine.contains(&p.id) {
+            llctop.push(s);
+        }
+    }
+    if llctop.is_empty() {
+        return Err(format!("process {pid} holds no BPF program"));
+    }
+    print!("{}", floor::compare(&llctop, &empty).0);
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -375,8 +426,12 @@ fn main() -> ExitCode {
             _ => Err("share THREADS SECS".into()),
         },
         ["bpf-stats"] => bpf_stats(),
+        ["bpf-floor", s, pid] => match (s.parse(), pid.parse()) {
+            (Ok(s), Ok(p)) => bpf_floor(s, p),
+            _ => Err("bpf-floor SECS PID".into()),
+        },
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | bpf-stats"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | bpf-stats | bpf-floor SECS PID"
                 .into(),
         ),
     };

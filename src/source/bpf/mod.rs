@@ -19,6 +19,7 @@
 //! from the enrichment stage (src/enrich.rs).
 
 pub mod delta;
+pub mod floor;
 pub mod layout;
 pub mod read;
 

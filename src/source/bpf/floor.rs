@@ -1,0 +1,179 @@
+//! The floor of BPF cost: bpf/floor.bpf.c's empty programs on the tracepoints llctop
+//! hooks per context switch (sched_switch, sched_wakeup, sched_migrate_task), loaded by
+//! scripts/overhead.sh (through `llctop-workload bpf-floor`) next to llctop's programs in
+//! the same window, so llctop's ns per event is read as a ratio to what any program on
+//! that event costs on this machine. Not used by llctop itself.
+
+mod skel {
+    #![allow(
+        clippy::all,
+        clippy::pedantic,
+        non_camel_case_types,
+        dead_code,
+        unused_imports
+    )]
+    include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
+}
+
+use std::mem::MaybeUninit;
+
+use libbpf_rs::OpenObject;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+
+/// The empty programs' names (the kernel's `prog_name`), by the llctop program they are
+/// the floor of: `(floor, llctop names)`.
+pub const PAIRS: [(&str, &[&str]); 3] = [
+    ("floor_switch", &["btf_switch", "raw_switch"]),
+    (
+        "floor_wakeup",
+        &[
+            "btf_wakeup",
+            "raw_wakeup",
+            "btf_wakeup_new",
+            "raw_wakeup_new",
+        ],
+    ),
+    ("floor_migrate", &["btf_migrate", "raw_migrate"]),
+];
+
+/// The loaded and attached empty programs (detached when dropped).
+pub struct Floor {
+    _skel: skel::FloorSkel<'static>,
+}
+
+/// Load and attach the empty programs.
+pub fn load() -> Result<Floor, libbpf_rs::Error> {
+    let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+    let open = skel::FloorSkelBuilder::default().open(storage)?;
+    let mut skel = open.load()?;
+    skel.attach()?;
+    Ok(Floor { _skel: skel })
+}
+
+/// One program's kernel statistics (`kernel.bpf_stats_enabled`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgStats {
+    pub name: String,
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
+
+impl ProgStats {
+    pub fn ns_per_event(&self) -> Option<f64> {
+        (self.run_cnt > 0).then(|| self.run_time_ns as f64 / self.run_cnt as f64)
+    }
+}
+
+/// The targets of issue "Overhead": sched_switch and the whole per-switch cost, as
+/// multiples of the empty sched_switch program.
+pub const SWITCH_TARGET: f64 = 2.5;
+pub const PER_SWITCH_TARGET: f64 = 3.5;
+
+/// llctop's programs against the floor: a table (program, events, ns/event, the empty
+/// program's ns/event on the same tracepoint, ratio), then the two ratios of the targets.
+/// Returns the text and (switch ratio, per-switch ratio).
+pub fn compare(llctop: &[ProgStats], floor: &[ProgStats]) -> (String, Option<f64>, Option<f64>) {
+    use std::fmt::Write as _;
+    let floor_of = |name: &str| -> Option<&ProgStats> {
+        let (f, _) = PAIRS.iter().find(|(_, l)| l.contains(&name))?;
+        floor.iter().find(|p| p.name == *f)
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<16} {:>12} {:>10} {:>14} {:>10} {:>7}",
+        "program", "events", "ns/event", "empty program", "ns/event", "ratio"
+    );
+    for p in llctop.iter().filter(|p| p.run_cnt > 0) {
+        let f = floor_of(&p.name);
+        let ratio = match (p.ns_per_event(), f.and_then(ProgStats::ns_per_event)) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<16} {:>12} {:>10.1} {:>14} {:>10} {:>7}",
+            p.name,
+            p.run_cnt,
+            p.ns_per_event().unwrap_or(0.0),
+            f.map_or("-", |f| f.name.as_str()),
+            f.and_then(ProgStats::ns_per_event)
+                .map_or("-".into(), |x| format!("{x:.1}")),
+            ratio
+        );
+    }
+    let empty = floor
+        .iter()
+        .find(|p| p.name == PAIRS[0].0)
+        .and_then(ProgStats::ns_per_event);
+    let switch = llctop
+        .iter()
+        .filter(|p| PAIRS[0].1.contains(&p.name.as_str()))
+        .max_by_key(|p| p.run_cnt);
+    let switch_ratio = match (switch.and_then(ProgStats::ns_per_event), empty) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    // Every per-switch hook's time, over the switches: what one context switch costs.
+    let hooks: u64 = llctop
+        .iter()
+        .filter(|p| PAIRS.iter().any(|(_, l)| l.contains(&p.name.as_str())))
+        .map(|p| p.run_time_ns)
+        .fold(0, u64::saturating_add);
+    let per_switch = switch
+        .filter(|s| s.run_cnt > 0)
+        .map(|s| hooks as f64 / s.run_cnt as f64);
+    let per_switch_ratio = match (per_switch, empty) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let show = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
+    let _ = writeln!(
+        out,
+        "sched_switch: {} the empty program (target <= {SWITCH_TARGET}x)",
+        show(switch_ratio)
+    );
+    let _ = writeln!(
+        out,
+        "per context switch, every hook (switch + wakeup + wakeup_new + migrate time / switches): {} ns, {} the empty switch program (target <= {PER_SWITCH_TARGET}x)",
+        per_switch.map_or("-".into(), |x| format!("{x:.1}")),
+        show(per_switch_ratio)
+    );
+    (out, switch_ratio, per_switch_ratio)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str, run_cnt: u64, run_time_ns: u64) -> ProgStats {
+        ProgStats {
+            name: name.into(),
+            run_cnt,
+            run_time_ns,
+        }
+    }
+
+    #[test]
+    fn ratios_are_to_the_empty_program_of_the_same_event() {
+        let llctop = [
+            p("btf_switch", 1000, 636_000),
+            p("btf_wakeup", 500, 159_000),
+            p("btf_migrate", 10, 8_780),
+            p("btf_process_exit", 3, 900),
+        ];
+        let floor = [
+            p("floor_switch", 1000, 64_000),
+            p("floor_wakeup", 500, 30_000),
+            p("floor_migrate", 10, 700),
+        ];
+        let (text, s, w) = compare(&llctop, &floor);
+        assert!((s.unwrap() - 636.0 / 64.0).abs() < 1e-9);
+        // (636000 + 159000 + 8780) / 1000 switches / 64 ns.
+        assert!((w.unwrap() - 803.78 / 64.0).abs() < 1e-9, "{w:?}");
+        assert!(text.contains("btf_wakeup"), "{text}");
+        assert!(text.contains("5.30x"), "wakeup 318 / 60: {text}");
+        let (_, s, w) = compare(&llctop, &[]);
+        assert_eq!((s, w), (None, None), "no floor, no ratio");
+    }
+}
