@@ -21,8 +21,8 @@ pub struct Cli {
     #[arg(long, global = true, default_value = "/", value_name = "DIR")]
     pub sysroot: PathBuf,
 
-    /// Time between snapshots (e.g. 1s, 500ms).
-    #[arg(long, global = true, default_value = "1s", value_parser = parse_duration)]
+    /// Time between snapshots (e.g. 1s, 500ms; 10ms to 1h).
+    #[arg(long, global = true, default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
 
     /// Where the data comes from. `auto` picks the best source that works here.
@@ -83,8 +83,8 @@ pub enum Command {
         /// Output file.
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
-        /// Stop after this long, i.e. after duration/interval snapshots (default: until
-        /// Ctrl-C / SIGTERM).
+        /// Stop after this long, in wall time (default: until Ctrl-C, SIGTERM, SIGHUP,
+        /// SIGQUIT).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
         #[command(flatten)]
@@ -163,8 +163,31 @@ pub enum Command {
     },
 }
 
+/// The shortest interval: the kernel's own time accounting moves in ticks (10 ms at
+/// HZ=100), and a snapshot of a large machine (every CPU's and process's counters) takes
+/// milliseconds to read — below this, llctop would measure itself.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// The longest interval: an hour between snapshots is a report, not a view.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// The longest run, window or warm-up: 30 days; beyond it a duration is a typo (and
+/// deadline arithmetic stays far from overflow).
+pub const MAX_SPAN: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `--interval`: a duration from [`MIN_INTERVAL`] to [`MAX_INTERVAL`].
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_INTERVAL || d > MAX_INTERVAL {
+        return Err(format!(
+            "{s}: the interval must be from {} to {}",
+            humantime::format_duration(MIN_INTERVAL),
+            humantime::format_duration(MAX_INTERVAL)
+        ));
+    }
+    Ok(d)
+}
+
 /// A duration: `1s`, `500ms`, `2m` (humantime), or plain seconds (`2`, `0.25`); never
-/// zero.
+/// zero, at most [`MAX_SPAN`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = if s.chars().all(|c| c.is_ascii_digit() || c == '.') {
         s.parse::<f64>()
@@ -175,6 +198,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     };
     if d.is_zero() {
         return Err("must be greater than zero".into());
+    }
+    if d > MAX_SPAN {
+        return Err(format!(
+            "{s}: at most {} (30 days)",
+            humantime::format_duration(MAX_SPAN)
+        ));
     }
     Ok(d)
 }
@@ -198,6 +227,18 @@ mod tests {
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("0.25"), Ok(Duration::from_millis(250)));
         assert!(parse_duration("0s").is_err());
+        for bad in ["18446744073709551615s", "999999h", "31d", "1e300"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_interval("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_interval("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["1ns", "9ms", "61m", "18446744073709551615s"] {
+            let e = parse_interval(bad).unwrap_err();
+            assert!(
+                e.contains("interval") || e.contains("at most") || !e.is_empty(),
+                "{bad}: {e}"
+            );
+        }
         assert!(parse_duration("soon").is_err());
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::clock::{mono_ns, unix_ns};
 use crate::enrich::ProcessInfo;
 use crate::kroot::KernelRoot;
+use crate::snapshot::SatSum;
 use crate::snapshot::{CpuStats, GroupStats, Snapshot};
 use crate::source::Source;
 use crate::topology::Topology;
@@ -80,10 +81,13 @@ impl Collector {
     ) {
         let step = Duration::from_millis(50).min(interval);
         self.baseline();
-        let start = std::time::Instant::now();
-        let mut n: u32 = 1;
+        let mut deadline = std::time::Instant::now();
         loop {
-            let deadline = start + interval * n;
+            // Deadlines a whole interval apart: no drift, and no multiplication to wrap.
+            let Some(next) = deadline.checked_add(interval) else {
+                return;
+            };
+            deadline = next;
             loop {
                 if stop() {
                     return;
@@ -94,7 +98,6 @@ impl Collector {
                 }
                 std::thread::sleep(step.min(deadline - now));
             }
-            n += 1;
             if let Some(s) = self.tick()
                 && !f(s)
             {
@@ -126,14 +129,14 @@ fn sum_opt<T: Copy + std::ops::Add<Output = T>>(it: impl Iterator<Item = Option<
 
 /// The `p` quantile (0..1) of a log2 histogram, as the upper bound of its bucket (ns).
 pub fn hist_quantile(hist: &[u64], p: f64) -> Option<u64> {
-    let total: u64 = hist.iter().sum();
+    let total: u64 = hist.iter().copied().sat_sum();
     if total == 0 {
         return None;
     }
     let want = (p * total as f64).ceil().max(1.0) as u64;
-    let mut acc = 0;
+    let mut acc = 0u64;
     for (i, &n) in hist.iter().enumerate() {
-        acc += n;
+        acc = acc.saturating_add(n);
         if acc >= want {
             return Some(1u64 << (i + 1).min(63));
         }
@@ -150,7 +153,7 @@ fn group(id: u32, cpus: &[&CpuStats]) -> GroupStats {
             acc.resize(h.len(), 0);
         }
         for (a, b) in acc.iter_mut().zip(h) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
     }
     GroupStats {
@@ -234,7 +237,7 @@ pub fn aggregate(topo: &Topology, snap: &mut Snapshot) {
         }
         let bump = |g: &mut GroupStats, f: fn(&mut GroupStats) -> &mut Option<u64>, v: u64| {
             if let Some(x) = f(g) {
-                *x += v;
+                *x = x.saturating_add(v);
             }
         };
         for (from, row) in m.llc_matrix.iter().enumerate().take(n) {

@@ -4,8 +4,13 @@
 
 use std::fmt::Write as _;
 
+/// CPU ids are below this: the kernel's CONFIG_NR_CPUS is at most 8192 on x86-64
+/// (MAXSMP) and on powerpc, 4096 on arm64; twice the largest leaves room without letting
+/// a corrupt or hostile list (`0-4294967295`) make billions of entries.
+pub const MAX_CPUS: u32 = 16384;
+
 /// Parse a cpulist such as `0-3,8,10-11` (also accepts strides `0-7:2`, as the kernel does).
-/// Returns the CPUs sorted and de-duplicated.
+/// Returns the CPUs sorted and de-duplicated. A CPU id of [`MAX_CPUS`] or more is an error.
 ///
 /// ```
 /// assert_eq!(llctop::cpulist::parse("0-3,64-67").unwrap(), [0, 1, 2, 3, 64, 65, 66, 67]);
@@ -40,6 +45,11 @@ pub fn parse(text: &str) -> Result<Vec<u32>, String> {
         if hi < lo {
             return Err(format!("descending range {part:?}"));
         }
+        if hi >= MAX_CPUS {
+            return Err(format!(
+                "CPU {hi} in {part:?}: CPU ids are below {MAX_CPUS} (the kernel's NR_CPUS is at most 8192)"
+            ));
+        }
         cpus.extend((lo..=hi).step_by(stride as usize));
     }
     cpus.sort_unstable();
@@ -64,7 +74,7 @@ pub fn format(cpus: &[u32]) -> String {
     while i < cpus.len() {
         let start = cpus[i];
         let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+        while i + 1 < cpus.len() && Some(cpus[i + 1]) == end.checked_add(1) {
             i += 1;
             end = cpus[i];
         }

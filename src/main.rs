@@ -20,16 +20,23 @@ fn main() -> ExitCode {
         let mut s = run::knob_session(&cli.options(), &root, topo.as_ref(), true);
         return ExitCode::from(knobs::cli::run(&mut s, command));
     }
-    match dispatch(cli) {
+    let res = dispatch(cli);
+    if let Err(e) = &res {
+        eprintln!("llctop: {e}");
+    }
+    if let Some(sig) = run::ended_by_signal() {
+        eprintln!("llctop: stopped by signal {sig}");
+        return ExitCode::from(128u8.saturating_add(u8::try_from(sig).unwrap_or(0)));
+    }
+    match res {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("llctop: {e}");
-            ExitCode::FAILURE
-        }
+        Err(_) => ExitCode::FAILURE,
     }
 }
 
 fn dispatch(mut cli: Cli) -> Result<(), Error> {
+    // A theme name is checked whatever the command (a typo is not silently ignored).
+    tui::launch::themes(&cli.theme)?;
     let root = KernelRoot::new(&cli.sysroot);
     let topo = topology::discover(&root)?;
     let opts = cli.options();

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::llctop;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -469,16 +471,6 @@ fn a_panic_unwinds_through_the_session_and_restores() {
 
 // ---- the binary: exit codes, keep-changes, SIGTERM, SIGKILL + knobs restore ----
 
-fn llctop(root: &KernelRoot, journal: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_llctop"));
-    c.arg("--sysroot")
-        .arg(root.root())
-        .arg("--journal")
-        .arg(journal)
-        .args(args);
-    c
-}
-
 fn run(c: &mut Command) -> (i32, String, String) {
     let o = c.output().unwrap();
     (
@@ -569,7 +561,7 @@ fn sigterm_restores_and_sigkill_leaves_the_journal_for_knobs_restore() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    assert_eq!(out.status.code(), Some(143), "stopped by SIGTERM: {err}");
     assert!(err.contains("restored sched.migration_cost_ns"), "{err}");
     assert_eq!(read(&root, p), "500000");
 

@@ -7,86 +7,12 @@
 
 mod common;
 
+use common::tmux::Tmux;
+
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_llctop");
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn new(tag: &str) -> Tmux {
-        assert!(
-            Command::new("tmux").arg("-V").output().is_ok(),
-            "tmux is not installed (scripts/deps.sh installs it)"
-        );
-        Tmux {
-            socket: format!("llctop-test-{tag}-{}", std::process::id()),
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn start(&self, shell: &str) {
-        self.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "t",
-            "-x",
-            "160",
-            "-y",
-            "50",
-            "bash",
-            "-c",
-            shell,
-        ]);
-    }
-
-    fn capture(&self) -> String {
-        self.cmd(&["capture-pane", "-p", "-t", "t"])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t"];
-        args.extend_from_slice(keys);
-        self.cmd(&args);
-    }
-
-    /// Wait until the pane shows one of `any`, returning the screen.
-    fn wait_for(&self, any: &[&str], what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let s = self.capture();
-            if any.iter().any(|n| s.contains(n)) {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("{what}: none of {any:?} on screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
 
 /// What the shell prints after llctop exits: its status and the terminal modes.
 const AFTER: &str = r#"echo "EXIT=$?"; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)$' | tr '\n' ' '; echo STTY; exec sleep 120"#;
@@ -151,7 +77,8 @@ fn live_tui_in_a_real_terminal() {
         ),
         ("6", &["Nodes — NUMA balancing", "NUMA: not available"]),
         ("7", &["Knobs —"]),
-        ("8", &["Help — keys"]),
+        ("8", &["Findings — "]),
+        ("9", &["Help — keys"]),
         ("Tab", &["LLC map"]),
         ("F1", &["Help — keys"]),
         ("1", &["LLC map"]),

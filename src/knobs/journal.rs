@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub const FORMAT: &str = "llctop-knob-journal";
+pub const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -33,6 +34,10 @@ pub struct Entry {
     pub changed_unix_ns: u64,
     /// The llctop process that made the first change.
     pub pid: u32,
+    /// Left changed on purpose (`llctop knobs set`, `--keep-changes`): not an orphan for
+    /// the next run to restore.
+    #[serde(default)]
+    pub kept: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +97,13 @@ impl Journal {
     }
 
     fn lock(&self) -> Result<Lock, JournalError> {
+        // It is replaced by rename: anything but a regular file (a device, a directory, a
+        // fifo) must not be, and would not hold a journal.
+        if let Ok(m) = fs::symlink_metadata(&self.path)
+            && !m.file_type().is_file()
+        {
+            return Err(self.err("not a regular file"));
+        }
         if let Some(dir) = self.path.parent() {
             fs::create_dir_all(dir)
                 .map_err(|e| self.err(format!("create {}: {e}", dir.display())))?;
@@ -119,6 +131,12 @@ impl Journal {
                 if f.format != FORMAT {
                     return Err(self.err(format!("not an {FORMAT} file")));
                 }
+                if f.version != VERSION {
+                    return Err(self.err(format!(
+                        "version {}: this llctop reads version {VERSION} (a newer llctop wrote it: use that one)",
+                        f.version
+                    )));
+                }
                 Ok(f)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File_::default()),
@@ -132,7 +150,7 @@ impl Journal {
         let tmp = PathBuf::from(tmp);
         let out = File_ {
             format: FORMAT.into(),
-            version: 1,
+            version: VERSION,
             entries: f.entries.clone(),
         };
         let text = serde_json::to_vec_pretty(&out).map_err(|e| self.err(e))?;
@@ -217,6 +235,7 @@ mod tests {
             restore_bytes: original.into(),
             changed_unix_ns: 1,
             pid: 7,
+            kept: false,
         }
     }
 
@@ -249,5 +268,29 @@ mod tests {
         let p = dir.path().join("j.json");
         fs::write(&p, "{\"hello\":1}").unwrap();
         assert!(Journal::new(&p).entries().is_err());
+    }
+
+    #[test]
+    fn refuses_a_newer_version_and_what_is_not_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.json");
+        fs::write(
+            &p,
+            r#"{"format":"llctop-knob-journal","version":99,"entries":[]}"#,
+        )
+        .unwrap();
+        let j = Journal::new(&p);
+        let e = j.record(entry("a", "0")).unwrap_err().to_string();
+        assert!(e.contains("version 99"), "{e}");
+        assert!(
+            fs::read_to_string(&p).unwrap().contains("99"),
+            "not rewritten as 1"
+        );
+        for odd in ["/dev/full", "/dev/null"] {
+            let e = Journal::new(odd).entries().unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{odd}: {e}");
+        }
+        let e = Journal::new(dir.path()).entries().unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 }

@@ -16,6 +16,7 @@ pub mod cli;
 pub mod domains;
 pub mod features;
 pub mod journal;
+pub mod owner;
 pub mod profile;
 pub mod registry;
 pub mod render;

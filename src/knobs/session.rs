@@ -10,18 +10,28 @@
 //! 5. a [`KnobEvent`] records old/new/time for the recording, and the change joins the
 //!    undo stack.
 //!
-//! Dropping a session restores every knob it changed, in reverse order, unless the
-//! operator asked to keep them (`--keep-changes`); unwinding panics drop it too. After a
-//! SIGKILL the journal still has the originals for `llctop knobs restore`.
+//! A knob is owned by one llctop at a time ([`super::owner`]): a second writer is refused
+//! with the pid of the first. Dropping a session restores every knob it changed, in
+//! reverse order, to the value *this session* found (a value kept by an earlier
+//! `--keep-changes` run stays what the journal's original is restored over, later),
+//! unless the operator asked to keep them; unwinding panics drop it too. A knob someone
+//! else changed since llctop wrote it is left as it is, and the session says so. After a
+//! SIGKILL the journal still has the originals: `llctop knobs restore` puts them back, and
+//! so does the next run that opens a knob session ([`Session::restore_orphans`]).
 
 use std::io::Write as _;
 use std::path::{Component, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use super::journal::{Entry, Journal, JournalError};
+use super::owner::Owners;
 use super::registry::Registry;
 use super::{Knob, domains};
+
+mod restore;
 
 /// What a knob event did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +95,9 @@ pub enum KnobError {
     Journal(#[from] JournalError),
     #[error("{0}")]
     Refused(String),
+    /// Another llctop process owns the knob.
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl KnobError {
@@ -97,6 +110,7 @@ impl KnobError {
             KnobError::Read { .. } | KnobError::Write { .. } | KnobError::Refused(_) => 6,
             KnobError::ReadBack { .. } => 7,
             KnobError::Journal(_) => 8,
+            KnobError::Busy(_) => 9,
         }
     }
 }
@@ -131,6 +145,13 @@ pub struct Session {
     steps: Vec<Step>,
     /// Knobs this session changed, in first-change order.
     touched: Vec<String>,
+    /// The value each knob had when this session first changed it (what it restores).
+    originals: BTreeMap<String, String>,
+    /// The value this session last wrote to each knob and read back.
+    written: BTreeMap<String, String>,
+    owners: Owners,
+    /// Things to tell the operator when the session ends (a knob changed behind us).
+    notes: Vec<String>,
     events: Vec<KnobEvent>,
     finished: bool,
 }
@@ -143,9 +164,24 @@ impl Session {
             opts,
             steps: Vec::new(),
             touched: Vec::new(),
+            originals: BTreeMap::new(),
+            written: BTreeMap::new(),
+            owners: Owners::new(super::owner::default_dir()),
+            notes: Vec::new(),
             events: Vec::new(),
             finished: false,
         }
+    }
+
+    /// The same with the knob owner files in `dir` (tests).
+    pub fn with_owners(mut self, dir: impl Into<PathBuf>) -> Session {
+        self.owners = Owners::new(dir);
+        self
+    }
+
+    /// What the session has to tell the operator (taken).
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 
     pub fn registry(&self) -> &Registry {
@@ -249,66 +285,6 @@ impl Session {
             }
         }
         Ok(Some(step))
-    }
-
-    /// Put every knob this session changed back to its journaled original. Returns the
-    /// restored ids and the failures (each failure leaves its journal entry in place).
-    pub fn restore_session(&mut self) -> (Vec<String>, Vec<KnobError>) {
-        let ids: Vec<String> = self.touched.iter().rev().cloned().collect();
-        let r = self.restore_ids(&ids);
-        self.steps.clear();
-        r
-    }
-
-    /// Restore every journaled knob of this sysroot (`llctop knobs restore`), or only
-    /// `only` if given.
-    pub fn restore_journal(
-        &mut self,
-        only: &[String],
-    ) -> Result<(Vec<String>, Vec<KnobError>), KnobError> {
-        let root = self.registry.root().root().to_path_buf();
-        let ids: Vec<String> = self
-            .journal
-            .entries_for(&root)?
-            .into_iter()
-            .rev()
-            .map(|e| e.id)
-            .filter(|id| only.is_empty() || only.contains(id))
-            .collect();
-        Ok(self.restore_ids(&ids))
-    }
-
-    fn restore_ids(&mut self, ids: &[String]) -> (Vec<String>, Vec<KnobError>) {
-        let root = self.registry.root().root().to_path_buf();
-        let mut ok = Vec::new();
-        let mut failed = Vec::new();
-        for id in ids {
-            let entry = match self.journal.get(&root, id) {
-                Ok(Some(e)) => e,
-                Ok(None) => continue, // already back at its original
-                Err(e) => {
-                    failed.push(e.into());
-                    continue;
-                }
-            };
-            let res = self.knob(id).and_then(|knob| {
-                // A journal is only a hint: it may only restore a registered knob at the
-                // path the registry has for it.
-                if knob.path != entry.path {
-                    return Err(KnobError::Refused(format!(
-                        "{id}: journal path {} is not the knob's path {}",
-                        entry.path.display(),
-                        knob.path.display()
-                    )));
-                }
-                self.write_knob(&knob, &entry.original, KnobAction::Restore, None)
-            });
-            match res {
-                Ok(_) => ok.push(id.clone()),
-                Err(e) => failed.push(e),
-            }
-        }
-        (ok, failed)
     }
 
     /// Read the sched domains from the kernel for relax_domain_level's notes, turning
@@ -461,6 +437,14 @@ impl Session {
             }
             return Ok(change);
         }
+        if action != KnobAction::Internal {
+            self.owners
+                .acquire(&root_dir, &knob.id)
+                .map_err(KnobError::Busy)?;
+            self.originals
+                .entry(knob.id.clone())
+                .or_insert_with(|| old.clone());
+        }
         let added = self.journal.record(Entry {
             root: root_dir.clone(),
             id: knob.id.clone(),
@@ -469,6 +453,7 @@ impl Session {
             restore_bytes: knob.kind.encode(&old),
             changed_unix_ns: crate::clock::unix_ns(),
             pid: std::process::id(),
+            kept: self.opts.keep_changes,
         })?;
         if action != KnobAction::Internal && !self.touched.contains(&knob.id) {
             self.touched.push(knob.id.clone());
@@ -531,6 +516,10 @@ impl Session {
         {
             self.journal.remove(&root_dir, &knob.id)?;
         }
+        if action != KnobAction::Internal {
+            self.written.insert(knob.id.clone(), read.clone());
+            self.release_if_home(&knob.id, &read);
+        }
         Ok(change)
     }
 }
@@ -557,6 +546,9 @@ impl Drop for Session {
         }
         for e in failed {
             eprintln!("llctop: could not restore: {e} (llctop knobs restore retries)");
+        }
+        for n in self.take_notes() {
+            eprintln!("llctop: {n}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Running llctop: what a run is made of — the sources for `--source`, the collector, the
 //! knob session of `--set`/`--profile` (restored when the run ends), the stop flag of
-//! SIGINT/SIGTERM — and the headless runs over them: [`record`] (a recording file) and
+//! SIGINT/SIGTERM/SIGHUP/SIGQUIT (and which of them came, for the exit status) — and the
+//! headless runs over them: [`record`] (a recording file) and
 //! [`live`] (one summary line per interval). The TUI (tui::launch) and later
 //! subcommands build on the same pieces.
 
@@ -9,8 +10,8 @@ pub mod live;
 pub mod record;
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::collect::Collector;
@@ -64,14 +65,50 @@ pub fn knob_session(
 ) -> Session {
     let registry = knobs::Registry::discover(root, topo);
     let journal = Journal::new(opts.journal.clone().unwrap_or_else(journal::default_path));
-    Session::new(
+    let mut s = Session::new(
         registry,
         journal,
         session::Options {
             read_only: opts.read_only,
             keep_changes: keep || opts.keep_changes,
         },
-    )
+    );
+    // A run (not a one-shot `llctop knobs` command) first puts back what a killed run
+    // left changed.
+    if !keep && !opts.read_only {
+        restore_orphans(&mut s);
+    }
+    s
+}
+
+fn restore_orphans(s: &mut Session) {
+    let (restored, failed) = s.restore_orphans();
+    if !restored.is_empty() {
+        eprintln!(
+            "llctop: restored {} (left changed by an llctop run that ended without restoring)",
+            restored.join(", ")
+        );
+    }
+    for e in failed {
+        eprintln!("llctop: could not restore a knob a killed run left changed: {e}");
+    }
+}
+
+/// For a run that opens no knob session: if the journal holds entries of this sysroot
+/// that were not kept on purpose, open one just to restore the orphans among them (the
+/// knobs are only discovered when there is something to look at).
+fn restore_orphans_if_any(opts: &Options, root: &KernelRoot, topo: &Topology) {
+    if opts.read_only {
+        return;
+    }
+    let journal = Journal::new(opts.journal.clone().unwrap_or_else(journal::default_path));
+    let any = journal
+        .entries_for(root.root())
+        .is_ok_and(|es| es.iter().any(|e| !e.kept));
+    if any {
+        let mut s = knob_session(opts, root, Some(topo), true);
+        restore_orphans(&mut s);
+    }
 }
 
 /// Apply `--profile` and `--set` (after `read_domains`, so named values such as
@@ -105,6 +142,7 @@ pub fn run_session(
     changes: &Changes,
 ) -> Result<Option<Session>, Error> {
     if changes.is_empty() {
+        restore_orphans_if_any(opts, root, topo);
         return Ok(None);
     }
     let mut s = knob_session(opts, root, Some(topo), false);
@@ -121,6 +159,9 @@ pub fn finish_session(s: &mut Session) {
     for e in &failed {
         eprintln!("llctop: could not restore: {e} (`llctop knobs restore` retries)");
     }
+    for n in s.take_notes() {
+        eprintln!("llctop: {n}");
+    }
     let kept = s.pending();
     if s.options().keep_changes && !kept.is_empty() {
         eprintln!(
@@ -132,7 +173,7 @@ pub fn finish_session(s: &mut Session) {
 
 /// A headless run: the collector of `opts.source`'s sources with its baseline taken, the
 /// knob session of the run's changes ([`Run::change_knobs`], after the baseline), and
-/// when to stop (the duration, SIGINT, SIGTERM).
+/// when to stop (the duration in wall time, or one of [`STOP_SIGNALS`]).
 pub struct Run {
     collector: Collector,
     /// The source states the baseline found (a recording's header keeps them).
@@ -140,7 +181,7 @@ pub struct Run {
     pub knobs: Option<Session>,
     stop: Arc<AtomicBool>,
     interval: Duration,
-    limit: Option<u64>,
+    duration: Option<Duration>,
 }
 
 impl Run {
@@ -160,7 +201,7 @@ impl Run {
             knobs: None,
             stop,
             interval: opts.interval,
-            limit: snapshot_count(duration, opts.interval),
+            duration,
         })
     }
 
@@ -178,15 +219,26 @@ impl Run {
     }
 
     /// Call `f` with every snapshot (and the knob session, whose new events it may
-    /// take) until the duration is covered, a signal arrives or `f` returns false.
+    /// take) until the duration has passed (wall time: the last snapshot is the one
+    /// ending nearest it), a signal arrives or `f` returns false.
     pub fn each(
         &mut self,
         mut f: impl FnMut(&crate::snapshot::Snapshot, &mut Option<Session>) -> bool,
     ) {
-        let (limit, knobs) = (self.limit, &mut self.knobs);
+        let (knobs, interval) = (&mut self.knobs, self.interval);
+        // Wall time covered by the snapshots (CLOCK_MONOTONIC from the start of the first
+        // interval to the end of the last): the baseline before the first interval and
+        // the time spent writing a snapshot are not cut from it.
+        let want = self
+            .duration
+            .map(|d| u64::try_from(d.saturating_sub(interval / 2).as_nanos()).unwrap_or(u64::MAX));
+        let mut first: Option<u64> = None;
         self.collector
             .run(self.interval, signalled(Arc::clone(&self.stop)), |snap| {
-                f(&snap, knobs) && limit.is_none_or(|l| snap.seq + 1 < l)
+                let start =
+                    *first.get_or_insert(snap.time.mono_ns.saturating_sub(snap.time.interval_ns));
+                let covered = snap.time.mono_ns.saturating_sub(start);
+                f(&snap, knobs) && want.is_none_or(|w| covered < w)
             });
     }
 
@@ -199,41 +251,43 @@ impl Run {
     }
 }
 
-/// A flag set by SIGINT/SIGTERM so that loops end cleanly (files finished, knobs restored).
+/// The signals that end a run the way `q` does (files finished, knobs restored): Ctrl-C,
+/// `kill`, a closed terminal or dropped ssh (SIGHUP), Ctrl-\\ (SIGQUIT).
+pub const STOP_SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
+
+/// The last of [`STOP_SIGNALS`] received (0: none).
+fn last_signal() -> &'static Arc<AtomicUsize> {
+    static LAST: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+    LAST.get_or_init(|| Arc::new(AtomicUsize::new(0)))
+}
+
+/// A flag set by any of [`STOP_SIGNALS`] so that loops end cleanly; which signal came is
+/// kept for [`ended_by_signal`].
 pub fn stop_flag() -> Result<Arc<AtomicBool>, Error> {
     let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in STOP_SIGNALS {
         signal_hook::flag::register(sig, Arc::clone(&flag))?;
+        signal_hook::flag::register_usize(sig, Arc::clone(last_signal()), sig as usize)?;
     }
     Ok(flag)
+}
+
+/// The signal that stopped the run, if one did: the exit status is then 128 + it, as a
+/// shell reports a process killed by it, so that a script sees the run did not end
+/// normally (the knobs were restored all the same).
+pub fn ended_by_signal() -> Option<i32> {
+    match last_signal().load(Ordering::Relaxed) {
+        0 => None,
+        n => i32::try_from(n).ok(),
+    }
 }
 
 /// `flag` as the `stop` test of [`Collector::run`].
 pub fn signalled(flag: Arc<AtomicBool>) -> impl Fn() -> bool {
     move || flag.load(Ordering::Relaxed)
-}
-
-/// How many snapshots cover `duration` (at least one); `None`: until stopped.
-pub fn snapshot_count(duration: Option<Duration>, interval: Duration) -> Option<u64> {
-    duration.map(|d| ((d.as_secs_f64() / interval.as_secs_f64()).round() as u64).max(1))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn snapshot_counts_cover_the_duration() {
-        let s = Duration::from_secs;
-        assert_eq!(snapshot_count(Some(s(5)), s(1)), Some(5));
-        assert_eq!(
-            snapshot_count(Some(Duration::from_millis(2500)), s(1)),
-            Some(3)
-        );
-        assert_eq!(
-            snapshot_count(Some(Duration::from_millis(100)), s(1)),
-            Some(1)
-        );
-        assert_eq!(snapshot_count(None, s(1)), None);
-    }
 }

@@ -35,6 +35,9 @@ pub enum Kind {
 /// per-CPU totals are taken at nearly one moment), then procfs (busy, schedstat, NUMA,
 /// and the thread scan when BPF is not there). Fails only when `kind` is `Bpf` and BPF
 /// does not load.
+/// Why `--sysroot` runs have no BPF source.
+pub const NOT_LIVE_BPF: &str = "--sysroot is not the live system: the BPF programs would count this kernel's events on that tree's topology";
+
 pub fn select(
     kind: Kind,
     top: usize,
@@ -43,9 +46,13 @@ pub fn select(
 ) -> Result<Vec<Box<dyn Source>>, bpf::LoadError> {
     // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
     let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
+    // The BPF programs count the running kernel's events: against a fixture tree's
+    // topology they would be another machine's numbers labelled exact.
     let bpf = match kind {
         Kind::Procfs => None,
+        Kind::Bpf if !root.is_live() => return Err(bpf::LoadError(NOT_LIVE_BPF.into())),
         Kind::Bpf => Some(Ok(bpf::BpfSource::load(topo, top)?)),
+        Kind::Auto if !root.is_live() => Some(Err(bpf::LoadError(NOT_LIVE_BPF.into()))),
         Kind::Auto => Some(bpf::BpfSource::load(topo, top)),
     };
     let exact = matches!(bpf, Some(Ok(_)));

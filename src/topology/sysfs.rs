@@ -170,9 +170,18 @@ fn read_nodes(root: &KernelRoot, online: &BTreeSet<u32>) -> KResult<Vec<Node>> {
         Err(e) => return Err(e),
     };
     let mut nodes = Vec::new();
+    let mut node_of: HashMap<u32, u32> = HashMap::new();
     for id in ids {
         let dir = format!("{NODE_DIR}/node{id}");
         let cpus = read_list_opt(root, &format!("{dir}/cpulist"))?.unwrap_or_default();
+        for &c in &cpus {
+            if let Some(other) = node_of.insert(c, id) {
+                return Err(KernelError::parse(
+                    root.path(format!("{dir}/cpulist")),
+                    format!("CPU {c} is in node {other} and node {id}"),
+                ));
+            }
+        }
         let distances = match root.read(format!("{dir}/distance")) {
             Ok(text) => text
                 .split_whitespace()
@@ -296,7 +305,7 @@ pub fn parse_size_kb(s: &str) -> Option<u64> {
         'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024),
         _ => (s, 1),
     };
-    num.trim().parse::<u64>().ok().map(|n| n * mult)
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
 }
 
 /// Group CPUs into LLCs (split by node), give them dense ids in CPU order and fill

@@ -2,9 +2,12 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod tmux;
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 
 use llctop::kroot::KernelRoot;
 use llctop::topology::{self, Topology};
@@ -55,4 +58,15 @@ pub fn require_root() {
     // SAFETY: no preconditions.
     let euid = unsafe { libc::geteuid() };
     assert_eq!(euid, 0, "{NEEDS_ROOT}");
+}
+
+/// `llctop --sysroot ROOT --journal JOURNAL ARGS` (the binary under test).
+pub fn llctop(root: &KernelRoot, journal: &Path, args: &[impl AsRef<OsStr>]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_llctop"));
+    c.arg("--sysroot")
+        .arg(root.root())
+        .arg("--journal")
+        .arg(journal)
+        .args(args);
+    c
 }

@@ -30,7 +30,7 @@ wait_line() {
 # A recording in the background: record_start FILE ARGS... runs `llctop record -o FILE
 # ARGS` (stdout /tmp/record.out, stderr /tmp/record.err; FILE plain JSON Lines, so its
 # snapshots can be counted), record_snaps counts them, record_wait N waits for N (120 s),
-# record_stop ends it with SIGTERM (restoring its knobs) and gzips FILE.
+# record_stop ends it with SIGTERM (restoring its knobs; exit 143) and gzips FILE.
 record_start() {
   rec_file=$1; shift
   llctop record -o "$rec_file" "$@" >/tmp/record.out 2>/tmp/record.err &
@@ -46,7 +46,9 @@ record_wait() {
 }
 record_stop() {
   kill -TERM "$rec_pid"
-  wait "$rec_pid" || { cat /tmp/record.err; return 1; }
+  # 143: stopped by SIGTERM (128 + 15), cleanly.
+  rc=0; wait "$rec_pid" || rc=$?
+  [ $rc -eq 143 ] || { echo "record exit $rc"; cat /tmp/record.err; return 1; }
   gzip "$rec_file"
 }
 
