@@ -8,6 +8,17 @@
  * Each hook exists twice: tp_btf/ (preferred) and raw_tp/ (fallback when the kernel
  * refuses tp_btf); userspace enables one set with set_autoload(). Both read task fields
  * with CO-RE (BPF_CORE_READ), so the same code serves 6.1 … 7.x.
+ *
+ * The context switch is the hot path (see docs/performance.md). Where the kernel keeps
+ * sched_info (CONFIG_SCHED_INFO; userspace sets `sched_info_waits`), the switch hook reads
+ * what the scheduler itself just computed instead of recomputing it: the run queue's
+ * clock (updated by __schedule right before the tracepoint; the run queue reached
+ * through the outgoing task's cfs_rq, as kernels without KALLSYMS_ALL give no address
+ * for the per-CPU `runqueues`) as the time, and the incoming
+ * task's sched_info.last_queued (its enqueue time, cleared only after the tracepoint) as
+ * the start of its wait — no clock read, no task storage, no sched_wakeup hook. Per-process
+ * sums go to a per-CPU accumulator for the process that last ran there, flushed to the
+ * shared maps only when another process switches in.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -71,11 +82,42 @@ u32 pc_mask = 0;
 /* Set to 1 by the switch hook when task_struct has preferred_llc (v7.2+). */
 u32 kernel_preferred_llc = 0;
 
+/* Set by userspace before load when the kernel keeps sched_info (/proc/PID/schedstat
+ * exists): waits come from sched_info.last_queued and the sched_wakeup hook stays
+ * unloaded. Otherwise the wakeup hook stamps each wait (task storage or a hash). */
+const volatile bool sched_info_waits = false;
+
+/* NUMA-balancing marks in numa_pending (the migrate hook looks only when there are). */
+u64 numa_marks = 0;
+
+/* How often (rq clock ns) a CPU pairs its rq clock with CLOCK_MONOTONIC for userspace. */
+#define CAL_NS 50000000ULL
+/* acc_pref before this CPU wrote a preference for the accumulated process. */
+#define PREF_UNSET (-2)
+
 struct cpu_stat {
-	u64 last_switch_ns;   /* when the current slice began */
+	u64 last_switch_ns;   /* when the current slice began (rq clock, or CLOCK_MONOTONIC) */
+	/* An rq clock reading and CLOCK_MONOTONIC taken with it (both 0 when last_switch_ns
+	 * is CLOCK_MONOTONIC): userspace puts last_switch_ns on its own clock with them. */
+	u64 cal_clock;
+	u64 cal_mono;
+	/* This CPU's run queue (its address, taken at a switch here; 0 until then): the
+	 * placement hook reads other CPUs' idle state from it. */
+	u64 rq_addr;
 	u64 switches;
 	u64 rq_wait_ns;
 	u64 rq_wait_cnt;
+	/* Run-queue waits by log2 bucket: [i] counts waits in [2^i, 2^(i+1)) ns. */
+	u64 wait_hist[WAIT_BUCKETS];
+	/* The process this CPU accumulates for (the last one that switched in here) and
+	 * what it owes the shared maps: runtime on this CPU's LLC, wait, preferred-LLC
+	 * hits; flushed to proc_llc/proc_stats when another process switches in. */
+	u32 acc_tgid;
+	s32 acc_pref;         /* preferred_llc last stored for acc_tgid, PREF_UNSET none */
+	u64 acc_runtime_ns;
+	u64 acc_wait_ns;
+	u64 acc_pref_hit;
+	u64 acc_pref_miss;
 	u32 curr_pid;         /* running since last_switch_ns (0 = idle) */
 	u32 curr_tgid;
 	u64 mig_dist[NR_DIST];
@@ -116,15 +158,6 @@ struct {
 	__type(value, struct cpu_mig);
 } cpu_mig SEC(".maps");
 
-/* When a task last arrived on each CPU's run queue (woken or placed there, or migrated
- * there): a CPU running its idle task with no arrival since its last switch is idle. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_CPUS); /* set to nr_cpu_ids before load */
-	__type(key, u32);
-	__type(value, u64);
-} cpu_arrive SEC(".maps");
-
 /* llc_matrix[from * nr_llc + to] */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -133,16 +166,9 @@ struct {
 	__type(value, u64);
 } llc_matrix SEC(".maps");
 
-/* Run-queue wait histogram per CPU: bucket i counts waits in [2^i, 2^(i+1)) ns. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, WAIT_BUCKETS);
-	__type(key, u32);
-	__type(value, u64);
-} wait_hist SEC(".maps");
-
-/* When each runnable-but-not-running task started waiting: task-local storage on the
- * tp_btf path (no hashing), a hash keyed by pid on the raw_tp path. */
+/* Without sched_info_waits: when each runnable-but-not-running task started waiting:
+ * task-local storage on the tp_btf path (no hashing), a hash keyed by pid on the raw_tp
+ * path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -224,9 +250,9 @@ struct event {
 	s32 to_cpu;
 	u32 nr_cpus_allowed;
 	/* EV_PLACEMENT: the CPUs the task may use, other than to_cpu, that were idle when
-	 * it was placed — running their idle task with no task arrived since (as this
-	 * program saw them; a CPU not seen switching since attach is not counted) — and the
-	 * lowest of them (-1: none). */
+	 * it was placed — as the kernel's idle_cpu() judges: running the idle task with
+	 * nothing queued or being woken there (a CPU not seen switching since attach is not
+	 * counted) — and the lowest of them (-1: none). */
 	u32 idle_allowed;
 	s32 idle_cpu;
 	u64 ts;
@@ -325,6 +351,17 @@ static __always_inline const volatile struct cpu_topo *topo_of(u32 cpu)
 	return t->valid ? t : NULL;
 }
 
+static __always_inline struct proc_llc_val *llc_of(u32 tgid, u32 llc)
+{
+	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
+	struct proc_llc_val *v = bpf_map_lookup_elem(&proc_llc, &k);
+	if (v)
+		return v;
+	struct proc_llc_val zero = {};
+	bpf_map_update_elem(&proc_llc, &k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&proc_llc, &k);
+}
+
 static __always_inline struct proc_stat *proc_of(u32 tgid)
 {
 	struct proc_stat *ps = bpf_map_lookup_elem(&proc_stats, &tgid);
@@ -372,12 +409,19 @@ static long idle_scan_cpu(u64 i, void *ctx)
 		return 1;
 	if (!(s->word & (1ULL << (i & 63))) || i == s->target)
 		return 0;
+	/* The kernel's idle_cpu(): the idle task runs, nothing is queued, no wakeup is on
+	 * its way there. Read as plain values (a rare path: placements only). */
 	u32 zero = 0;
-	u32 cpu = (u32)i;
-	struct cpu_stat *cs = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, cpu);
-	u64 *arrived = bpf_map_lookup_elem(&cpu_arrive, &cpu);
-	if (cs && cs->last_switch_ns && cs->curr_pid == 0 && arrived &&
-	    *arrived < cs->last_switch_ns) {
+	struct cpu_stat *other = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, (u32)i);
+	if (!other || !other->rq_addr)
+		return 0;
+	struct rq *rq = (struct rq *)other->rq_addr;
+	u64 curr = (u64)BPF_CORE_READ(rq, curr);
+	u64 idle = (u64)BPF_CORE_READ(rq, idle);
+	u32 pending = 0;
+	if (bpf_core_field_exists(rq->ttwu_pending))
+		pending = BPF_CORE_READ(rq, ttwu_pending);
+	if (curr && curr == idle && BPF_CORE_READ(rq, nr_running) == 0 && !pending) {
 		s->idle++;
 		if (s->first < 0)
 			s->first = (s32)i;
@@ -385,9 +429,11 @@ static long idle_scan_cpu(u64 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void emit(struct cpu_stat *cs, u64 now, u8 kind, struct task_struct *p,
+static __always_inline void emit(struct cpu_stat *cs, u8 kind, struct task_struct *p,
 				 s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
+	/* Events carry CLOCK_MONOTONIC (userspace's clock), read only when one is made. */
+	u64 now = bpf_ktime_get_ns();
 	if (!take_budget(cs, now, kind))
 		return;
 	/* One null check right after the reservation: 6.1's verifier cannot tell a second
@@ -465,42 +511,89 @@ static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct p
 	return any && had;
 }
 
+/* Move what this CPU accumulated for its process into the shared maps. */
+static __always_inline void acc_flush(struct cpu_stat *cs, const volatile struct cpu_topo *t)
+{
+	u32 tgid = cs->acc_tgid;
+	if (!tgid)
+		return;
+	if (cs->acc_runtime_ns && t) {
+		struct proc_llc_val *v = llc_of(tgid, t->llc);
+		if (v)
+			__sync_fetch_and_add(&v->runtime_ns, cs->acc_runtime_ns);
+	}
+	if (cs->acc_wait_ns || cs->acc_pref_hit || cs->acc_pref_miss) {
+		struct proc_stat *ps = proc_of(tgid);
+		if (ps) {
+			if (cs->acc_wait_ns)
+				__sync_fetch_and_add(&ps->wait_ns, cs->acc_wait_ns);
+			if (cs->acc_pref_hit)
+				__sync_fetch_and_add(&ps->pref_hit, cs->acc_pref_hit);
+			if (cs->acc_pref_miss)
+				__sync_fetch_and_add(&ps->pref_miss, cs->acc_pref_miss);
+		}
+	}
+	cs->acc_runtime_ns = 0;
+	cs->acc_wait_ns = 0;
+	cs->acc_pref_hit = 0;
+	cs->acc_pref_miss = 0;
+}
+
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 				     const bool direct)
 {
-	u64 now = bpf_ktime_get_ns();
-	u32 cpu = bpf_get_smp_processor_id();
 	struct cpu_stat *cs = this_cpu();
 	if (!cs)
 		return 0;
+	/* Decided at load: the verifier drops the other path. */
+	const bool has_rq = bpf_core_field_exists(((struct cfs_rq *)0)->rq) &&
+			    bpf_core_field_exists(prev->se);
+	const bool kq = sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info);
+	struct rq *rq = NULL;
+	if (has_rq) {
+		rq = direct ? prev->se.cfs_rq->rq : BPF_CORE_READ(prev, se.cfs_rq, rq);
+		if (!cs->rq_addr)
+			cs->rq_addr = (u64)rq;
+	}
+	u64 now;
+	if (kq) {
+		now = rq ? RD(direct, rq, clock) : 0;
+		if (now - cs->cal_clock > CAL_NS) {
+			cs->cal_clock = now;
+			cs->cal_mono = bpf_ktime_get_ns();
+		}
+	} else {
+		now = bpf_ktime_get_ns();
+	}
+	u32 cpu = bpf_get_smp_processor_id();
 	u32 prev_pid = RD(direct, prev, pid);
 	u32 next_pid = RD(direct, next, pid);
 	const volatile struct cpu_topo *t = topo_of(cpu);
 
 	/* Close the slice that just ended: its runtime and counter deltas go to prev's
-	 * process on this LLC (the idle task's counters to tgid 0). */
+	 * process on this LLC (the idle task's counters to tgid 0) — the runtime through
+	 * the accumulator when prev's process is the one this CPU accumulates for. */
 	struct pc_delta pd;
 	bool have_pc = read_counters(cs, cpu, &pd);
-	bool ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0;
+	u64 ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0 ?
+			  now - cs->last_switch_ns : 0;
 	if (t && (ran || have_pc)) {
-		struct proc_llc_key k = { .tgid = prev_pid ? RD(direct, prev, tgid) : 0,
-					  .llc = t->llc };
-		struct proc_llc_val *v = bpf_map_lookup_elem(&proc_llc, &k);
-		if (!v) {
-			struct proc_llc_val zero = {};
-			bpf_map_update_elem(&proc_llc, &k, &zero, BPF_NOEXIST);
-			v = bpf_map_lookup_elem(&proc_llc, &k);
-		}
-		if (v) {
-			if (ran)
-				__sync_fetch_and_add(&v->runtime_ns, now - cs->last_switch_ns);
-			if (have_pc) {
+		u32 prev_tgid = prev_pid ? RD(direct, prev, tgid) : 0;
+		if (!have_pc && prev_tgid == cs->acc_tgid) {
+			cs->acc_runtime_ns += ran;
+		} else {
+			struct proc_llc_val *v = llc_of(prev_tgid, t->llc);
+			if (v) {
+				if (ran)
+					__sync_fetch_and_add(&v->runtime_ns, ran);
+				if (have_pc) {
 #pragma unroll
-				for (int i = 0; i < NR_PC; i++)
-					if (pd.pc[i])
-						__sync_fetch_and_add(&v->pc[i], pd.pc[i]);
-				__sync_fetch_and_add(&v->pc_enabled, pd.enabled);
-				__sync_fetch_and_add(&v->pc_running, pd.running);
+					for (int i = 0; i < NR_PC; i++)
+						if (pd.pc[i])
+							__sync_fetch_and_add(&v->pc[i], pd.pc[i]);
+					__sync_fetch_and_add(&v->pc_enabled, pd.enabled);
+					__sync_fetch_and_add(&v->pc_running, pd.running);
+				}
 			}
 		}
 	}
@@ -510,85 +603,87 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	cs->switches++;
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
-	if (prev_pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
+	if (!kq && prev_pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
 		wait_begin(prev, prev_pid, now, false, direct);
 
 	if (next_pid == 0)
 		return 0;
 	u32 next_tgid = cs->curr_tgid;
-	u64 start = wait_end(next, next_pid, direct);
-	if (start & 1)
-		emit(cs, now, EV_FIRST_RUN, next, -1, cpu, 0, 0, direct);
-	if (start) {
-		if (now > start) {
-			u64 d = now - start;
-			cs->rq_wait_ns += d;
-			cs->rq_wait_cnt++;
-			u32 b = log2_u64(d);
-			if (b >= WAIT_BUCKETS)
-				b = WAIT_BUCKETS - 1;
-			u64 *h = bpf_map_lookup_elem(&wait_hist, &b);
-			if (h)
-				(*h)++;
-			struct proc_stat *ps = proc_of(next_tgid);
-			if (ps)
-				__sync_fetch_and_add(&ps->wait_ns, d);
-		}
+	if (next_tgid != cs->acc_tgid) {
+		acc_flush(cs, t);
+		cs->acc_tgid = next_tgid;
+		cs->acc_pref = PREF_UNSET;
+	}
+	u64 start;
+	bool first;
+	if (kq) {
+		/* The kernel's own: enqueued at last_queued (0: not waiting), never run
+		 * before when pcount is 0 (both change only after this tracepoint). */
+		start = RD(direct, next, sched_info.last_queued);
+		first = RD(direct, next, sched_info.pcount) == 0;
+	} else {
+		start = wait_end(next, next_pid, direct);
+		first = start & 1;
+	}
+	if (first)
+		emit(cs, EV_FIRST_RUN, next, -1, cpu, 0, 0, direct);
+	if (start && now > start) {
+		u64 d = now - start;
+		cs->rq_wait_ns += d;
+		cs->rq_wait_cnt++;
+		u32 b = log2_u64(d);
+		if (b >= WAIT_BUCKETS)
+			b = WAIT_BUCKETS - 1;
+		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
+		cs->acc_wait_ns += d;
 	}
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): a hit is a
 	 * switch-in on the LLC whose kernel id is the preference; -1 (none, or dropped) is
 	 * stored too, so a cleared preference does not linger. */
 	if (bpf_core_field_exists(next->preferred_llc) && t) {
-		kernel_preferred_llc = 1;
+		if (!kernel_preferred_llc)
+			kernel_preferred_llc = 1;
 		int pref = RD(direct, next, preferred_llc);
-		struct proc_stat *ps;
 		if (pref >= 0) {
-			bool hit = (u32)pref == t->kernel_llc;
-			if (hit)
+			if ((u32)pref == t->kernel_llc) {
 				cs->pref_hit++;
-			else
+				cs->acc_pref_hit++;
+			} else {
 				cs->pref_miss++;
-			ps = proc_of(next_tgid);
-			if (ps)
-				__sync_fetch_and_add(hit ? &ps->pref_hit : &ps->pref_miss, 1);
-		} else {
-			/* No preference: only a process that had one needs to hear of it. */
-			ps = bpf_map_lookup_elem(&proc_stats, &next_tgid);
+				cs->acc_pref_miss++;
+			}
 		}
-		if (ps && ps->preferred_llc != pref)
-			ps->preferred_llc = pref;
+		if (pref != cs->acc_pref) {
+			/* No preference: only a process that had one needs to hear of it. */
+			struct proc_stat *ps = pref >= 0 ? proc_of(next_tgid) :
+					       bpf_map_lookup_elem(&proc_stats, &next_tgid);
+			if (ps && ps->preferred_llc != pref)
+				ps->preferred_llc = pref;
+			cs->acc_pref = pref;
+		}
 	}
 	return 0;
 }
 
-/* A task arrives on a CPU's run queue. */
-static __always_inline void arrive(u32 cpu, u64 now)
-{
-	u64 *a = bpf_map_lookup_elem(&cpu_arrive, &cpu);
-	if (a)
-		*a = now;
-}
-
+/* Without sched_info_waits: a woken task starts waiting. */
 static __always_inline int on_wakeup(struct task_struct *p, bool first, const bool direct)
 {
 	u32 pid = RD(direct, p, pid);
-	u64 now = bpf_ktime_get_ns();
-	arrive(task_cpu(p, direct), now);
 	if (pid)
-		wait_begin(p, pid, now, first, direct);
+		wait_begin(p, pid, bpf_ktime_get_ns(), first, direct);
 	return 0;
 }
 
 static __always_inline int on_wakeup_new(struct task_struct *p, const bool direct)
 {
+	if (!sched_info_waits)
+		on_wakeup(p, true, direct);
 	struct cpu_stat *cs = this_cpu();
-	u64 now = bpf_ktime_get_ns();
-	on_wakeup(p, true, direct);
 	if (!cs)
 		return 0;
 	cs->wakeup_new++;
-	emit(cs, now, EV_PLACEMENT, p, bpf_get_smp_processor_id(), task_cpu(p, direct), 0, 0, direct);
+	emit(cs, EV_PLACEMENT, p, bpf_get_smp_processor_id(), task_cpu(p, direct), 0, 0, direct);
 	return 0;
 }
 
@@ -603,32 +698,36 @@ static __always_inline bool current_is_stopper(void)
 	       comm[8] == 'n' && comm[9] == '/';
 }
 
+/* Take task pid's NUMA-balancing mark, if it has one. */
+static __always_inline bool take_numa_mark(u32 pid)
+{
+	if (!numa_marks || bpf_map_delete_elem(&numa_pending, &pid))
+		return false;
+	__sync_fetch_and_add(&numa_marks, (u64)-1);
+	return true;
+}
+
 static __always_inline int on_migrate(struct task_struct *p, int dest, const bool direct)
 {
 	struct cpu_stat *cs = this_cpu();
 	if (!cs)
 		return 0;
-	u64 now = bpf_ktime_get_ns();
 	u32 pid = RD(direct, p, pid);
-	u32 tgid = RD(direct, p, tgid);
 	u32 from = task_cpu(p, direct);
 	u32 to = (u32)dest;
 	if (from == to)
 		return 0;
 
 	u8 cause;
-	if (bpf_map_lookup_elem(&numa_pending, &pid)) {
-		bpf_map_delete_elem(&numa_pending, &pid);
+	if (take_numa_mark(pid))
 		cause = C_NUMA;
-	} else if (task_state(p, direct) & TASK_WAKING) {
+	else if (task_state(p, direct) & TASK_WAKING)
 		cause = C_WAKEUP;
-	} else if (current_is_stopper()) {
+	else if (current_is_stopper())
 		cause = C_ACTIVE;
-	} else {
+	else
 		cause = C_LB;
-	}
 	cs->mig_cause[cause]++;
-	arrive(to, now);
 
 	struct cpu_mig *m = bpf_map_lookup_elem(&cpu_mig, &from);
 	if (m)
@@ -639,7 +738,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 
 	const volatile struct cpu_topo *a = topo_of(from);
 	const volatile struct cpu_topo *b = topo_of(to);
-	struct proc_stat *ps = proc_of(tgid);
+	struct proc_stat *ps = proc_of(RD(direct, p, tgid));
 	if (!a || !b) {
 		cs->mig_unclassified++;
 		if (ps)
@@ -665,7 +764,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 			__sync_fetch_and_add(cell, 1);
 	}
 	if (d >= D_XLLC)
-		emit(cs, now, EV_MIGRATION, p, from, to, d, cause, direct);
+		emit(cs, EV_MIGRATION, p, from, to, d, cause, direct);
 	return 0;
 }
 
@@ -675,7 +774,8 @@ static __always_inline int mark_numa(struct task_struct *p, const bool direct)
 		return 0;
 	u32 pid = RD(direct, p, pid);
 	u8 one = 1;
-	bpf_map_update_elem(&numa_pending, &pid, &one, BPF_ANY);
+	if (!bpf_map_update_elem(&numa_pending, &pid, &one, BPF_NOEXIST))
+		__sync_fetch_and_add(&numa_marks, 1);
 	return 0;
 }
 
@@ -683,9 +783,9 @@ static __always_inline int on_exit(struct task_struct *p, const bool direct)
 {
 	/* task storage goes away with the task; the hash entry must be removed */
 	u32 pid = RD(direct, p, pid);
-	if (!direct)
+	if (!direct && !sched_info_waits)
 		bpf_map_delete_elem(&wait_start, &pid);
-	bpf_map_delete_elem(&numa_pending, &pid);
+	take_numa_mark(pid);
 	return 0;
 }
 

@@ -81,6 +81,25 @@ struct cpumask {
 	unsigned long bits[1];
 };
 
+/* CONFIG_SCHED_INFO: the kernel's own run-delay accounting (kernel/sched/stats.h). */
+struct sched_info {
+	unsigned long pcount;
+	unsigned long long run_delay;
+	unsigned long long last_arrival;
+	unsigned long long last_queued;
+};
+
+struct rq;
+
+/* The run queue a CFS entity is queued on (CONFIG_FAIR_GROUP_SCHED keeps `rq` in it). */
+struct cfs_rq {
+	struct rq *rq;
+};
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -94,6 +113,17 @@ struct task_struct {
 	/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE); probed with
 	 * bpf_core_field_exists(). */
 	int preferred_llc;
+	struct sched_entity se;
+	struct sched_info sched_info;
+};
+
+/* A CPU's run queue; only the fields llctop reads. */
+struct rq {
+	unsigned int nr_running;
+	unsigned int ttwu_pending;
+	struct task_struct *curr;
+	struct task_struct *idle;
+	u64 clock;
 };
 
 /* Kernels before 5.14 called the state field `state` (a long). */

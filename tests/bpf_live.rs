@@ -5,7 +5,10 @@
 //!   and its context-switch total equals the kernel's perf software counter
 //!   (context-switches, per CPU, system-wide) within 1%;
 //! - a process forced to hop N times between two CPUs is counted exactly N times, in the
-//!   distance class the topology gives for those CPUs.
+//!   distance class the topology gives for those CPUs;
+//! - two spinners sharing one CPU: the run-queue wait llctop counts for each equals the
+//!   kernel's own `run_delay` of it (/proc/thread-self/schedstat, read by the workload)
+//!   within 2%, with the waits taken from the kernel's sched_info and stamped at wakeup.
 
 mod common;
 
@@ -16,7 +19,7 @@ use llctop::collect::{aggregate, empty_snapshot};
 use llctop::kroot::KernelRoot;
 use llctop::snapshot::Snapshot;
 use llctop::source::Source;
-use llctop::source::bpf::{BpfSource, Mode};
+use llctop::source::bpf::{BpfSource, Mode, Waits};
 use llctop::topology::{self, Topology};
 use perf_event_open::config::{Cpu, Opts, Proc};
 use perf_event_open::count::Counter;
@@ -27,10 +30,14 @@ fn load() -> (Topology, BpfSource) {
 }
 
 fn load_modes(modes: &[Mode]) -> (Topology, BpfSource) {
+    load_with(modes, Waits::of_kernel())
+}
+
+fn load_with(modes: &[Mode], waits: Waits) -> (Topology, BpfSource) {
     common::require_root();
     let root = KernelRoot::default();
     let topo = topology::discover(&root).expect("topology");
-    match BpfSource::load_modes(&topo, 100_000, modes) {
+    match BpfSource::load_with(&topo, 100_000, modes, waits) {
         Ok(b) => (topo, b),
         Err(e) => panic!("BPF failed to load as root: {e}"),
     }
@@ -135,6 +142,76 @@ fn forced_hops(topo: Topology, mut bpf: BpfSource) {
         c.wakeup + c.load_balance + c.active_balance + c.numa + c.other,
         m.total()
     );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn run_queue_wait_is_the_kernels_run_delay() {
+    let (topo, bpf) = load();
+    assert_eq!(
+        bpf.waits(),
+        Waits::SchedInfo,
+        "this kernel has /proc/PID/schedstat"
+    );
+    waits_match_run_delay(topo, bpf);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn stamped_waits_are_the_kernels_run_delay_too() {
+    let (topo, bpf) = load_with(&[Mode::TpBtf], Waits::Stamped);
+    waits_match_run_delay(topo, bpf);
+    let (topo, bpf) = load_with(&[Mode::RawTp], Waits::Stamped);
+    waits_match_run_delay(topo, bpf);
+}
+
+/// Two spinners pinned to one CPU, started and ended inside one window: each one's wait
+/// as llctop counts it against the kernel's run_delay the spinner read before it exited.
+fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
+    let (a, _) = two_cpus(&topo);
+    sample(&topo, &mut bpf);
+    let spinners: Vec<Child> = (0..2)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+                .args(["spin", &a.to_string(), "1"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spin")
+        })
+        .collect();
+    let delays: Vec<(u32, u64)> = spinners
+        .into_iter()
+        .map(|c| {
+            let pid = c.id();
+            let out = c.wait_with_output().expect("spin output");
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "spin: {said}");
+            let d = said
+                .lines()
+                .find_map(|l| l.strip_prefix("run_delay_ns "))
+                .and_then(|d| d.trim().parse().ok())
+                .unwrap_or_else(|| panic!("spin said no run_delay_ns: {said:?}"));
+            (pid, d)
+        })
+        .collect();
+    let s = sample(&topo, &mut bpf);
+    for (pid, kernel) in delays {
+        let ours = row(&s, pid).rq_wait_ns;
+        println!(
+            "{} spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns",
+            bpf.mode().label()
+        );
+        assert!(
+            kernel > 100_000_000,
+            "the spinners must wait for each other"
+        );
+        // After reading its run_delay the spinner prints and exits: a last wait of a slice
+        // at most may follow, counted by llctop only.
+        assert!(
+            (ours as f64 - kernel as f64).abs() <= 0.02 * kernel as f64,
+            "spinner {pid}: llctop wait {ours} ns vs the kernel's run_delay {kernel} ns"
+        );
+    }
 }
 
 /// The process row of `pid` in `s`.

@@ -22,7 +22,7 @@ use crate::topology::Distance;
 
 use types::{llctop_cause as BpfCause, llctop_dist as BpfDist, llctop_limits as BpfLimits};
 
-/// Size of the program's per-CPU arrays (`topo`, `cpu_mig`, `cpu_arrive`).
+/// Size of the program's per-CPU arrays (`topo`, `cpu_mig`).
 pub const MAX_CPUS: usize = BpfLimits::MAX_CPUS.0 as usize;
 /// Log2 buckets of the run-queue wait histogram.
 pub const WAIT_BUCKETS: usize = BpfLimits::WAIT_BUCKETS.0 as usize;

@@ -42,6 +42,36 @@ use crate::topology::Topology;
 /// Detail events kept per snapshot; the rest count as dropped.
 const EVENTS_PER_SNAPSHOT: usize = 256;
 
+/// Where the run-queue waits come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waits {
+    /// The kernel's own `sched_info.last_queued` (CONFIG_SCHED_INFO), read at switch-in:
+    /// no sched_wakeup hook.
+    SchedInfo,
+    /// Stamped by a sched_wakeup hook (and at preemption) and taken at switch-in.
+    Stamped,
+}
+
+impl Waits {
+    /// The kernel keeps sched_info when it has `/proc/PID/schedstat`.
+    pub fn of_kernel() -> Self {
+        if crate::kroot::KernelRoot::default().exists("/proc/self/schedstat") {
+            Waits::SchedInfo
+        } else {
+            Waits::Stamped
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Waits::SchedInfo => "waits from the kernel's sched_info",
+            Waits::Stamped => {
+                "waits stamped at wakeup (no CONFIG_SCHED_INFO: /proc/PID/schedstat absent)"
+            }
+        }
+    }
+}
+
 /// How the program was attached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -113,6 +143,7 @@ pub struct BpfSource {
     ringbuf: RingBuffer<'static>,
     pending: Rc<RefCell<Vec<DetailEvent>>>,
     mode: Mode,
+    waits: Waits,
     disabled: Vec<&'static str>,
     nr_llc: usize,
     nr_cpus: usize,
@@ -136,11 +167,22 @@ impl BpfSource {
 
     /// Like [`load`](Self::load), trying only `modes` (tests force the raw_tp fallback).
     pub fn load_modes(topo: &Topology, top: usize, modes: &[Mode]) -> Result<Self, LoadError> {
+        Self::load_with(topo, top, modes, Waits::of_kernel())
+    }
+
+    /// Like [`load_modes`](Self::load_modes) with the waits taken as `waits` says (tests
+    /// run the stamped path on a kernel that has sched_info).
+    pub fn load_with(
+        topo: &Topology,
+        top: usize,
+        modes: &[Mode],
+        waits: Waits,
+    ) -> Result<Self, LoadError> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
         let mut last = String::new();
         for &mode in modes {
             for numa in [true, false] {
-                match Self::try_load(topo, mode, numa) {
+                match Self::try_load(topo, mode, numa, waits) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         return Ok(BpfSource {
@@ -148,6 +190,7 @@ impl BpfSource {
                             ringbuf,
                             pending,
                             mode,
+                            waits,
                             disabled: if numa {
                                 vec![]
                             } else {
@@ -188,6 +231,7 @@ impl BpfSource {
         topo: &Topology,
         mode: Mode,
         numa: bool,
+        waits: Waits,
     ) -> Result<
         (
             skel::LlctopSkel<'static>,
@@ -204,6 +248,7 @@ impl BpfSource {
         let nr_cpus = topo.nr_cpu_ids().clamp(1, MAX_CPUS);
         let nr_llc = topo.llcs.len().max(1);
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+            ro.sched_info_waits = waits == Waits::SchedInfo;
             ro.nr_llc = nr_llc as u32;
             ro.nr_cpu_ids = nr_cpus as u32;
             let kernel_llc = crate::preferred::kernel_llc_ids(topo);
@@ -229,30 +274,31 @@ impl BpfSource {
             }
         }
         open.maps.cpu_mig.set_max_entries(nr_cpus as u32)?;
-        open.maps.cpu_arrive.set_max_entries(nr_cpus as u32)?;
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
             .llc_matrix
             .set_max_entries((nr_llc * nr_llc) as u32)?;
         let progs = &mut open.progs;
         let btf = mode == Mode::TpBtf;
-        for (p, is_btf, is_numa) in [
-            (&mut progs.btf_switch, true, false),
-            (&mut progs.btf_wakeup, true, false),
-            (&mut progs.btf_wakeup_new, true, false),
-            (&mut progs.btf_migrate, true, false),
-            (&mut progs.btf_exit, true, false),
-            (&mut progs.btf_move_numa, true, true),
-            (&mut progs.btf_swap_numa, true, true),
-            (&mut progs.raw_switch, false, false),
-            (&mut progs.raw_wakeup, false, false),
-            (&mut progs.raw_wakeup_new, false, false),
-            (&mut progs.raw_migrate, false, false),
-            (&mut progs.raw_exit, false, false),
-            (&mut progs.raw_move_numa, false, true),
-            (&mut progs.raw_swap_numa, false, true),
+        // (program, tp_btf or raw_tp, a NUMA hook, a wakeup hook)
+        let stamps = waits == Waits::Stamped;
+        for (p, is_btf, is_numa, is_wakeup) in [
+            (&mut progs.btf_switch, true, false, false),
+            (&mut progs.btf_wakeup, true, false, true),
+            (&mut progs.btf_wakeup_new, true, false, false),
+            (&mut progs.btf_migrate, true, false, false),
+            (&mut progs.btf_exit, true, false, false),
+            (&mut progs.btf_move_numa, true, true, false),
+            (&mut progs.btf_swap_numa, true, true, false),
+            (&mut progs.raw_switch, false, false, false),
+            (&mut progs.raw_wakeup, false, false, true),
+            (&mut progs.raw_wakeup_new, false, false, false),
+            (&mut progs.raw_migrate, false, false, false),
+            (&mut progs.raw_exit, false, false, false),
+            (&mut progs.raw_move_numa, false, true, false),
+            (&mut progs.raw_swap_numa, false, true, false),
         ] {
-            p.set_autoload(is_btf == btf && (numa || !is_numa));
+            p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
         }
         let mut skel = open.load()?;
         skel.attach()?;
@@ -271,6 +317,10 @@ impl BpfSource {
 
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    pub fn waits(&self) -> Waits {
+        self.waits
     }
 
     /// Attribute `perf`'s per-CPU counters to processes: their fds go into the
@@ -333,11 +383,16 @@ impl BpfSource {
     /// from, what is missing.
     fn status(&self, kernel_preferred: bool) -> SourceStatus {
         let mut reason = if self.disabled.is_empty() {
-            format!("{}; every event counted in the kernel", self.mode.label())
+            format!(
+                "{}; every event counted in the kernel; {}",
+                self.mode.label(),
+                self.waits.label()
+            )
         } else {
             format!(
-                "{}; hooks not available on this kernel: {}",
+                "{}; {}; hooks not available on this kernel: {}",
                 self.mode.label(),
+                self.waits.label(),
                 self.disabled.join(", ")
             )
         };

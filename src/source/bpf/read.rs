@@ -20,7 +20,7 @@ pub struct LlcCum {
     pub running: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcCum {
     pub wait_ns: u64,
     pub dist: [u64; NR_DIST],
@@ -31,6 +31,21 @@ pub struct ProcCum {
     pub kernel_pref: i64,
     /// Indexed by LLC id (empty until the process ran somewhere).
     pub llc: Vec<LlcCum>,
+}
+
+/// A process first seen in a map other than `proc_stats` has no kernel preference.
+impl Default for ProcCum {
+    fn default() -> Self {
+        ProcCum {
+            wait_ns: 0,
+            dist: [0; NR_DIST],
+            unclassified: 0,
+            pref_hit: 0,
+            pref_miss: 0,
+            kernel_pref: -1,
+            llc: Vec::new(),
+        }
+    }
 }
 
 impl ProcCum {
@@ -75,11 +90,14 @@ impl Cumulative {
     }
 }
 
-/// The slice still running on a CPU when the maps are read.
+/// The slice still running on a CPU when the maps are read, and the runtime the CPU
+/// accumulated for its process and has not yet flushed to `proc_llc`.
 struct Inflight {
     cpu: u32,
     tgid: u32,
     ns: u64,
+    acc_tgid: u32,
+    acc_runtime: u64,
     /// Counter values and enabled/running at the slice start (`None`: no baseline).
     pc_start: Option<([u64; NR_PC], u64, u64)>,
 }
@@ -95,9 +113,10 @@ pub fn read(
     let n = nr_cpus;
     let mut c = Cumulative::zeroed(n, nr_llc);
     let maps = &skel.maps;
-    // The processes' completed slices first, then each CPU's running slice: a slice that
-    // ends between the two reads is then missed once (and counted at the next read), never
-    // counted twice — which would make the next read's total go backwards.
+    // The processes' completed slices first, then each CPU's running slice and what it
+    // accumulated unflushed: a slice that ends (or an accumulator flushed) between the
+    // two reads is then missed once (and counted at the next read), never counted
+    // twice — which would make the next read's total go backwards.
     for key in maps.proc_stats.keys() {
         if let Ok(Some(bytes)) = maps.proc_stats.lookup(&key, MapFlags::ANY) {
             let tgid = pod::<u32>(&key);
@@ -139,6 +158,13 @@ pub fn read(
         if cpu < n {
             c.switches[cpu] = s.switches;
             c.rq_wait[cpu] = s.rq_wait_ns;
+            c.hist[cpu] = s.wait_hist;
+        }
+        if s.acc_tgid != 0 {
+            let p = c.procs.entry(s.acc_tgid).or_default();
+            p.wait_ns += s.acc_wait_ns;
+            p.pref_hit += s.acc_pref_hit;
+            p.pref_miss += s.acc_pref_miss;
         }
         for (a, b) in c.dist.iter_mut().zip(s.mig_dist) {
             *a += b;
@@ -151,11 +177,9 @@ pub fn read(
         inflight.push(Inflight {
             cpu: cpu as u32,
             tgid: if s.curr_pid != 0 { s.curr_tgid } else { 0 },
-            ns: if s.curr_pid != 0 && s.last_switch_ns > 0 && now > s.last_switch_ns {
-                now - s.last_switch_ns
-            } else {
-                0
-            },
+            ns: running_ns(&s, now),
+            acc_tgid: s.acc_tgid,
+            acc_runtime: s.acc_runtime_ns,
             pc_start: (s.pc_valid != 0).then_some((
                 s.pc_last,
                 s.pc_last_enabled,
@@ -168,16 +192,6 @@ pub fn read(
     for i in 0..c.matrix.len() as u32 {
         if let Ok(Some(bytes)) = maps.llc_matrix.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
             c.matrix[i as usize] = pod::<u64>(&bytes);
-        }
-    }
-    for b in 0..WAIT_BUCKETS as u32 {
-        if let Ok(Some(vals)) = maps
-            .wait_hist
-            .lookup_percpu(&b.to_ne_bytes(), MapFlags::ANY)
-        {
-            for (cpu, bytes) in vals.iter().enumerate().take(n) {
-                c.hist[cpu][b as usize] = pod::<u64>(bytes);
-            }
         }
     }
     for cpu in 0..n as u32 {
@@ -195,6 +209,21 @@ pub fn read(
         add_inflight(&mut c, inflight, &ro.topo, nr_llc, readers);
     }
     c
+}
+
+/// How long the slice running on a CPU has run at `now` (CLOCK_MONOTONIC). The slice
+/// start is on the run queue's clock when the program paired that clock with
+/// CLOCK_MONOTONIC (`cal_clock`, `cal_mono`), else on CLOCK_MONOTONIC itself.
+fn running_ns(s: &types::cpu_stat, now: u64) -> u64 {
+    if s.curr_pid == 0 || s.last_switch_ns == 0 {
+        return 0;
+    }
+    let now_there = if s.cal_mono != 0 {
+        (i128::from(now) - i128::from(s.cal_mono) + i128::from(s.cal_clock)).max(0) as u64
+    } else {
+        now
+    };
+    now_there.saturating_sub(s.last_switch_ns)
 }
 
 /// Add each CPU's running slice to its process on that CPU's LLC: its runtime so far
@@ -223,6 +252,12 @@ fn add_inflight(
                 r.running.saturating_sub(run),
             ))
         });
+        if f.acc_tgid != 0
+            && f.acc_runtime != 0
+            && let Some(l) = c.procs.entry(f.acc_tgid).or_default().on_llc(t.llc, nr_llc)
+        {
+            l.runtime += f.acc_runtime;
+        }
         if f.ns == 0 && counters.is_none() {
             continue;
         }
@@ -237,5 +272,38 @@ fn add_inflight(
             l.enabled += en;
             l.running += run;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_slice_is_measured_on_the_clock_it_started_on() {
+        let mut s = types::cpu_stat {
+            curr_pid: 7,
+            last_switch_ns: 1_000,
+            ..Default::default()
+        };
+        // CLOCK_MONOTONIC start (no pairing): plain difference.
+        assert_eq!(running_ns(&s, 1_500), 500);
+        assert_eq!(running_ns(&s, 900), 0, "never negative");
+        // Run-queue clock start, paired: rq clock 1_200 was CLOCK_MONOTONIC 50_000.
+        s.cal_clock = 1_200;
+        s.cal_mono = 50_000;
+        assert_eq!(running_ns(&s, 50_300), 500);
+        assert_eq!(running_ns(&s, 0), 0);
+        // Idle, or no switch seen yet.
+        s.curr_pid = 0;
+        assert_eq!(running_ns(&s, 50_300), 0);
+        s.curr_pid = 7;
+        s.last_switch_ns = 0;
+        assert_eq!(running_ns(&s, 50_300), 0);
+    }
+
+    #[test]
+    fn a_process_seen_first_outside_proc_stats_has_no_kernel_preference() {
+        assert_eq!(ProcCum::default().kernel_pref, -1);
     }
 }
