@@ -17,8 +17,8 @@
  * for the per-CPU `runqueues`) as the time, and the incoming
  * task's sched_info.last_queued (its enqueue time, cleared only after the tracepoint) as
  * the start of its wait — no clock read, no task storage, no sched_wakeup hook. Per-process
- * sums go to a per-CPU accumulator for the process that last ran there, flushed to the
- * shared maps only when another process switches in.
+ * sums go to per-CPU accumulators (a slot per process, direct-mapped by tgid), flushed to
+ * the shared map only when another process needs the slot.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -49,6 +49,8 @@ enum llctop_limits {
 	/* Hardware-counter slots, in the order of userspace's perf Slot: cycles,
 	 * instructions, cache-references, cache-misses, LLC read misses. */
 	NR_PC = 5,
+	/* Per-CPU accumulator slots (a power of two), one process each. */
+	ACC_SLOTS = 256,
 };
 /* Distance classes of a migration, nearest first. */
 enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
@@ -92,7 +94,7 @@ u64 numa_marks = 0;
 
 /* How often (rq clock ns) a CPU pairs its rq clock with CLOCK_MONOTONIC for userspace. */
 #define CAL_NS 50000000ULL
-/* acc_pref before this CPU wrote a preference for the accumulated process. */
+/* acc_slot.pref before this CPU stored a preference for the slot's process. */
 #define PREF_UNSET (-2)
 
 struct cpu_stat {
@@ -109,15 +111,6 @@ struct cpu_stat {
 	u64 rq_wait_cnt;
 	/* Run-queue waits by log2 bucket: [i] counts waits in [2^i, 2^(i+1)) ns. */
 	u64 wait_hist[WAIT_BUCKETS];
-	/* The process this CPU accumulates for (the last one that switched in here) and
-	 * what it owes the shared maps: runtime on this CPU's LLC, wait, preferred-LLC
-	 * hits; flushed to proc_llc/proc_stats when another process switches in. */
-	u32 acc_tgid;
-	s32 acc_pref;         /* preferred_llc last stored for acc_tgid, PREF_UNSET none */
-	u64 acc_runtime_ns;
-	u64 acc_wait_ns;
-	u64 acc_pref_hit;
-	u64 acc_pref_miss;
 	u32 curr_pid;         /* running since last_switch_ns (0 = idle) */
 	u32 curr_tgid;
 	u64 mig_dist[NR_DIST];
@@ -145,22 +138,23 @@ struct {
 	__type(value, struct cpu_stat);
 } cpu_stats SEC(".maps");
 
-/* Migrations onto / away from each CPU (any CPU may record them: atomics). */
+/* Migrations onto / away from each CPU, as the CPU that ran the hook saw them (per-CPU
+ * copies, summed by userspace: no atomics on lines other CPUs write). */
 struct cpu_mig {
 	u64 in;
 	u64 out;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MAX_CPUS); /* set to nr_cpu_ids before load */
 	__type(key, u32);
 	__type(value, struct cpu_mig);
 } cpu_mig SEC(".maps");
 
-/* llc_matrix[from * nr_llc + to] */
+/* llc_matrix[from * nr_llc + to] (per-CPU copies, summed by userspace) */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1); /* set to nr_llc * nr_llc before load */
 	__type(key, u32);
 	__type(value, u64);
@@ -184,11 +178,6 @@ struct {
 } wait_start SEC(".maps");
 
 struct proc_stat {
-	u64 wait_ns;
-	u64 mig_dist[NR_DIST];
-	u64 mig_unclassified;
-	u64 pref_hit;
-	u64 pref_miss;
 	s64 preferred_llc; /* last seen p->preferred_llc (the kernel's LLC id), -1 none */
 };
 
@@ -204,12 +193,19 @@ struct proc_llc_key {
 	u32 llc;
 };
 
-/* What a process did on one LLC: completed runtime and the counter deltas of its
- * completed slices (raw, with the enabled/running time deltas to scale them). The
- * idle task is tgid 0 (counters only), so that per-process sums add up to the
- * per-CPU totals. */
+/* What a process did on one LLC: completed runtime, run-queue waits that ended there,
+ * switch-ins on / off its kernel-preferred LLC, its migrations, and the counter deltas of its completed
+ * slices (raw, with the enabled/running time deltas to scale them). The idle task is
+ * tgid 0 (counters only), so that per-process sums add up to the per-CPU totals. */
 struct proc_llc_val {
 	u64 runtime_ns;
+	u64 wait_ns;
+	u64 pref_hit;
+	u64 pref_miss;
+	/* The process's migrations, by distance and unclassified, under the LLC of the
+	 * CPU that ran the migrate hook (not where the task went: a per-process sum). */
+	u64 mig_dist[NR_DIST];
+	u64 mig_unclassified;
 	u64 pc[NR_PC];
 	u64 pc_enabled;
 	u64 pc_running;
@@ -221,6 +217,27 @@ struct {
 	__type(key, struct proc_llc_key);
 	__type(value, struct proc_llc_val);
 } proc_llc SEC(".maps");
+
+/* What a CPU owes proc_llc for one process on its LLC, not yet flushed: the slot
+ * tgid & (ACC_SLOTS - 1) holds the last process there; another one takes it over
+ * after flushing it. Userspace adds the slots to what it reads from proc_llc. */
+struct acc_slot {
+	u32 tgid;             /* 0: empty */
+	s32 pref;             /* preferred_llc last stored for tgid, PREF_UNSET none */
+	u64 runtime_ns;
+	u64 wait_ns;
+	u64 pref_hit;
+	u64 pref_miss;
+	u64 mig_dist[NR_DIST];
+	u64 mig_unclassified;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ACC_SLOTS);
+	__type(key, u32);
+	__type(value, struct acc_slot);
+} acc SEC(".maps");
 
 /* The per-CPU perf counters, pmu[cpu * NR_PC + slot], filled by userspace with the
  * perf source's fds (sized to nr_cpu_ids * NR_PC before load). */
@@ -271,6 +288,7 @@ const volatile struct {
 	enum llctop_cause cause;
 	enum llctop_event_kind kind;
 	struct event event;
+	struct acc_slot acc_slot;
 } layout;
 
 static __always_inline struct cpu_stat *this_cpu(void)
@@ -511,32 +529,37 @@ static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct p
 	return any && had;
 }
 
-/* Move what this CPU accumulated for its process into the shared maps. */
-static __always_inline void acc_flush(struct cpu_stat *cs, const volatile struct cpu_topo *t)
+/* The accumulator slot of process tgid on this CPU: the slot it maps to, flushed to
+ * proc_llc (this CPU's LLC) and taken over when it holds another process. */
+static __always_inline struct acc_slot *acc_of(u32 tgid, const volatile struct cpu_topo *t)
 {
-	u32 tgid = cs->acc_tgid;
-	if (!tgid)
-		return;
-	if (cs->acc_runtime_ns && t) {
-		struct proc_llc_val *v = llc_of(tgid, t->llc);
-		if (v)
-			__sync_fetch_and_add(&v->runtime_ns, cs->acc_runtime_ns);
-	}
-	if (cs->acc_wait_ns || cs->acc_pref_hit || cs->acc_pref_miss) {
-		struct proc_stat *ps = proc_of(tgid);
-		if (ps) {
-			if (cs->acc_wait_ns)
-				__sync_fetch_and_add(&ps->wait_ns, cs->acc_wait_ns);
-			if (cs->acc_pref_hit)
-				__sync_fetch_and_add(&ps->pref_hit, cs->acc_pref_hit);
-			if (cs->acc_pref_miss)
-				__sync_fetch_and_add(&ps->pref_miss, cs->acc_pref_miss);
+	u32 i = tgid & (ACC_SLOTS - 1);
+	struct acc_slot *a = bpf_map_lookup_elem(&acc, &i);
+	if (!a || a->tgid == tgid)
+		return a;
+	if (a->tgid) {
+		struct proc_llc_val *v = llc_of(a->tgid, t ? t->llc : 0);
+		if (v) {
+			if (a->runtime_ns)
+				__sync_fetch_and_add(&v->runtime_ns, a->runtime_ns);
+			if (a->wait_ns)
+				__sync_fetch_and_add(&v->wait_ns, a->wait_ns);
+			if (a->pref_hit)
+				__sync_fetch_and_add(&v->pref_hit, a->pref_hit);
+			if (a->pref_miss)
+				__sync_fetch_and_add(&v->pref_miss, a->pref_miss);
+#pragma unroll
+			for (int d = 0; d < NR_DIST; d++)
+				if (a->mig_dist[d])
+					__sync_fetch_and_add(&v->mig_dist[d], a->mig_dist[d]);
+			if (a->mig_unclassified)
+				__sync_fetch_and_add(&v->mig_unclassified, a->mig_unclassified);
 		}
 	}
-	cs->acc_runtime_ns = 0;
-	cs->acc_wait_ns = 0;
-	cs->acc_pref_hit = 0;
-	cs->acc_pref_miss = 0;
+	__builtin_memset(a, 0, sizeof(*a));
+	a->tgid = tgid;
+	a->pref = PREF_UNSET;
+	return a;
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -566,21 +589,24 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		now = bpf_ktime_get_ns();
 	}
 	u32 cpu = bpf_get_smp_processor_id();
-	u32 prev_pid = RD(direct, prev, pid);
+	/* prev is the task this CPU's last switch brought in, kept in cs (before the first
+	 * switch seen here it counts as idle: no slice has a start yet). */
+	u32 prev_pid = cs->curr_pid;
 	u32 next_pid = RD(direct, next, pid);
 	const volatile struct cpu_topo *t = topo_of(cpu);
 
 	/* Close the slice that just ended: its runtime and counter deltas go to prev's
 	 * process on this LLC (the idle task's counters to tgid 0) — the runtime through
-	 * the accumulator when prev's process is the one this CPU accumulates for. */
+	 * the process's accumulator slot when there are no counters to add with it. */
 	struct pc_delta pd;
 	bool have_pc = read_counters(cs, cpu, &pd);
 	u64 ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0 ?
 			  now - cs->last_switch_ns : 0;
 	if (t && (ran || have_pc)) {
-		u32 prev_tgid = prev_pid ? RD(direct, prev, tgid) : 0;
-		if (!have_pc && prev_tgid == cs->acc_tgid) {
-			cs->acc_runtime_ns += ran;
+		u32 prev_tgid = prev_pid ? cs->curr_tgid : 0;
+		struct acc_slot *pa = have_pc ? NULL : acc_of(prev_tgid, t);
+		if (pa) {
+			pa->runtime_ns += ran;
 		} else {
 			struct proc_llc_val *v = llc_of(prev_tgid, t->llc);
 			if (v) {
@@ -603,17 +629,16 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	cs->switches++;
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
-	if (!kq && prev_pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
-		wait_begin(prev, prev_pid, now, false, direct);
+	if (!kq) {
+		u32 pid = RD(direct, prev, pid);
+		if (pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
+			wait_begin(prev, pid, now, false, direct);
+	}
 
 	if (next_pid == 0)
 		return 0;
 	u32 next_tgid = cs->curr_tgid;
-	if (next_tgid != cs->acc_tgid) {
-		acc_flush(cs, t);
-		cs->acc_tgid = next_tgid;
-		cs->acc_pref = PREF_UNSET;
-	}
+	struct acc_slot *na = t ? acc_of(next_tgid, t) : NULL;
 	u64 start;
 	bool first;
 	if (kq) {
@@ -635,32 +660,33 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		if (b >= WAIT_BUCKETS)
 			b = WAIT_BUCKETS - 1;
 		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
-		cs->acc_wait_ns += d;
+		if (na)
+			na->wait_ns += d;
 	}
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): a hit is a
 	 * switch-in on the LLC whose kernel id is the preference; -1 (none, or dropped) is
 	 * stored too, so a cleared preference does not linger. */
-	if (bpf_core_field_exists(next->preferred_llc) && t) {
+	if (bpf_core_field_exists(next->preferred_llc) && na) {
 		if (!kernel_preferred_llc)
 			kernel_preferred_llc = 1;
 		int pref = RD(direct, next, preferred_llc);
 		if (pref >= 0) {
 			if ((u32)pref == t->kernel_llc) {
 				cs->pref_hit++;
-				cs->acc_pref_hit++;
+				na->pref_hit++;
 			} else {
 				cs->pref_miss++;
-				cs->acc_pref_miss++;
+				na->pref_miss++;
 			}
 		}
-		if (pref != cs->acc_pref) {
+		if (pref != na->pref) {
 			/* No preference: only a process that had one needs to hear of it. */
 			struct proc_stat *ps = pref >= 0 ? proc_of(next_tgid) :
 					       bpf_map_lookup_elem(&proc_stats, &next_tgid);
 			if (ps && ps->preferred_llc != pref)
 				ps->preferred_llc = pref;
-			cs->acc_pref = pref;
+			na->pref = pref;
 		}
 	}
 	return 0;
@@ -731,18 +757,19 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 
 	struct cpu_mig *m = bpf_map_lookup_elem(&cpu_mig, &from);
 	if (m)
-		__sync_fetch_and_add(&m->out, 1);
+		m->out++;
 	m = bpf_map_lookup_elem(&cpu_mig, &to);
 	if (m)
-		__sync_fetch_and_add(&m->in, 1);
+		m->in++;
 
 	const volatile struct cpu_topo *a = topo_of(from);
 	const volatile struct cpu_topo *b = topo_of(to);
-	struct proc_stat *ps = proc_of(RD(direct, p, tgid));
+	/* The process's own count goes to this CPU's accumulator slot for it. */
+	struct acc_slot *pa = acc_of(RD(direct, p, tgid), topo_of(bpf_get_smp_processor_id()));
 	if (!a || !b) {
 		cs->mig_unclassified++;
-		if (ps)
-			__sync_fetch_and_add(&ps->mig_unclassified, 1);
+		if (pa)
+			pa->mig_unclassified++;
 		return 0;
 	}
 	u8 d;
@@ -755,13 +782,13 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	else
 		d = D_LLC;
 	cs->mig_dist[d]++;
-	if (ps)
-		__sync_fetch_and_add(&ps->mig_dist[d], 1);
+	if (pa && d < NR_DIST)
+		pa->mig_dist[d]++;
 	if (a->llc < nr_llc && b->llc < nr_llc) {
 		u32 idx = a->llc * nr_llc + b->llc;
 		u64 *cell = bpf_map_lookup_elem(&llc_matrix, &idx);
 		if (cell)
-			__sync_fetch_and_add(cell, 1);
+			(*cell)++;
 	}
 	if (d >= D_XLLC)
 		emit(cs, EV_MIGRATION, p, from, to, d, cause, direct);

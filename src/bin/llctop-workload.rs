@@ -29,7 +29,9 @@
 //!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
 //! - `bpf-floor SECS PID`: loads the empty programs of bpf/floor.bpf.c (the floor), keeps
 //!   them attached SECS seconds, then prints llctop's programs — only those process PID
-//!   holds — against them: ns/event and ratios (needs `kernel.bpf_stats_enabled=1`).
+//!   holds — against them: ns/event and ratios (needs `kernel.bpf_stats_enabled=1`);
+//!   then the same for a second copy of llctop's programs it loads itself with
+//!   per-process counter attribution on (software events standing in for hardware ones).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -371,29 +373,67 @@ fn prog_ids_of(pid: u32) -> Result<std::collections::BTreeSet<u32>, String> {
     Ok(ids)
 }
 
+/// A second copy of llctop's BPF source, in this process, with per-process counter
+/// attribution on: software events stand in for the hardware ones (this VM has no PMU),
+/// so the switch hook's cost with attribution is known before it runs on a PMU.
+fn attributed_source() -> Result<(llctop::source::bpf::BpfSource, usize), String> {
+    use llctop::source::perf::{PerfSource, Slot, Spec};
+    use perf_event_open::event::sw::Software;
+    let root = llctop::kroot::KernelRoot::default();
+    let topo = llctop::topology::discover(&root).map_err(|e| e.to_string())?;
+    let mut bpf = llctop::source::bpf::BpfSource::load(&topo, 100).map_err(|e| e.to_string())?;
+    let perf = PerfSource::open_events(
+        &root,
+        &topo,
+        vec![
+            (Slot::Cycles, Spec::Software(Software::CpuClock)),
+            (Slot::Instructions, Spec::Software(Software::TaskClock)),
+            (Slot::CacheMisses, Spec::Software(Software::CtxSwitch)),
+        ],
+    );
+    let cpus = bpf.attach_counters(&perf);
+    if cpus == 0 {
+        return Err("no CPU's counters could be attached".into());
+    }
+    Ok((bpf, cpus))
+}
+
 fn bpf_floor(secs: u64, pid: u32) -> Result<(), String> {
     use llctop::source::bpf::floor::{self, ProgStats};
     let _floor = floor::load().map_err(|e| format!("loading the empty programs: {e}"))?;
+    let attributed = attributed_source();
     println!("floor attached for {secs} s");
     std::thread::sleep(Duration::from_secs(secs));
-    let mine = prog_ids_of(pid)?;
-    let (mut llctop, mut empty) = (Vec::new(), Vec::new());
+    let theirs = prog_ids_of(pid)?;
+    let own = prog_ids_of(std::process::id())?;
+    let (mut llctop, mut with_counters, mut empty) = (Vec::new(), Vec::new(), Vec::new());
     for p in libbpf_rs::query::ProgInfoIter::default() {
         let s = ProgStats {
             name: p.name.to_string_lossy().into_owned(),
             run_cnt: p.run_cnt,
             run_time_ns: p.run_time_ns,
         };
-        if s.name.starts_with("floor_") && !mine.contains(&p.id) {
-            empty.push(s);
-        } else if mine.contains(&p.id) {
+        if theirs.contains(&p.id) {
             llctop.push(s);
+        } else if own.contains(&p.id) && s.name.starts_with("floor_") {
+            empty.push(s);
+        } else if own.contains(&p.id) {
+            with_counters.push(s);
         }
     }
     if llctop.is_empty() {
         return Err(format!("process {pid} holds no BPF program"));
     }
     print!("{}", floor::compare(&llctop, &empty).0);
+    match attributed {
+        Ok((_bpf, cpus)) => {
+            println!(
+                "with per-process counters on ({cpus} CPUs; software stand-ins: cpu-clock, task-clock, context-switches), a second copy in the same window:"
+            );
+            print!("{}", floor::compare(&with_counters, &empty).0);
+        }
+        Err(e) => println!("with per-process counters: not measured: {e}"),
+    }
     Ok(())
 }
 

@@ -26,6 +26,8 @@ use types::{llctop_cause as BpfCause, llctop_dist as BpfDist, llctop_limits as B
 pub const MAX_CPUS: usize = BpfLimits::MAX_CPUS.0 as usize;
 /// Log2 buckets of the run-queue wait histogram.
 pub const WAIT_BUCKETS: usize = BpfLimits::WAIT_BUCKETS.0 as usize;
+/// Per-CPU accumulator slots (`acc`), one process each.
+pub const ACC_SLOTS: usize = BpfLimits::ACC_SLOTS.0 as usize;
 /// Hardware-counter slots per CPU, in [`Slot::ALL`] order.
 pub const NR_PC: usize = BpfLimits::NR_PC.0 as usize;
 pub const NR_DIST: usize = BpfDist::NR_DIST.0 as usize;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use libbpf_rs::{MapCore, MapFlags};
 
-use super::layout::{NR_CAUSE, NR_DIST, NR_PC, WAIT_BUCKETS, pod, skel, types};
+use super::layout::{ACC_SLOTS, NR_CAUSE, NR_DIST, NR_PC, WAIT_BUCKETS, pod, skel, types};
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
 
@@ -49,6 +49,13 @@ impl Default for ProcCum {
 }
 
 impl ProcCum {
+    fn add_migrations(&mut self, dist: &[u64; NR_DIST], unclassified: u64) {
+        for (a, b) in self.dist.iter_mut().zip(dist) {
+            *a += b;
+        }
+        self.unclassified += unclassified;
+    }
+
     pub fn on_llc(&mut self, llc: u32, nr_llc: usize) -> Option<&mut LlcCum> {
         if self.llc.is_empty() {
             self.llc = vec![LlcCum::default(); nr_llc];
@@ -96,8 +103,8 @@ struct Inflight {
     cpu: u32,
     tgid: u32,
     ns: u64,
-    acc_tgid: u32,
-    acc_runtime: u64,
+    /// (tgid, runtime) of the CPU's accumulator slots.
+    acc_runtime: Vec<(u32, u64)>,
     /// Counter values and enabled/running at the slice start (`None`: no baseline).
     pc_start: Option<([u64; NR_PC], u64, u64)>,
 }
@@ -113,34 +120,57 @@ pub fn read(
     let n = nr_cpus;
     let mut c = Cumulative::zeroed(n, nr_llc);
     let maps = &skel.maps;
-    // The processes' completed slices first, then each CPU's running slice and what it
-    // accumulated unflushed: a slice that ends (or an accumulator flushed) between the
-    // two reads is then missed once (and counted at the next read), never counted
-    // twice — which would make the next read's total go backwards.
+    // The processes' completed slices first, then each CPU's running slice: a slice that
+    // ends between the two reads is then missed once (and counted at the next read),
+    // never counted twice — which would make the next read's total go backwards.
     for key in maps.proc_stats.keys() {
         if let Ok(Some(bytes)) = maps.proc_stats.lookup(&key, MapFlags::ANY) {
             let tgid = pod::<u32>(&key);
             let s: types::proc_stat = pod(&bytes);
-            let p = c.procs.entry(tgid).or_default();
-            p.wait_ns = s.wait_ns;
-            p.dist = s.mig_dist;
-            p.unclassified = s.mig_unclassified;
-            p.pref_hit = s.pref_hit;
-            p.pref_miss = s.pref_miss;
-            p.kernel_pref = s.preferred_llc;
+            c.procs.entry(tgid).or_default().kernel_pref = s.preferred_llc;
         }
     }
     for key in maps.proc_llc.keys() {
         if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
             let k: types::proc_llc_key = pod(&key);
             let v: types::proc_llc_val = pod(&bytes);
-            if let Some(l) = c.procs.entry(k.tgid).or_default().on_llc(k.llc, nr_llc) {
+            let p = c.procs.entry(k.tgid).or_default();
+            p.wait_ns += v.wait_ns;
+            p.pref_hit += v.pref_hit;
+            p.pref_miss += v.pref_miss;
+            p.add_migrations(&v.mig_dist, v.mig_unclassified);
+            if let Some(l) = p.on_llc(k.llc, nr_llc) {
                 l.runtime += v.runtime_ns;
                 for (a, b) in l.pc.iter_mut().zip(v.pc) {
                     *a += b;
                 }
                 l.enabled += v.pc_enabled;
                 l.running += v.pc_running;
+            }
+        }
+    }
+    // Then what the CPUs' accumulator slots hold unflushed (a slot flushed since
+    // proc_llc was read is missed once, never counted twice), and only then the running
+    // slices (a slice that completes into a slot after the slots were read is counted
+    // once, as running).
+    let mut acc_runtime: Vec<Vec<(u32, u64)>> = Vec::new();
+    for i in 0..ACC_SLOTS as u32 {
+        let Ok(Some(vals)) = maps.acc.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) else {
+            continue;
+        };
+        acc_runtime.resize(acc_runtime.len().max(vals.len()), Vec::new());
+        for (cpu, bytes) in vals.iter().enumerate() {
+            let a: types::acc_slot = pod(bytes);
+            if a.tgid == 0 {
+                continue;
+            }
+            let p = c.procs.entry(a.tgid).or_default();
+            p.wait_ns += a.wait_ns;
+            p.pref_hit += a.pref_hit;
+            p.pref_miss += a.pref_miss;
+            p.add_migrations(&a.mig_dist, a.mig_unclassified);
+            if a.runtime_ns != 0 {
+                acc_runtime[cpu].push((a.tgid, a.runtime_ns));
             }
         }
     }
@@ -160,12 +190,6 @@ pub fn read(
             c.rq_wait[cpu] = s.rq_wait_ns;
             c.hist[cpu] = s.wait_hist;
         }
-        if s.acc_tgid != 0 {
-            let p = c.procs.entry(s.acc_tgid).or_default();
-            p.wait_ns += s.acc_wait_ns;
-            p.pref_hit += s.acc_pref_hit;
-            p.pref_miss += s.acc_pref_miss;
-        }
         for (a, b) in c.dist.iter_mut().zip(s.mig_dist) {
             *a += b;
         }
@@ -178,8 +202,10 @@ pub fn read(
             cpu: cpu as u32,
             tgid: if s.curr_pid != 0 { s.curr_tgid } else { 0 },
             ns: running_ns(&s, now),
-            acc_tgid: s.acc_tgid,
-            acc_runtime: s.acc_runtime_ns,
+            acc_runtime: acc_runtime
+                .get_mut(cpu)
+                .map(std::mem::take)
+                .unwrap_or_default(),
             pc_start: (s.pc_valid != 0).then_some((
                 s.pc_last,
                 s.pc_last_enabled,
@@ -189,16 +215,25 @@ pub fn read(
     }
     // Right after the classes: the matrix and the classes come from two maps read at two
     // moments, and the moves made in between show in one and not yet in the other.
+    // Both are per-CPU copies (each CPU counts the moves it made): summed here.
     for i in 0..c.matrix.len() as u32 {
-        if let Ok(Some(bytes)) = maps.llc_matrix.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
-            c.matrix[i as usize] = pod::<u64>(&bytes);
+        if let Ok(Some(vals)) = maps
+            .llc_matrix
+            .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
+        {
+            c.matrix[i as usize] = vals.iter().map(|b| pod::<u64>(b)).sum();
         }
     }
     for cpu in 0..n as u32 {
-        if let Ok(Some(bytes)) = maps.cpu_mig.lookup(&cpu.to_ne_bytes(), MapFlags::ANY) {
-            let m: types::cpu_mig = pod(&bytes);
-            c.mig_in[cpu as usize] = m.r#in;
-            c.mig_out[cpu as usize] = m.out;
+        if let Ok(Some(vals)) = maps
+            .cpu_mig
+            .lookup_percpu(&cpu.to_ne_bytes(), MapFlags::ANY)
+        {
+            for b in &vals {
+                let m: types::cpu_mig = pod(b);
+                c.mig_in[cpu as usize] += m.r#in;
+                c.mig_out[cpu as usize] += m.out;
+            }
         }
     }
     c.kernel_preferred = maps
@@ -252,11 +287,10 @@ fn add_inflight(
                 r.running.saturating_sub(run),
             ))
         });
-        if f.acc_tgid != 0
-            && f.acc_runtime != 0
-            && let Some(l) = c.procs.entry(f.acc_tgid).or_default().on_llc(t.llc, nr_llc)
-        {
-            l.runtime += f.acc_runtime;
+        for &(tgid, ns) in &f.acc_runtime {
+            if let Some(l) = c.procs.entry(tgid).or_default().on_llc(t.llc, nr_llc) {
+                l.runtime += ns;
+            }
         }
         if f.ns == 0 && counters.is_none() {
             continue;
