@@ -27,5 +27,6 @@ pub mod record;
 pub mod run;
 pub mod snapshot;
 pub mod source;
+pub mod suggest;
 pub mod topology;
 pub mod tui;

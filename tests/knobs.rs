@@ -520,6 +520,76 @@ fn cli_exit_codes_and_restore_after_keep() {
     assert!(v["knobs"].as_array().unwrap().len() > 15);
 }
 
+#[test]
+fn kernel_spellings_reach_the_knob_and_typos_get_suggestions() {
+    let (dir, root) = fixture();
+    let j = dir.path().join("journal.json");
+    let features = "/sys/kernel/debug/sched/features";
+    // sysctl(8)'s spelling, the end of a debugfs path, a feature named with NO_.
+    for (name, want) in [
+        ("kernel.numa_balancing", "1"),
+        ("scan_delay_ms", "1000"),
+        ("sched/migration_cost_ns", "500000"),
+        ("NO_SIS_UTIL", "on"),
+    ] {
+        let (code, out, err) = run(&mut llctop(&root, &j, &["knobs", "get", name]));
+        assert_eq!((code, out.trim()), (0, want), "{name}: {err}");
+    }
+    let (code, out, _) = run(&mut llctop(&root, &j, &["knobs", "describe", "LB_MIN"]));
+    assert_eq!(code, 0);
+    assert!(out.contains("feature.LB_MIN"), "{out}");
+    // The features file's own syntax, with and without a value.
+    for (args, now) in [
+        (&["knobs", "set", "TTWU_QUEUE", "off"][..], "NO_TTWU_QUEUE"),
+        (&["knobs", "set", "TTWU_QUEUE"][..], "TTWU_QUEUE"),
+        (&["knobs", "set", "NO_TTWU_QUEUE"][..], "NO_TTWU_QUEUE"),
+    ] {
+        let (code, out, err) = run(&mut llctop(&root, &j, args));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.starts_with("feature.TTWU_QUEUE: "), "{args:?}: {out}");
+        assert!(
+            read(&root, features).split_whitespace().any(|w| w == now),
+            "{args:?}: {}",
+            read(&root, features)
+        );
+    }
+    assert_eq!(run(&mut llctop(&root, &j, &["knobs", "restore"])).0, 0);
+    // (The fixture's features file holds what was written last, where the kernel's would
+    // list every feature: only TTWU_QUEUE is a feature of the fixture from here on.)
+    assert!(
+        read(&root, features)
+            .split_whitespace()
+            .any(|w| w == "TTWU_QUEUE")
+    );
+    // A typo: unknown, with the closest ids.
+    let (code, _, err) = run(&mut llctop(
+        &root,
+        &j,
+        &["knobs", "set", "feature.TTWU_QEUE", "off"],
+    ));
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("did you mean feature.TTWU_QUEUE?"), "{err}");
+    let (code, _, err) = run(&mut llctop(
+        &root,
+        &j,
+        &["knobs", "get", "relax_domain_levle"],
+    ));
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("did you mean relax_domain_level"), "{err}");
+    // A value is needed for anything but a feature.
+    let (code, _, err) = run(&mut llctop(&root, &j, &["knobs", "set", "numa_balancing"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a value is needed"), "{err}");
+    // Profiles too.
+    let (code, _, err) = run(&mut llctop(&root, &j, &["knobs", "apply", "newidle-in-lc"]));
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("did you mean newidle-in-llc?"), "{err}");
+    assert!(
+        !read(&root, features).contains("NO_TTWU_QUEUE"),
+        "refused: nothing written"
+    );
+}
+
 /// Start `llctop live --set` in the background and wait until the change is visible.
 fn live_with_change(root: &KernelRoot, j: &Path) -> std::process::Child {
     let child = llctop(
@@ -831,6 +901,21 @@ fn live_kernel_lockdown_lists_features_read_only_with_the_reason() {
         for (i, f) in feats.iter().enumerate() {
             assert_eq!(f["value"] == "on", mask & (1 << i) != 0, "{f}");
         }
+        // The features file's syntax reaches the feature, refused for the lockdown (5),
+        // not as an unknown knob (3).
+        let name = feats[0]["id"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("feature.");
+        let out = Command::new(env!("CARGO_BIN_EXE_llctop"))
+            .arg("--journal")
+            .arg(dir.path().join("j.json"))
+            .args(["knobs", "set", &format!("NO_{name}")])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{err}");
+        assert!(err.contains("lockdown"), "{err}");
     } else {
         let text = fs::read_to_string(debug.join("features")).unwrap();
         assert_eq!(feats.len(), text.split_whitespace().count());

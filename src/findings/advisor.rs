@@ -225,12 +225,13 @@ impl Trail {
     /// Judge with `snap` as the newest snapshot.
     pub fn push(&mut self, topo: &Topology, snap: &Snapshot) -> Vec<FindingLine> {
         self.recent.push(snap.clone());
-        // Keep the newest snapshots covering the window (and its least count), plus one.
+        // Keep the newest snapshots covering the window (and its least count) and the
+        // look-behind, plus one.
         let mut ns = 0u64;
         let mut keep = 0;
         for s in self.recent.iter().rev() {
             keep += 1;
-            if ns > super::WINDOW_NS && keep > super::MIN_WINDOW_SNAPSHOTS {
+            if ns > super::WINDOW_NS + super::LOOK_BEHIND_NS && keep > super::MIN_WINDOW_SNAPSHOTS {
                 break;
             }
             ns = ns.saturating_add(s.time.interval_ns);
@@ -366,7 +367,8 @@ mod tests {
         let mut t = Trail::new();
         let trail: Vec<FindingLine> = snaps.iter().flat_map(|s| t.push(&topo, s)).collect();
         assert_eq!(trail, lines);
-        assert!(t.recent.len() <= 7, "{}", t.recent.len());
+        // The window (5 s), its look-behind (1 s), and one more.
+        assert!(t.recent.len() <= 8, "{}", t.recent.len());
         // Long intervals: the window still holds three snapshots.
         let long: Vec<Snapshot> = series(4, |_| false)
             .into_iter()

@@ -27,6 +27,9 @@ pub use cite::{Agg, Cite};
 
 /// The trailing time a window covers (at least one snapshot).
 pub const WINDOW_NS: u64 = 5_000_000_000;
+/// How far before its window a detector may look: a pile-up's start began at most one
+/// start gap before its first placement in the window.
+pub const LOOK_BEHIND_NS: u64 = pileup::START_GAP_NS;
 /// Snapshots a window holds even when they cover more than [`WINDOW_NS`] (long
 /// intervals): an event and its sequel (a placement and the thread's first run) may fall in
 /// consecutive snapshots, and a window must see both.
@@ -262,6 +265,10 @@ impl Finding {
 /// The snapshots a detector judges: the trailing [`WINDOW_NS`] of a run, newest last.
 pub struct Window<'a> {
     pub snaps: &'a [Snapshot],
+    /// The window preceded by up to [`LOOK_BEHIND_NS`] of the run's earlier snapshots (as
+    /// far as they are kept): where a detector looks for what began before the window
+    /// (a pile-up's start whose first placements fell before it).
+    pub context: &'a [Snapshot],
     pub topo: &'a Topology,
     /// The window begins at the run's first snapshot (seq 0: nothing earlier was cut off).
     pub from_start: bool,
@@ -287,8 +294,15 @@ impl<'a> Window<'a> {
             ns = ns.saturating_add(iv);
             start -= 1;
         }
+        let mut behind_start = start;
+        let mut behind = 0u64;
+        while behind_start > 0 && behind < LOOK_BEHIND_NS {
+            behind_start -= 1;
+            behind = behind.saturating_add(snaps[behind_start].time.interval_ns);
+        }
         Window {
             snaps: &snaps[start..],
+            context: &snaps[behind_start..],
             topo,
             from_start: snaps.get(start).is_none_or(|s| s.seq == 0),
             held,

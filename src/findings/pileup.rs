@@ -139,14 +139,16 @@ impl PileUp {
     }
 }
 
-/// The pile-ups of the window as findings. A start that may have begun before the window
-/// (its first placement within [`START_GAP_NS`] of a cut-off window's start) is left to
-/// the windows that saw all of it.
+/// The pile-ups of the window as findings: the starts that reached into the window,
+/// judged whole — their placements before it are in the window's look-behind
+/// ([`Window::context`]), so a start the window cuts is the same start (the same key) as
+/// in the windows before, and one whose threads first ran only after the window's first
+/// snapshots is still judged once they have.
 pub fn detect(w: &Window) -> Vec<Finding> {
-    let cut = w.start_mono_ns().saturating_add(START_GAP_NS);
-    find(w.snaps)
+    let start = w.start_mono_ns();
+    find(w.context)
         .into_iter()
-        .filter(|p| w.from_start || p.first_ns >= cut)
+        .filter(|p| p.last_ns >= start)
         .map(|p| {
             let mut f = Finding::new(
                 Kind::PileUp,
@@ -304,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn a_window_judges_only_starts_it_saw_from_their_beginning() {
+    fn a_window_judges_a_start_it_cuts_whole_from_its_look_behind() {
         let topo = crate::topology::synthetic(1, 1, 8);
         let held = std::collections::BTreeSet::new();
         // A pile-up at 0.5 s into the snapshot of seq 3 (covering 3..4 s).
@@ -318,14 +320,40 @@ mod tests {
         s.seq = 3;
         s.time = snaps[3].time;
         snaps[3] = s;
-        // Windows that start at least a start gap (1 s) before the placements see it; the
-        // window 3..=7 starts at 3 s, within a gap of them: the start could have begun
-        // before that window, so that window leaves it out.
-        for end in 3..8 {
+        // A second start of another process whose first placement falls 0.2 s before the
+        // window 4..=8 and whose second falls in it: that window judges it whole.
+        snaps.push(crate::findings::testing::snap(&topo, 8, 0.5));
+        let mut s = snap(vec![place(20, 21, 3800, 0, Some(3))]);
+        s.events
+            .as_mut()
+            .unwrap()
+            .events
+            .extend(snaps[3].events.as_ref().unwrap().events.clone());
+        s.seq = 3;
+        s.time = snaps[3].time;
+        snaps[3] = s;
+        let mut s = snap(vec![place(20, 22, 4300, 0, Some(2))]);
+        s.seq = 4;
+        s.time = snaps[4].time;
+        snaps[4] = s;
+        for end in 3..9 {
             let w = Window::trailing(&snaps[..=end], &topo, &held);
-            let f = detect(&w);
-            let want = usize::from(w.first_seq() < 3);
+            let f: Vec<Finding> = detect(&w).into_iter().filter(|f| f.pids == [10]).collect();
+            // Process 10's start (3.5 s) reaches into every window up to the one that
+            // begins after it.
+            let want = usize::from(w.start_mono_ns() <= 3_501_000_000);
             assert_eq!(f.len(), want, "window {}..={}", w.first_seq(), w.last_seq());
+            let other: Vec<Finding> = detect(&w).into_iter().filter(|f| f.pids == [20]).collect();
+            if end >= 4 && w.start_mono_ns() <= 4_300_000_000 {
+                assert_eq!(
+                    other.len(),
+                    1,
+                    "window {}..={}",
+                    w.first_seq(),
+                    w.last_seq()
+                );
+                assert!(other[0].key.ends_with("at 3800000000"), "{}", other[0].key);
+            }
             if let Some(f) = f.first() {
                 assert_eq!(f.severity, Severity::Warning);
                 assert_eq!(f.cpus, [0, 6]);

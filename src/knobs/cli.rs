@@ -21,7 +21,9 @@ pub enum KnobsCommand {
     /// What a knob does, its values on this machine, and why it is read-only if it is.
     Describe { id: String },
     /// Change a knob. The original is journaled; `llctop knobs restore` puts it back.
-    Set { id: String, value: String },
+    /// Kernel spellings are taken too: `TTWU_QUEUE off`, or the features file's own
+    /// `NO_TTWU_QUEUE` / `TTWU_QUEUE` with no value; `kernel.numa_balancing 0`.
+    Set { id: String, value: Option<String> },
     /// Put journaled originals back (all, or the given ids) — e.g. after a crash.
     Restore { ids: Vec<String> },
     /// The profiles available (shipped and $XDG_CONFIG_HOME/llctop/profiles).
@@ -104,6 +106,27 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
         }
         KnobsCommand::Set { id, value } => {
             s.read_domains();
+            let (id, value) = match value {
+                Some(v) => (id, v),
+                None => match s.registry().features_file_syntax(&id) {
+                    Some((id, v)) => (id, v.to_string()),
+                    None => {
+                        return fail(
+                            &format!(
+                                "knobs set {id}: a value is needed (only sched features take the features file's NAME / NO_NAME without one){}",
+                                s.registry()
+                                    .kernel_spelling(&id)
+                                    .map(|_| String::new())
+                                    .unwrap_or_else(|| crate::suggest::did_you_mean(
+                                        &id,
+                                        s.registry().knobs.iter().map(|k| k.id.as_str())
+                                    ))
+                            ),
+                            2,
+                        );
+                    }
+                },
+            };
             match s.set(&id, &value) {
                 Ok(c) => {
                     print_change(s, &c);

@@ -122,8 +122,12 @@ pub fn load_all(dir: Option<&Path>) -> (Vec<Profile>, Vec<String>) {
 
 pub fn find(name: &str, dir: Option<&Path>) -> Result<Profile, String> {
     let (all, errors) = load_all(dir);
+    let names: Vec<String> = all.iter().map(|p| p.name.clone()).collect();
     all.into_iter().find(|p| p.name == name).ok_or_else(|| {
-        let mut m = format!("no profile {name:?} (llctop knobs profiles)");
+        let mut m = format!(
+            "no profile {name:?} (llctop knobs profiles){}",
+            crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
+        );
         for e in errors {
             m.push_str(&format!("; {e}"));
         }

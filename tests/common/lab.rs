@@ -104,6 +104,16 @@ fn parse(kernel: &str, console: String) -> LabRun {
         }
     }
     run.console = console;
+    // A developer's aid: LLCTOP_LAB_DUMP=DIR keeps every file the guest sent
+    // (`KERNEL-NAME`), e.g. a recording to look at with `llctop report`.
+    if let Some(dir) = std::env::var_os("LLCTOP_LAB_DUMP") {
+        for (name, bytes) in &run.files {
+            let p = Path::new(&dir).join(format!("{kernel}-{name}"));
+            if let Err(e) = std::fs::write(&p, bytes) {
+                println!("LLCTOP_LAB_DUMP: {}: {e}", p.display());
+            }
+        }
+    }
     run
 }
 

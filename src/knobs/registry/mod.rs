@@ -80,19 +80,71 @@ impl Registry {
         self.knobs.iter().find(|k| k.id == id)
     }
 
-    /// A registered knob, or a cgroup knob (`cgroup.numa_load_balance@/path`,
-    /// `relax_domain_level@/path`) resolved inside its mount and added to the registry.
+    /// The knob a name spelled the kernel's way stands for: a sched feature as the
+    /// features file and the seeds write it (`TTWU_QUEUE`, or `NO_TTWU_QUEUE`: the same
+    /// knob), a sysctl as sysctl(8) does (`kernel.numa_balancing`), a debugfs or sysctl
+    /// file by the end of its path (`sched/migration_cost_ns`, `scan_delay_ms`) when one
+    /// knob alone has it.
+    pub fn kernel_spelling(&self, name: &str) -> Option<usize> {
+        if name.trim_start_matches('/').is_empty() {
+            return None;
+        }
+        let feature = name.strip_prefix("NO_").unwrap_or(name);
+        let feature = feature.strip_prefix("feature.").unwrap_or(feature);
+        let feature = feature.strip_prefix("NO_").unwrap_or(feature);
+        let fid = format!("feature.{feature}");
+        if let Some(i) = self.knobs.iter().position(|k| k.id == fid) {
+            return Some(i);
+        }
+        let tail = Path::new(name.trim_start_matches('/')).to_path_buf();
+        let dotted = PathBuf::from(name.replace('.', "/"));
+        let mut hits = self.knobs.iter().enumerate().filter(|(_, k)| {
+            !matches!(k.kind, KnobType::Feature { .. })
+                && (k.path.ends_with(&tail) || k.path.ends_with(&dotted))
+        });
+        let (i, _) = hits.next()?;
+        hits.next().is_none().then_some(i)
+    }
+
+    /// A sched feature written as the features file takes it, with no value: `NAME`
+    /// turns it on, `NO_NAME` off. The knob's id and the value.
+    pub fn features_file_syntax(&self, word: &str) -> Option<(String, &'static str)> {
+        let w = word.strip_prefix("feature.").unwrap_or(word);
+        if let Some(name) = w.strip_prefix("NO_") {
+            let id = format!("feature.{name}");
+            if self.get(&id).is_some() {
+                return Some((id, "off"));
+            }
+        }
+        let id = format!("feature.{w}");
+        self.get(&id).is_some().then_some((id, "on"))
+    }
+
+    /// The error for a name that is no knob here, with the closest ids.
+    fn unknown(&self, id: &str) -> String {
+        format!(
+            "no knob {id:?} on this kernel (llctop knobs list){}",
+            crate::suggest::did_you_mean(id, self.knobs.iter().map(|k| k.id.as_str()))
+        )
+    }
+
+    /// A registered knob (by its id or its kernel spelling), or a cgroup knob
+    /// (`cgroup.numa_load_balance@/path`, `relax_domain_level@/path`) resolved inside its
+    /// mount and added to the registry.
     pub fn resolve(&mut self, id: &str) -> Result<&Knob, String> {
         if let Some(i) = self.knobs.iter().position(|k| k.id == id) {
             return Ok(&self.knobs[i]);
         }
         let Some((base, cg)) = id.split_once('@') else {
-            return Err(format!("no knob {id:?} on this kernel (llctop knobs list)"));
+            return match self.kernel_spelling(id) {
+                Some(i) => Ok(&self.knobs[i]),
+                None => Err(self.unknown(id)),
+            };
         };
         let (mount, file) = match base {
             "cgroup.numa_load_balance" => (self.mounts.cgroup2.clone(), CGROUP_NUMA),
             "relax_domain_level" => (self.mounts.cpuset_v1.clone(), CPUSET_RELAX),
-            _ => return Err(format!("no knob {id:?} on this kernel (llctop knobs list)")),
+            _ => return Err(self.unknown(id)),
         };
         let Some(mount) = mount else {
             return Err(format!(

@@ -7,9 +7,11 @@
 //!
 //! Loading ([`BpfSource::load`]) tries, in order: tp_btf hooks with the optional NUMA
 //! hooks, tp_btf without them, then the same with raw_tp; a permission error stops the
-//! attempts at once. The maps hold cumulative values since attach; each tick reads them,
-//! adds the slice still running on each CPU (so a task that never switches is still
-//! counted), and takes the difference with the previous read.
+//! attempts at once. Run-queue waits come from the kernel's own `sched_info` where it
+//! keeps it, with no sched_wakeup hook ([`Waits`]). The maps hold cumulative values since
+//! attach; each tick reads them with the per-CPU accumulator slots not yet flushed, adds
+//! the slice still running on each CPU (so a task that never switches is still counted),
+//! and takes the difference with the previous read.
 //!
 //! Fills: per-CPU context switches, migrations in/out, run-queue wait and its histogram;
 //! exact migrations by distance and cause with the LLC matrix; processes with exact
