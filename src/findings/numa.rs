@@ -186,7 +186,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
     } else {
         let per_cgroup = cgs
             .first()
-            .map(|(p, _)| format!(" (or, where the kernel has cpu.numa_load_balance, cgroup.numa_load_balance@{p} alone — seeds/003's per-cgroup switch)"))
+            .map(|(p, _)| format!(" (or, where the kernel has cpu.numa_load_balance, cgroup.numa_load_balance@{p} alone — the per-cgroup switch of Chen Yu's RFC, sched/numa: Introduce per cgroup numa balance control)"))
             .unwrap_or_default();
         Suggestion {
             knob: Some("numa_balancing".into()),

@@ -14,7 +14,7 @@ pub struct Entry {
 /// not list one, the registry says so (with why), rather than leaving the operator to look.
 pub const SEED_FEATURES: &[(&str, &str)] = &[(
     "SHARED_RUNQ",
-    "not in this kernel's sched features: the per-LLC shared runqueue (seeds/002, David Vernet's RFC, 2023) was never merged",
+    "not in this kernel's sched features: the per-LLC shared runqueue (David Vernet, [PATCH v3 6/7] sched: Implement shared runqueue in CFS, LKML 2023-08) was never merged",
 )];
 
 const fn e(
@@ -156,17 +156,17 @@ pub fn feature(name: &str) -> Entry {
             Some("off"),
         ),
         "NI_RANDOM" => e(
-            "Newidle balancing is throttled by its own success rate: a CPU whose newidle pulls rarely succeed tries less often — the newidle-migration problem of seeds/004.",
+            "Newidle balancing is throttled by its own success rate: a CPU whose newidle pulls rarely succeed tries less often — the newidle migrations on small-CCX EPYC reported in K Prateek Nayak, [RFC PATCH] sched/debug: Allow overriding relax_domain_level at runtime, LKML 2025-04-30.",
             Some("sched/fair newidle rate limiting, Nov 2025 (v6.19 cycle; 6.18.5+)"),
             Some("on"),
         ),
         "SHARED_RUNQ" => e(
-            "Per-LLC shared runqueue drained in newidle (David Vernet's RFC; seeds/002). Not in mainline; shown only because this kernel lists it.",
+            "Per-LLC shared runqueue drained in newidle (David Vernet, [PATCH v3 6/7] sched: Implement shared runqueue in CFS, LKML 2023-08). Not in mainline; shown only because this kernel lists it.",
             Some("[PATCH v3 6/7] sched: Implement shared runqueue in CFS, LKML 2023-08-09"),
             Some("off"),
         ),
         "SCHED_CACHE" | "SCHED_CACHE_LB" | "SCHED_CACHE_WAKE" => e(
-            "Cache-aware scheduling switch of the RFC series (seeds/000); dropped before the v7.2 merge, which uses llc_balancing/ instead. Shown only because this kernel lists it.",
+            "Cache-aware scheduling switch of the RFC series (Tim Chen, [RFC patch v3 00/20] Cache aware scheduling, LKML 2025-06-18); dropped before the v7.2 merge, which uses llc_balancing/ instead. Shown only because this kernel lists it.",
             Some("[RFC patch v3 00/20] Cache aware scheduling, LKML 2025-06-18"),
             None,
         ),
@@ -184,7 +184,7 @@ pub fn knob(id: &str) -> Entry {
         "relax_domain_level" => e(
             "Clears SD_BALANCE_NEWIDLE and SD_BALANCE_WAKE on the sched domains at and above a level, so newidle balancing and wakeup placement stay within the lower domains (e.g. inside the LLC). -1 means no request (boot default). The fix for workloads that lose IPC to aggressive newidle migrations across small CCXs.",
             Some(
-                "seeds/004: K Prateek Nayak, [RFC PATCH] sched/debug: Allow overriding relax_domain_level at runtime, LKML 2025-04-30",
+                "K Prateek Nayak, [RFC PATCH] sched/debug: Allow overriding relax_domain_level at runtime, LKML 2025-04-30",
             ),
             Some("-1"),
         ),
@@ -196,14 +196,14 @@ pub fn knob(id: &str) -> Entry {
         "numa_balancing" => e(
             "Automatic NUMA balancing: 1 migrates tasks and memory towards each other (NUMA hinting faults), 2 promotes hot pages in tiered memory; 4 (only with per-cgroup support) turns it off by default and lets cgroups opt in through cpu.numa_load_balance.",
             Some(
-                "Documentation/admin-guide/sysctl/kernel.rst; per-cgroup: seeds/003, Chen Yu, [RFC PATCH] sched/numa: Introduce per cgroup numa balance control, LKML 2025-02-25",
+                "Documentation/admin-guide/sysctl/kernel.rst; per-cgroup: Chen Yu, [RFC PATCH] sched/numa: Introduce per cgroup numa balance control, LKML 2025-02-25",
             ),
             None,
         ),
         "cgroup.numa_load_balance" => e(
             "Per-cgroup NUMA balancing opt-in (1) when numa_balancing has the cgroup bit (4). Proposed, not mainline: exists only on kernels that carry the patch.",
             Some(
-                "seeds/003: Chen Yu, sched/numa: Introduce per cgroup numa balance control, LKML 2025-06-25 (v2)",
+                "Chen Yu, sched/numa: Introduce per cgroup numa balance control, LKML 2025-06-25 (v2)",
             ),
             Some("0"),
         ),
@@ -234,7 +234,7 @@ pub fn knob(id: &str) -> Entry {
         ),
         "llc_balancing.enabled" => e(
             "Cache-aware scheduling (v7.2): load balancing prefers to keep a process's threads on the LLC where their runtime concentrates (p->preferred_llc). Active only where a domain spans more than one LLC.",
-            Some("seeds/000: Tim Chen, [RFC patch v3 00/20] Cache aware scheduling; merged v7.2"),
+            Some("Tim Chen, [RFC patch v3 00/20] Cache aware scheduling; merged v7.2"),
             Some("1"),
         ),
         "llc_balancing.aggr_tolerance" => e(
@@ -263,10 +263,8 @@ pub fn knob(id: &str) -> Entry {
             Some("50"),
         ),
         "sched.migration_cost_ns" => e(
-            "A task that ran within this time counts as cache-hot and load balancing avoids moving it; 0 disables the check. Raising it reduces migrations on small-LLC machines (seeds/004).",
-            Some(
-                "seeds/004: commit c5b0a7eefc70 (sched/fair: Remove sysctl_sched_migration_cost condition)",
-            ),
+            "A task that ran within this time counts as cache-hot and load balancing avoids moving it; 0 disables the check. Raising it reduces migrations on small-LLC machines (the EPYC newidle-migration report: K Prateek Nayak, [RFC PATCH] sched/debug: Allow overriding relax_domain_level at runtime, LKML 2025-04-30).",
+            Some("commit c5b0a7eefc70 (sched/fair: Remove sysctl_sched_migration_cost condition)"),
             Some("500000"),
         ),
         "sched.nr_migrate" => e(
