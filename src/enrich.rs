@@ -3,6 +3,8 @@
 //! each once per shown row (a source that already knows a name or thread count, as the
 //! procfs thread scan does, is not read again), then the NUMA-balancing counters of
 //! those rows' cgroups (cgroup `memory.stat`, v6.12+), which need the cgroups first.
+//! A process that exited keeps the name it had when it was last a row; the table's
+//! `total` is the processes alive at the end of the interval (`/proc/PID` directories).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,6 +17,10 @@ use crate::source::procfs::numa::{CGROUP_KEYS, Counters, diff, parse_kv};
 
 /// Shown for a row whose process exited before its name could be read.
 pub const EXITED: &str = "<exited>";
+
+/// Names kept for processes that may exit: this many at most (the least recently shown
+/// go first).
+const KEPT_NAMES: usize = 65_536;
 
 /// Where a process's cgroup lives: the v2 path and, on hybrid v1 systems, the path in the
 /// v1 memory hierarchy.
@@ -44,6 +50,9 @@ pub fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
 pub struct ProcessInfo {
     root: KernelRoot,
     cgroup_numa: CgroupNumaReader,
+    /// pid → (name, the enrichment it was last a row in).
+    names: HashMap<u32, (String, u64)>,
+    round: u64,
 }
 
 impl ProcessInfo {
@@ -51,6 +60,8 @@ impl ProcessInfo {
         ProcessInfo {
             root,
             cgroup_numa: CgroupNumaReader::default(),
+            names: HashMap::new(),
+            round: 0,
         }
     }
 
@@ -58,14 +69,29 @@ impl ProcessInfo {
     /// counters are there); reasons for missing cgroup counters join the
     /// `procfs.numa` source state.
     pub fn enrich(&mut self, snap: &mut Snapshot) {
+        self.round += 1;
+        let alive = self
+            .root
+            .list_dir("/proc")
+            .ok()
+            .map(|names| names.iter().filter(|n| n.parse::<u32>().is_ok()).count());
+        if let (Some(t), Some(n)) = (snap.processes.as_mut(), alive) {
+            t.total = u32::try_from(n).unwrap_or(u32::MAX);
+        }
         let mut refs = Vec::new();
         for r in snap.processes.iter_mut().flat_map(|t| t.rows.iter_mut()) {
             let base = format!("/proc/{}", r.pid);
             if r.comm.is_empty() {
-                r.comm = self
-                    .root
-                    .read_trimmed(format!("{base}/comm"))
-                    .unwrap_or_else(|_| EXITED.into());
+                r.comm = match self.root.read_trimmed(format!("{base}/comm")) {
+                    Ok(c) => c,
+                    Err(_) => self
+                        .names
+                        .get(&r.pid)
+                        .map_or_else(|| EXITED.to_string(), |(n, _)| n.clone()),
+                };
+            }
+            if r.comm != EXITED {
+                self.names.insert(r.pid, (r.comm.clone(), self.round));
             }
             if r.threads == 0 {
                 r.threads = self
@@ -77,6 +103,11 @@ impl ProcessInfo {
             let cg = read_cgroup(&self.root, r.pid);
             r.cgroup = cg.v2.clone().or_else(|| cg.v1_memory.clone());
             refs.push(cg);
+        }
+        if self.names.len() > KEPT_NAMES {
+            let mut rounds: Vec<u64> = self.names.values().map(|(_, r)| *r).collect();
+            let cut = *rounds.select_nth_unstable(self.names.len() - KEPT_NAMES).1;
+            self.names.retain(|_, (_, r)| *r > cut);
         }
         let Some(numa) = snap.numa.as_mut() else {
             // No NUMA counters this interval (or the baseline): keep the cgroups' baseline.
@@ -231,6 +262,43 @@ mod tests {
         format!(
             "anon 4096\nnuma_pages_migrated {migrated}\nnuma_pte_updates 10\nnuma_hint_faults 3\n"
         )
+    }
+
+    #[test]
+    fn an_exited_process_keeps_its_name_and_the_total_is_the_processes_alive() {
+        use crate::snapshot::{ProcessStats, ProcessTable};
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        put(d, "proc/7/comm", "worker\n");
+        put(d, "proc/8/comm", "other\n");
+        put(d, "proc/self/mountinfo", "");
+        let mut info = ProcessInfo::new(KernelRoot::new(d));
+        let snap_of = |pids: &[u32]| Snapshot {
+            processes: Some(ProcessTable {
+                total: 999,
+                rows: pids
+                    .iter()
+                    .map(|&pid| ProcessStats {
+                        pid,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut s = snap_of(&[7]);
+        info.enrich(&mut s);
+        let t = s.processes.as_ref().unwrap();
+        assert_eq!((t.rows[0].comm.as_str(), t.total), ("worker", 2));
+        // 7 exits: its row keeps the name; a process never seen is <exited>.
+        std::fs::remove_dir_all(d.join("proc/7")).unwrap();
+        let mut s = snap_of(&[7, 9]);
+        info.enrich(&mut s);
+        let t = s.processes.as_ref().unwrap();
+        assert_eq!(t.rows[0].comm, "worker");
+        assert_eq!(t.rows[1].comm, EXITED);
+        assert_eq!(t.total, 1, "only 8 is alive");
     }
 
     #[test]

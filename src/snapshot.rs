@@ -369,7 +369,8 @@ pub enum PreferredKind {
 pub struct ProcessTable {
     /// Precision of runtime-per-LLC, migrations and wait in the rows.
     pub precision: Precision,
-    /// Processes seen this interval (the rows are the top ones by CPU time).
+    /// Processes alive at the end of the interval (the rows are the top ones by CPU
+    /// time); the enrichment stage counts them.
     pub total: u32,
     pub rows: Vec<ProcessStats>,
     /// Hardware counters while CPUs ran their idle task (BPF attribution only).
