@@ -194,10 +194,10 @@ struct proc_llc_key {
 };
 
 /* What a process did on one LLC: completed runtime, run-queue waits that ended there,
- * switch-ins on / off its kernel-preferred LLC, its migrations, and the counter deltas of its completed
- * slices (raw, with the enabled/running time deltas to scale them). The idle task is
- * tgid 0 (counters only), so that per-process sums add up to the per-CPU totals. */
-struct proc_llc_val {
+ * switch-ins on / off its kernel-preferred LLC, and its migrations — kept in the shared
+ * map (proc_llc) and, until flushed there, in a CPU's accumulator slot (acc). Only u64s:
+ * a flush adds them word by word. */
+struct proc_counts {
 	u64 runtime_ns;
 	u64 wait_ns;
 	u64 pref_hit;
@@ -206,6 +206,13 @@ struct proc_llc_val {
 	 * CPU that ran the migrate hook (not where the task went: a per-process sum). */
 	u64 mig_dist[NR_DIST];
 	u64 mig_unclassified;
+};
+
+/* A process on one LLC: its counts, and the counter deltas of its completed slices
+ * (raw, with the enabled/running time deltas to scale them). The idle task is tgid 0
+ * (counters only), so that per-process sums add up to the per-CPU totals. */
+struct proc_llc_val {
+	struct proc_counts c;
 	u64 pc[NR_PC];
 	u64 pc_enabled;
 	u64 pc_running;
@@ -224,12 +231,7 @@ struct {
 struct acc_slot {
 	u32 tgid;             /* 0: empty */
 	s32 pref;             /* preferred_llc last stored for tgid, PREF_UNSET none */
-	u64 runtime_ns;
-	u64 wait_ns;
-	u64 pref_hit;
-	u64 pref_miss;
-	u64 mig_dist[NR_DIST];
-	u64 mig_unclassified;
+	struct proc_counts c;
 };
 
 struct {
@@ -540,20 +542,12 @@ static __always_inline struct acc_slot *acc_of(u32 tgid, const volatile struct c
 	if (a->tgid) {
 		struct proc_llc_val *v = llc_of(a->tgid, t ? t->llc : 0);
 		if (v) {
-			if (a->runtime_ns)
-				__sync_fetch_and_add(&v->runtime_ns, a->runtime_ns);
-			if (a->wait_ns)
-				__sync_fetch_and_add(&v->wait_ns, a->wait_ns);
-			if (a->pref_hit)
-				__sync_fetch_and_add(&v->pref_hit, a->pref_hit);
-			if (a->pref_miss)
-				__sync_fetch_and_add(&v->pref_miss, a->pref_miss);
+			u64 *from = (u64 *)&a->c;
+			u64 *to = (u64 *)&v->c;
 #pragma unroll
-			for (int d = 0; d < NR_DIST; d++)
-				if (a->mig_dist[d])
-					__sync_fetch_and_add(&v->mig_dist[d], a->mig_dist[d]);
-			if (a->mig_unclassified)
-				__sync_fetch_and_add(&v->mig_unclassified, a->mig_unclassified);
+			for (int w = 0; w < sizeof(struct proc_counts) / sizeof(u64); w++)
+				if (from[w])
+					__sync_fetch_and_add(&to[w], from[w]);
 		}
 	}
 	__builtin_memset(a, 0, sizeof(*a));
@@ -606,12 +600,12 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		u32 prev_tgid = prev_pid ? cs->curr_tgid : 0;
 		struct acc_slot *pa = have_pc ? NULL : acc_of(prev_tgid, t);
 		if (pa) {
-			pa->runtime_ns += ran;
+			pa->c.runtime_ns += ran;
 		} else {
 			struct proc_llc_val *v = llc_of(prev_tgid, t->llc);
 			if (v) {
 				if (ran)
-					__sync_fetch_and_add(&v->runtime_ns, ran);
+					__sync_fetch_and_add(&v->c.runtime_ns, ran);
 				if (have_pc) {
 #pragma unroll
 					for (int i = 0; i < NR_PC; i++)
@@ -661,7 +655,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 			b = WAIT_BUCKETS - 1;
 		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
 		if (na)
-			na->wait_ns += d;
+			na->c.wait_ns += d;
 	}
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): a hit is a
@@ -674,10 +668,10 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		if (pref >= 0) {
 			if ((u32)pref == t->kernel_llc) {
 				cs->pref_hit++;
-				na->pref_hit++;
+				na->c.pref_hit++;
 			} else {
 				cs->pref_miss++;
-				na->pref_miss++;
+				na->c.pref_miss++;
 			}
 		}
 		if (pref != na->pref) {
@@ -769,7 +763,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	if (!a || !b) {
 		cs->mig_unclassified++;
 		if (pa)
-			pa->mig_unclassified++;
+			pa->c.mig_unclassified++;
 		return 0;
 	}
 	u8 d;
@@ -783,7 +777,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 		d = D_LLC;
 	cs->mig_dist[d]++;
 	if (pa && d < NR_DIST)
-		pa->mig_dist[d]++;
+		pa->c.mig_dist[d]++;
 	if (a->llc < nr_llc && b->llc < nr_llc) {
 		u32 idx = a->llc * nr_llc + b->llc;
 		u64 *cell = bpf_map_lookup_elem(&llc_matrix, &idx);

@@ -49,11 +49,16 @@ impl Default for ProcCum {
 }
 
 impl ProcCum {
-    fn add_migrations(&mut self, dist: &[u64; NR_DIST], unclassified: u64) {
-        for (a, b) in self.dist.iter_mut().zip(dist) {
+    /// Add the wait, preferred-LLC hits and migrations of `c` (its runtime is per LLC:
+    /// the caller's).
+    fn add_counts(&mut self, c: &types::proc_counts) {
+        self.wait_ns += c.wait_ns;
+        self.pref_hit += c.pref_hit;
+        self.pref_miss += c.pref_miss;
+        for (a, b) in self.dist.iter_mut().zip(c.mig_dist) {
             *a += b;
         }
-        self.unclassified += unclassified;
+        self.unclassified += c.mig_unclassified;
     }
 
     pub fn on_llc(&mut self, llc: u32, nr_llc: usize) -> Option<&mut LlcCum> {
@@ -135,12 +140,9 @@ pub fn read(
             let k: types::proc_llc_key = pod(&key);
             let v: types::proc_llc_val = pod(&bytes);
             let p = c.procs.entry(k.tgid).or_default();
-            p.wait_ns += v.wait_ns;
-            p.pref_hit += v.pref_hit;
-            p.pref_miss += v.pref_miss;
-            p.add_migrations(&v.mig_dist, v.mig_unclassified);
+            p.add_counts(&v.c);
             if let Some(l) = p.on_llc(k.llc, nr_llc) {
-                l.runtime += v.runtime_ns;
+                l.runtime += v.c.runtime_ns;
                 for (a, b) in l.pc.iter_mut().zip(v.pc) {
                     *a += b;
                 }
@@ -164,13 +166,9 @@ pub fn read(
             if a.tgid == 0 {
                 continue;
             }
-            let p = c.procs.entry(a.tgid).or_default();
-            p.wait_ns += a.wait_ns;
-            p.pref_hit += a.pref_hit;
-            p.pref_miss += a.pref_miss;
-            p.add_migrations(&a.mig_dist, a.mig_unclassified);
-            if a.runtime_ns != 0 {
-                acc_runtime[cpu].push((a.tgid, a.runtime_ns));
+            c.procs.entry(a.tgid).or_default().add_counts(&a.c);
+            if a.c.runtime_ns != 0 {
+                acc_runtime[cpu].push((a.tgid, a.c.runtime_ns));
             }
         }
     }
