@@ -50,6 +50,14 @@ fn live_setting(value: &str, more: &[&str]) -> Vec<String> {
     a
 }
 
+/// A run that changed the knob and was SIGKILLed: the knob stays changed (0).
+fn killed_with_change(root: &KernelRoot, journal: &Path) {
+    let mut child = live_with_change(root, journal);
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert_eq!(read(root, KNOB), "0", "nothing ran after SIGKILL");
+}
+
 /// `llctop live --set sched.migration_cost_ns=0` on the fixture, once the change is made.
 fn live_with_change(root: &KernelRoot, journal: &Path) -> Child {
     let mut child = llctop(root, journal, &live_setting("0", &[]))
@@ -107,10 +115,7 @@ fn every_stop_signal_restores_the_knob_and_the_status_says_which() {
 fn sigkill_leaves_the_journal_and_knobs_restore_puts_it_back() {
     let (dir, root) = fixture();
     let j = dir.path().join("journal.json");
-    let mut child = live_with_change(&root, &j);
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    assert_eq!(read(&root, KNOB), "0", "nothing ran after SIGKILL");
+    killed_with_change(&root, &j);
     knobs_restore(&root, &j);
 }
 
@@ -360,10 +365,7 @@ fn a_knob_changed_behind_llctops_back_is_left_and_said() {
 fn the_next_run_restores_what_a_killed_run_left_but_not_what_was_kept() {
     let (dir, root) = fixture();
     let j = dir.path().join("j.json");
-    let mut a = live_with_change(&root, &j);
-    a.kill().expect("SIGKILL");
-    let _ = a.wait();
-    assert_eq!(read(&root, KNOB), "0");
+    killed_with_change(&root, &j);
     let out = llctop(
         &root,
         &j,
