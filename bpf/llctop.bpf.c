@@ -269,8 +269,9 @@ struct event {
 	s32 to_cpu;
 	u32 nr_cpus_allowed;
 	/* EV_PLACEMENT: the CPUs the task may use, other than to_cpu, that were idle when
-	 * it was placed — running the idle task with nothing arrived on its queue (a CPU not
-	 * seen switching since attach is not counted) — and the lowest of them (-1: none). */
+	 * it was placed — as the kernel's idle_cpu() judges: running the idle task with
+	 * nothing queued or being woken there (a CPU not seen switching since attach is not
+	 * counted) — and the lowest of them (-1: none). */
 	u32 idle_allowed;
 	s32 idle_cpu;
 	u64 ts;
@@ -428,10 +429,8 @@ static long idle_scan_cpu(u64 i, void *ctx)
 		return 1;
 	if (!(s->word & (1ULL << (i & 63))) || i == s->target)
 		return 0;
-	/* Idle: the idle task runs and nothing has arrived on its queue (nr_running 0) — the
-	 * kernel's idle_cpu() without its ttwu_pending test: a wakeup queued for the CPU but
-	 * not yet done has not arrived (its sched_wakeup has not fired), as before this hook
-	 * read run queues. Read as plain values (a rare path: placements only). */
+	/* The kernel's idle_cpu(): the idle task runs, nothing is queued, no wakeup is on
+	 * its way there. Read as plain values (a rare path: placements only). */
 	u32 zero = 0;
 	struct cpu_stat *other = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, (u32)i);
 	if (!other || !other->rq_addr)
@@ -439,7 +438,10 @@ static long idle_scan_cpu(u64 i, void *ctx)
 	struct rq *rq = (struct rq *)other->rq_addr;
 	u64 curr = (u64)BPF_CORE_READ(rq, curr);
 	u64 idle = (u64)BPF_CORE_READ(rq, idle);
-	if (curr && curr == idle && BPF_CORE_READ(rq, nr_running) == 0) {
+	u32 pending = 0;
+	if (bpf_core_field_exists(rq->ttwu_pending))
+		pending = BPF_CORE_READ(rq, ttwu_pending);
+	if (curr && curr == idle && BPF_CORE_READ(rq, nr_running) == 0 && !pending) {
 		s->idle++;
 		if (s->first < 0)
 			s->first = (s32)i;

@@ -120,6 +120,7 @@ struct task_struct {
 /* A CPU's run queue; only the fields llctop reads. */
 struct rq {
 	unsigned int nr_running;
+	unsigned int ttwu_pending;
 	struct task_struct *curr;
 	struct task_struct *idle;
 	u64 clock;

@@ -23,7 +23,7 @@ T=/sys/kernel/tracing
 echo 0 > $T/tracing_on
 echo global > $T/trace_clock
 echo 16384 > $T/buffer_size_kb
-for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do
+for e in sched_switch sched_waking sched_wakeup sched_wakeup_new sched_migrate_task; do
   echo 1 > $T/events/sched/$e/enable
 done
 
