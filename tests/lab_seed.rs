@@ -686,6 +686,21 @@ fn check_placement(kernel: &str) {
             if !moved {
                 assert_eq!(first, cpu, "{case}: thread {tid} saw its first CPU");
             }
+            // How many allowed CPUs were idle: the trace's count, or between its fewest
+            // and most where a CPU changed within UNSURE_S.
+            let p = &trace.placed[&tid];
+            let sure = p.idle.iter().filter(|c| !p.unsure.contains(c)).count();
+            let most = sure + p.unsure.len();
+            let idle = events()
+                .find(|e| e.kind == llctop::snapshot::EventKind::Placement && e.pid == tid)
+                .and_then(|e| e.idle_allowed)
+                .expect("the placement's idle count") as usize;
+            assert!(
+                (sure..=most).contains(&idle),
+                "{case}: {tid}: llctop saw {idle} idle allowed CPUs, the trace {:?} (unsure {:?})",
+                p.idle,
+                p.unsure
+            );
         }
         let (sure, maybe) = (trace.piled(false), trace.piled(true));
         let mine: Vec<(i32, usize)> = piles

@@ -86,6 +86,26 @@ fn live_tui_in_a_real_terminal() {
         t.keys(&[key]);
         t.wait_for(want, &format!("view after {key}"));
     }
+    // The header is one summary line; `i` expands every degraded or absent source (and
+    // knob limit) to a line with its reason, and folds it again.
+    let s = t.wait_for(&["LLC map"], "overview");
+    if s.contains("i: why (") {
+        t.keys(&["i"]);
+        let open = t.wait_for(&["i: fold"], "header expanded");
+        assert!(
+            open.lines()
+                .any(|l| (l.starts_with("✗ ") || l.starts_with("◐ ")) && l.contains(": ")),
+            "a reason line:\n{open}"
+        );
+        t.keys(&["i"]);
+        let folded = t.wait_for(&["i: why ("], "header folded");
+        assert!(
+            !folded.lines().any(|l| l.starts_with("✗ ")),
+            "folded:\n{folded}"
+        );
+    } else {
+        assert!(!s.contains(" ✗"), "a source absent without `i: why`:\n{s}");
+    }
     // Record a few snapshots with a marker while we are here.
     t.keys(&["r"]);
     t.wait_for(&["● REC"], "recording");

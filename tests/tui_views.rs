@@ -311,13 +311,69 @@ fn header_says_what_is_degraded_and_why() {
         has(&s, &topo.summary(), name);
         has(&s, "fixture · 7.2.0", name);
         has(&s, "live every 1s", name);
+        has(&s, "perf ◐ AMD: generic…", name);
+        has(&s, "i: why (1)", name);
+        assert!(!s.contains("count L2, not L3"), "{name}: folded\n{s}");
+        has(&s, "1 Overview", name);
+        // `i` expands the header: the whole reason on its own line; `i` folds it again.
+        let mut app = app;
+        key(&mut app, KeyCode::Char('i'));
+        let s = screen(&app, 160, 50);
         has(
             &s,
-            "perf: AMD: generic cache-references/misses count L2",
+            "perf: AMD: generic cache-references/misses count L2, not L3",
             name,
         );
-        has(&s, "1 Overview", name);
+        has(&s, "i: fold", name);
+        key(&mut app, KeyCode::Char('i'));
+        has(&screen(&app, 160, 50), "i: why (1)", name);
+        // Too narrow for the reasons: the marks alone, and the key still said.
+        let s = screen(&app, 60, 24);
+        has(&s, "perf ◐  i: why (1)", name);
     }
+}
+
+/// Help scrolls to its last row on a small terminal; `?` and Esc go back to the view it
+/// was opened from; a status message said on one view does not replace another view's
+/// key hints.
+#[test]
+fn help_scrolls_to_its_last_row_and_goes_back() {
+    let topo = topology::synthetic(2, 2, 4);
+    let mut app = live_app(&topo, 3);
+    key(&mut app, KeyCode::Char('3'));
+    key(&mut app, KeyCode::Char('?'));
+    let last = "try the selected";
+    for (w, h) in [(80, 24), (160, 45), (60, 16)] {
+        let s = screen(&app, w, h);
+        has(&s, "Help — keys 1–", "top");
+        assert!(!s.contains(last), "{w}×{h}: the last row is below\n{s}");
+        for _ in 0..3 {
+            key(&mut app, KeyCode::PageDown);
+            screen(&app, w, h);
+        }
+        let s = screen(&app, w, h);
+        has(&s, last, &format!("{w}×{h}: scrolled to the end"));
+        has(&s, "quit, like q", &format!("{w}×{h}: the very last row"));
+        key(&mut app, KeyCode::Up);
+        let up = screen(&app, w, h);
+        assert_ne!(up, s, "{w}×{h}: one up moves at once");
+        key(&mut app, KeyCode::PageUp);
+        key(&mut app, KeyCode::PageUp);
+        key(&mut app, KeyCode::PageUp);
+    }
+    key(&mut app, KeyCode::Char('?'));
+    assert_eq!(app.view, llctop::tui::app::ViewId::Processes, "? goes back");
+    key(&mut app, KeyCode::Char('7'));
+    key(&mut app, KeyCode::F(1));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view, llctop::tui::app::ViewId::Knobs, "Esc goes back");
+    key(&mut app, KeyCode::Char('3'));
+    key(&mut app, KeyCode::Char('s'));
+    has(&screen(&app, 120, 30), "sorted by", "said on Processes");
+    key(&mut app, KeyCode::Char('7'));
+    let s = screen(&app, 120, 30);
+    assert!(!s.contains("sorted by"), "not on Knobs\n{s}");
+    has(&s, "q quit", "Knobs shows its key hints");
 }
 
 #[test]

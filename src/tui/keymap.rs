@@ -32,6 +32,8 @@ impl Context {
 pub enum Action {
     Quit,
     Help,
+    /// Expand / fold the header's problem lines.
+    Header,
     View(u8),
     NextView,
     PrevView,
@@ -160,7 +162,13 @@ pub static KEYMAP: &[Binding] = &[
         &[K::Char('?'), K::F(1)],
         C::Global,
         A::Help,
-        "help: this table",
+        "help: this table (again, or Esc: back to the view it was opened from)",
+    ),
+    b(
+        &[K::Char('i')],
+        C::Global,
+        A::Header,
+        "header: every degraded source and knob limit with its reason / one summary line",
     ),
     b(&[K::Char('1')], C::Global, A::View(0), "Overview: LLC map"),
     b(&[K::Char('2')], C::Global, A::View(1), "Migrations"),
@@ -211,7 +219,7 @@ pub static KEYMAP: &[Binding] = &[
         &[K::Up, K::Char('k')],
         C::Global,
         A::Up,
-        "move the selection up",
+        "move the selection up (Help: scroll)",
     ),
     b(
         &[K::Down, K::Char('j')],
@@ -225,7 +233,7 @@ pub static KEYMAP: &[Binding] = &[
         &[K::Esc],
         C::Global,
         A::Back,
-        "back: leave a drill-down, cancel input, clear the filter",
+        "back: leave a drill-down, cancel input, clear the filter, leave Help",
     ),
     b(
         &[K::Left],

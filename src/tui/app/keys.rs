@@ -97,20 +97,27 @@ impl App {
     fn act(&mut self, a: Action) {
         match a {
             Action::Quit => self.quit = true,
-            Action::Help => self.view = ViewId::Help,
+            Action::Help => {
+                if self.view == ViewId::Help {
+                    self.view = self.prev_view;
+                } else {
+                    self.show(ViewId::Help);
+                }
+            }
             Action::View(n) => {
                 if let Some(v) = ViewId::ALL.get(n as usize) {
-                    self.view = *v;
+                    self.show(*v);
                 }
             }
             Action::NextView => {
                 let n = ViewId::ALL.len();
-                self.view = ViewId::ALL[(self.view.index() + 1) % n];
+                self.show(ViewId::ALL[(self.view.index() + 1) % n]);
             }
             Action::PrevView => {
                 let n = ViewId::ALL.len();
-                self.view = ViewId::ALL[(self.view.index() + n - 1) % n];
+                self.show(ViewId::ALL[(self.view.index() + n - 1) % n]);
             }
+            Action::Header => self.header_expanded = !self.header_expanded,
             Action::Pause => self.toggle_pause(),
             Action::Filter => {
                 self.input = Some(Input {
@@ -133,7 +140,7 @@ impl App {
                 } else if !self.filter.is_empty() {
                     self.filter.clear();
                 } else if self.view == ViewId::Help {
-                    self.view = ViewId::Overview;
+                    self.view = self.prev_view;
                 }
             }
             Action::Up => self.move_sel(-1),
@@ -174,8 +181,22 @@ impl App {
         }
     }
 
+    /// Switch to view `v`; Help remembers where it was opened from and starts at its top.
+    fn show(&mut self, v: ViewId) {
+        if v == ViewId::Help && self.view != ViewId::Help {
+            self.prev_view = self.view;
+            self.help_scroll = 0;
+        }
+        self.view = v;
+    }
+
     fn move_sel(&mut self, by: i64) {
         let (sel, n) = match self.view {
+            ViewId::Help => {
+                let rows = crate::tui::views::help::rows();
+                let n = self.help_last_start.get().min(rows.saturating_sub(1)) + 1;
+                (&mut self.help_scroll, n)
+            }
             ViewId::Knobs => {
                 let n = self.knobs().len();
                 (&mut self.knob_sel, n)

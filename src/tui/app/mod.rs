@@ -146,10 +146,13 @@ pub enum Level {
     Bad,
 }
 
+/// A message in the footer, said on one view: it stays there until the next message,
+/// and other views show their key hints instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
     pub text: String,
     pub level: Level,
+    pub view: ViewId,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,6 +222,15 @@ pub struct App {
     /// Live display frozen (history browsing) / replay stopped.
     pub paused: bool,
     pub view: ViewId,
+    /// The view Help was opened from (`?` again or Esc goes back to it).
+    pub prev_view: ViewId,
+    /// The first Help row shown.
+    pub help_scroll: usize,
+    /// The last first-row that still fills Help's page in the last frame (set by the
+    /// Help view, which alone knows the terminal's size): scrolling stops there.
+    pub help_last_start: std::cell::Cell<usize>,
+    /// The header's problem lines are shown in full (`i`), not as one summary line.
+    pub header_expanded: bool,
     pub themes: Vec<Theme>,
     pub theme: usize,
     pub input: Option<Input>,
@@ -271,6 +283,10 @@ impl App {
             pos: None,
             paused: false,
             view: ViewId::Overview,
+            prev_view: ViewId::Overview,
+            help_scroll: 0,
+            help_last_start: std::cell::Cell::new(usize::MAX),
+            header_expanded: false,
             themes: if themes.is_empty() {
                 vec![Theme::mono()]
             } else {
@@ -408,6 +424,13 @@ impl App {
         rows
     }
 
+    /// The status message for the view shown: one said there, or an error said anywhere.
+    pub fn status_here(&self) -> Option<&Status> {
+        self.status
+            .as_ref()
+            .filter(|s| s.view == self.view || s.level == Level::Bad)
+    }
+
     /// The knobs listed in the Knobs view (live session only).
     pub fn knobs(&self) -> &[Knob] {
         self.session
@@ -419,6 +442,7 @@ impl App {
         self.status = Some(Status {
             text: text.into(),
             level,
+            view: self.view,
         });
     }
 

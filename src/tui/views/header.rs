@@ -1,9 +1,10 @@
 //! The header: host, kernel and topology summary; live / paused / replay position and
-//! the recording indicator; every source's state; the advisor's findings (how many, the
-//! worst); and for each degraded or absent
-//! source (and knob limitation) one line saying why — so a new user sees within one
-//! screen what is missing on this machine. In replay, a timeline with knob changes and
-//! markers.
+//! the recording indicator; one line with every source's state (each degraded or absent
+//! one with the head of its reason) and how many knobs are writable; the advisor's
+//! findings (how many, the worst). `i` expands it: one line per degraded or absent
+//! source and knob limitation with its whole reason — so a new user sees within one
+//! screen what is missing on this machine, and the view keeps its rows. In replay, a
+//! timeline with knob changes and markers.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -76,8 +77,74 @@ fn findings_line(app: &App) -> Option<Line<'static>> {
 pub fn height(app: &App, screen_height: u16) -> u16 {
     let n = problems(app).len();
     let max = max_problems(screen_height);
-    let p = if n > max { max + 1 } else { n };
+    let p = match (app.header_expanded, n > max) {
+        (false, _) => 0,
+        (true, true) => max + 1,
+        (true, false) => n,
+    };
     2 + p as u16 + u16::from(app.replay.is_some()) + u16::from(findings_line(app).is_some())
+}
+
+/// Characters of a reason the folded header shows.
+const SHORT: usize = 32;
+
+/// The head of a source's reason: up to its first `;` or `(`, at most [`SHORT`]
+/// characters, cut at a word with an ellipsis.
+fn short_reason(reason: &str) -> String {
+    let end = reason.find([';', '(']).unwrap_or(reason.len());
+    let head = reason[..end].trim().trim_end_matches([':', ',']);
+    if head.chars().count() <= SHORT {
+        return head.to_string();
+    }
+    let cut: String = head.chars().take(SHORT - 1).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a);
+    format!("{}…", cut.trim_end_matches([':', ',']))
+}
+
+/// The sources line: each source's mark, a degraded or absent one's short reason when
+/// `with_reasons`, the knobs writable, and the key that expands the details.
+fn sources_line(app: &App, with_reasons: bool) -> Vec<Span<'static>> {
+    let t = app.theme();
+    let mut src = vec![Span::styled("sources ", t.dim())];
+    for s in app.sources() {
+        let (mark, style) = match s.state {
+            SourceState::Active => ("✓", t.good()),
+            SourceState::Degraded => ("◐", t.warn()),
+            SourceState::Absent => ("✗", t.bad()),
+        };
+        src.push(Span::styled(format!("{} {mark}", s.name), style));
+        if with_reasons
+            && s.state != SourceState::Active
+            && let Some(r) = s.reason.as_deref().map(short_reason)
+        {
+            src.push(Span::styled(format!(" {r}"), t.dim()));
+        }
+        src.push(Span::raw("  "));
+    }
+    if app.sources().is_empty() {
+        src.push(Span::styled("starting…  ", t.dim()));
+    }
+    let knobs = app.knobs();
+    if !knobs.is_empty() {
+        let w = knobs.iter().filter(|k| k.access.is_writable()).count();
+        let style = if w == knobs.len() { t.good() } else { t.warn() };
+        src.push(Span::styled(
+            format!("knobs {w}/{} writable  ", knobs.len()),
+            style,
+        ));
+    }
+    let n = problems(app).len();
+    if n > 0 {
+        src.push(Span::styled(
+            if app.header_expanded {
+                "i: fold".to_string()
+            } else {
+                format!("i: why ({n})")
+            },
+            t.accent(),
+        ));
+    }
+    src
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
@@ -136,24 +203,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     }
     lines.push(Line::from(first));
 
-    let mut src = vec![Span::styled("sources ", t.dim())];
-    for s in app.sources() {
-        let (mark, style) = match s.state {
-            SourceState::Active => ("✓", t.good()),
-            SourceState::Degraded => ("◐", t.warn()),
-            SourceState::Absent => ("✗", t.bad()),
-        };
-        src.push(Span::styled(format!("{} {mark}  ", s.name), style));
-    }
-    if app.sources().is_empty() {
-        src.push(Span::styled("starting…", t.dim()));
-    }
-    lines.push(Line::from(src));
+    let full = sources_line(app, true);
+    let width: usize = full.iter().map(|s| s.content.chars().count()).sum();
+    lines.push(Line::from(if width <= area.width as usize {
+        full
+    } else {
+        sources_line(app, false)
+    }));
 
     if let Some(l) = findings_line(app) {
         lines.push(l);
     }
-    let probs = problems(app);
+    let probs = if app.header_expanded {
+        problems(app)
+    } else {
+        Vec::new()
+    };
     for (state, text) in probs.iter().take(max) {
         let (mark, style) = match state {
             SourceState::Absent => ("✗ ", t.bad()),
@@ -220,4 +285,23 @@ fn timeline(app: &App, width: usize) -> Line<'static> {
     }
     spans.push(Span::styled("]", t.dim()));
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_reasons_keep_the_head_and_say_when_cut() {
+        assert_eq!(
+            short_reason("schedstat unavailable (CONFIG_SCHEDSTATS off)"),
+            "schedstat unavailable"
+        );
+        assert_eq!(
+            short_reason("hardware counters unsupported: no hardware PMU for this event"),
+            "hardware counters unsupported…"
+        );
+        assert_eq!(short_reason("no PMU"), "no PMU");
+        assert!(short_reason(&"x ".repeat(40)).chars().count() <= SHORT);
+    }
 }

@@ -93,7 +93,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
             Span::styled("▏", t.accent()),
             Span::styled("  Enter accepts · Esc cancels", t.dim()),
         ])
-    } else if let Some(s) = &app.status {
+    } else if let Some(s) = app.status_here() {
         let style = match s.level {
             Level::Info => t.base(),
             Level::Good => t.good(),
@@ -206,6 +206,35 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
     s
 }
 
+/// `text` broken at spaces into lines of at most `width` characters (a word longer than
+/// that is cut into pieces).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        let n = line.chars().count();
+        if n > 0 && n + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.extend(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// A horizontal bar of `f` (0..=1) in `width` cells.
 pub fn bar(f: f64, width: usize) -> String {
     let cells = f.clamp(0.0, 1.0) * width as f64;
@@ -265,5 +294,8 @@ mod tests {
         assert_eq!(bar(0.5, 4).chars().count(), 4);
         assert_eq!(bar(1.0, 4), "████");
         assert_eq!(sparkline(&[0.0, 1.0], 4), "  ▁█");
+        assert_eq!(wrap("ab cd ef", 5), ["ab cd", "ef"]);
+        assert_eq!(wrap("abcdefg h", 3), ["abc", "def", "g h"]);
+        assert_eq!(wrap("", 3), [""]);
     }
 }
