@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::knobs::cli::KnobsCommand;
 use crate::run::{Changes, Options};
@@ -147,6 +147,18 @@ pub enum Command {
     Replay { file: PathBuf },
     /// Print the key table (Markdown), generated from the TUI's keymap.
     Keys,
+    /// Print shell completions (e.g. `llctop completions bash >
+    /// /etc/bash_completion.d/llctop`), generated from these definitions.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page llctop(1) (roff: `llctop man | man -l -`), or with --out-dir
+    /// write it and one page per subcommand (llctop-record.1, …) there.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Print one summary line per interval (the default without a subcommand when
     /// stdout is not a terminal).
     Live {
@@ -214,6 +226,23 @@ pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
         "0" => Ok(Duration::ZERO),
         _ => parse_duration(s),
     }
+}
+
+/// Shell completions for `shell`, generated from the clap definitions.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    clap_complete::generate(shell, &mut Cli::command(), "llctop", out);
+}
+
+/// The man page llctop(1) (roff) from the clap definitions: options, subcommands,
+/// version.
+pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    clap_mangen::Man::new(Cli::command()).render(out)
+}
+
+/// llctop.1 and one page per subcommand (llctop-record.1, …) written into `dir`.
+pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    clap_mangen::generate_to(Cli::command(), dir)
 }
 
 #[cfg(test)]

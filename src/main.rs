@@ -20,6 +20,27 @@ fn main() -> ExitCode {
         let mut s = run::knob_session(&cli.options(), &root, topo.as_ref(), true);
         return ExitCode::from(knobs::cli::run(&mut s, command));
     }
+    // Generated from the command line's definitions: no kernel, topology or theme needed.
+    match &cli.command {
+        Some(Command::Completions { shell }) => {
+            llctop::cli::completions(*shell, &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
+        Some(Command::Man { out_dir }) => {
+            let res = match out_dir {
+                Some(d) => llctop::cli::man_pages(d),
+                None => llctop::cli::man_page(&mut std::io::stdout()),
+            };
+            return match res {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("llctop: man: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        _ => {}
+    }
     let res = dispatch(cli);
     if let Err(e) = &res {
         eprintln!("llctop: {e}");
@@ -111,6 +132,8 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             tui::launch::live(&opts, &cli.theme, &root, &topo, &Changes::default())
         }
         None => run::live::run(&opts, &root, &topo, None, &Changes::default()),
-        Some(Command::Knobs { .. }) => Err("knobs is handled before the pipeline".into()),
+        Some(Command::Knobs { .. } | Command::Completions { .. } | Command::Man { .. }) => {
+            Err("handled before the pipeline".into())
+        }
     }
 }
