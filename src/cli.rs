@@ -52,6 +52,15 @@ pub struct Cli {
     #[arg(long, global = true, default_value = "dark", value_name = "NAME")]
     pub theme: String,
 
+    /// The TUI view shown first.
+    #[arg(long, global = true, value_enum, default_value_t = crate::tui::app::ViewId::Overview)]
+    pub view: crate::tui::app::ViewId,
+
+    /// The config file giving defaults for --interval, --theme, --view, --top and
+    /// --source (default: $XDG_CONFIG_HOME/llctop/config.toml; the command line wins).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -147,6 +156,12 @@ pub enum Command {
     Replay { file: PathBuf },
     /// Print the key table (Markdown), generated from the TUI's keymap.
     Keys,
+    /// The config file: `--print` shows the settings in effect and where each came from.
+    Config {
+        /// Print the settings (TOML, ready to save as the config file).
+        #[arg(long)]
+        print: bool,
+    },
     /// Print shell completions (e.g. `llctop completions bash >
     /// /etc/bash_completion.d/llctop`), generated from these definitions.
     Completions {

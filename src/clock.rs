@@ -43,6 +43,21 @@ pub fn utc_stamp(secs: u64) -> String {
     )
 }
 
+/// `HH:MM:SS` of a Unix time in ns, in the local time zone (the C library's, from
+/// TZ or /etc/localtime, as `date` shows it); UTC with a `Z` where it cannot be had.
+pub fn local_hms(unix_ns: u64) -> String {
+    let secs = (unix_ns / 1_000_000_000) as libc::time_t;
+    // SAFETY: tm is plain data that localtime_r fills; both pointers are valid.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
+    if ok {
+        format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+    } else {
+        let rem = (unix_ns / 1_000_000_000) % 86_400;
+        format!("{:02}:{:02}:{:02}Z", rem / 3600, (rem / 60) % 60, rem % 60)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -50,6 +65,13 @@ mod tests {
         let (a, b) = (super::mono_ns(), super::mono_ns());
         assert!(b >= a && a > 0);
         assert!(super::unix_ns() > 1_600_000_000 * 1_000_000_000);
+    }
+
+    #[test]
+    fn local_time_is_the_c_librarys() {
+        let t = super::local_hms(1_795_244_016_000_000_000);
+        assert_eq!(t.len(), 8, "{t}");
+        assert!(t.ends_with(":36"), "seconds do not depend on the zone: {t}");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use llctop::cli::{Cli, Command};
 use llctop::kroot::KernelRoot;
@@ -10,7 +10,11 @@ use llctop::run::{self, Changes, Error};
 use llctop::{knobs, record, topology, tui};
 
 fn main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     if let Some(Command::Knobs { command }) =
         cli.command.take_if(|c| matches!(c, Command::Knobs { .. }))
     {
@@ -40,6 +44,26 @@ fn main() -> ExitCode {
             };
         }
         _ => {}
+    }
+    // The config file fills what the command line left at its defaults.
+    let origins = match llctop::settings::apply(&mut cli, &matches) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("llctop: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(Command::Config { print }) = &cli.command {
+        if *print {
+            print!("{}", llctop::settings::render(&cli, &origins));
+        } else {
+            let path = llctop::settings::path(cli.config.as_deref());
+            println!(
+                "{} (llctop config --print shows the settings in effect)",
+                path.map_or_else(|| "no config directory".into(), |p| p.display().to_string())
+            );
+        }
+        return ExitCode::SUCCESS;
     }
     let res = dispatch(cli);
     if let Err(e) = &res {
@@ -121,19 +145,27 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             run::live::run(&opts, &root, &topo, duration, &changes)
         }
         Some(Command::Tui { changes }) => {
-            tui::launch::live(&opts, &cli.theme, &root, &topo, &changes)
+            tui::launch::live(&opts, &cli.theme, cli.view, &root, &topo, &changes)
         }
-        Some(Command::Replay { file }) => tui::launch::replay(&cli.theme, &file),
+        Some(Command::Replay { file }) => tui::launch::replay(&cli.theme, cli.view, &file),
         Some(Command::Keys) => {
             print!("{}", tui::keymap::markdown_table());
             Ok(())
         }
-        None if tui::launch::need_terminal().is_ok() => {
-            tui::launch::live(&opts, &cli.theme, &root, &topo, &Changes::default())
-        }
+        None if tui::launch::need_terminal().is_ok() => tui::launch::live(
+            &opts,
+            &cli.theme,
+            cli.view,
+            &root,
+            &topo,
+            &Changes::default(),
+        ),
         None => run::live::run(&opts, &root, &topo, None, &Changes::default()),
-        Some(Command::Knobs { .. } | Command::Completions { .. } | Command::Man { .. }) => {
-            Err("handled before the pipeline".into())
-        }
+        Some(
+            Command::Knobs { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. }
+            | Command::Config { .. },
+        ) => Err("handled before the pipeline".into()),
     }
 }

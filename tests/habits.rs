@@ -117,3 +117,70 @@ fn the_man_page_renders_with_every_subcommand() {
         assert!(dir.path().join(page).is_file(), "{page} written");
     }
 }
+
+/// The config file under $XDG_CONFIG_HOME: its values reach the run, the command line
+/// wins over them, `config --print` says where each came from, a bad value is a one-line
+/// error naming the file and key.
+#[test]
+fn the_config_file_sets_defaults_the_command_line_overrides() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("llctop");
+    std::fs::create_dir_all(&cfg).expect("mkdir");
+    let file = cfg.join("config.toml");
+    std::fs::write(
+        &file,
+        "interval = \"250ms\"\nview = \"processes\"\ntop = 5\n",
+    )
+    .expect("write");
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("XDG_CONFIG_HOME", dir.path())
+            .output()
+            .expect("llctop")
+    };
+    let out = run(&["config", "--print", "--top", "9"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let at = file.display().to_string();
+    assert!(
+        text.contains(&format!("interval = \"250ms\"  # {at}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("view = \"processes\"  # {at}")),
+        "{text}"
+    );
+    assert!(text.contains("top = 9  # command line"), "{text}");
+    assert!(text.contains("theme = \"dark\"  # default"), "{text}");
+    // The interval reaches a run: `live` on a fixture prints a line per 250 ms.
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/topology/devvm-2cpu"
+    );
+    let out = run(&[
+        "--sysroot",
+        root,
+        "--source",
+        "procfs",
+        "live",
+        "--duration",
+        "1s",
+    ]);
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!((3..=5).contains(&lines), "{lines} lines in 1 s at 250 ms");
+    std::fs::write(&file, "interval = \"1ns\"\n").expect("write");
+    let out = run(&["config", "--print"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("config interval:"), "{err}");
+    std::fs::write(&file, "tehme = \"light\"\n").expect("write");
+    let err = String::from_utf8_lossy(&run(&["config", "--print"]).stderr).to_string();
+    assert!(err.contains(&at) && err.contains("tehme"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! `llctop live`: one summary line per interval on stdout (the default when stdout is not
-//! a terminal), with the sources' reasons first, and a line when one of the advisor's
-//! findings fires or clears, until the duration or a signal.
+//! a terminal) — local time, snapshot number, busy, rates per second — and a line when
+//! one of the advisor's findings fires or clears, until the duration or a signal. The
+//! topology and the sources' reasons go to stderr, so piped output is the lines alone.
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ pub fn run(
     duration: Option<Duration>,
     changes: &Changes,
 ) -> Result<(), Error> {
-    println!("{}", topo.summary());
+    eprintln!("{}", topo.summary());
     let mut run = Run::start(opts, root, topo, duration)?;
     run.change_knobs(opts, root, topo, changes)?;
     let mut first = true;
@@ -27,7 +28,7 @@ pub fn run(
         if first {
             for s in &snap.sources {
                 if let Some(r) = &s.reason {
-                    println!("  {} {:?}: {}", s.name, s.state, r);
+                    eprintln!("  {} {:?}: {}", s.name, s.state, r);
                 }
             }
             first = false;
@@ -62,12 +63,17 @@ pub fn finding_line(l: &FindingLine) -> String {
     line
 }
 
-/// One line per tick: busy overall and per LLC, migrations by distance, top process.
+/// One line per tick: local time and snapshot number, busy overall and per LLC,
+/// migrations by distance per second, IPC and MPKI, context switches per second, the top
+/// process.
 pub fn summary_line(s: &Snapshot) -> String {
     let pct = |x: Option<f64>| x.map_or("  -".into(), |b| format!("{:3.0}", b * 100.0));
     let llcs: Vec<String> = s.llcs.iter().take(16).map(|g| pct(g.busy)).collect();
+    let secs = s.time.interval_secs();
+    let per_s = |n: u64| crate::tui::views::rate(n, secs);
     let mut line = format!(
-        "#{:<4} busy {}% [llc {}]",
+        "{} #{:<4} busy {}% [llc {}]",
+        crate::clock::local_hms(s.time.unix_ns),
         s.seq,
         pct(s.system.busy).trim(),
         llcs.join(" ")
@@ -78,10 +84,10 @@ pub fn summary_line(s: &Snapshot) -> String {
     if let Some(m) = &s.migrations {
         let parts: Vec<String> = Distance::ALL
             .iter()
-            .map(|&d| format!("{} {}", d.label(), m.by_distance.get(d)))
+            .map(|&d| format!("{} {}", d.label(), per_s(m.by_distance.get(d))))
             .collect();
         line.push_str(&format!(
-            " | mig{} {}",
+            " | mig{}/s {}",
             if m.precision == crate::snapshot::Precision::Sampled {
                 "~"
             } else {
@@ -101,12 +107,12 @@ pub fn summary_line(s: &Snapshot) -> String {
         }
     }
     if let Some(c) = s.system.ctx_switches {
-        line.push_str(&format!(" | cs {c}"));
+        line.push_str(&format!(" | cs/s {}", per_s(c)));
     }
     if let Some(top) = s.processes.as_ref().and_then(|t| t.rows.first()) {
         let interval = s.time.interval_ns.max(1) as f64;
         line.push_str(&format!(
-            " | top {}({}) {:.0}%",
+            " | top {}({}) cpu {:.0}%",
             top.comm,
             top.pid,
             100.0 * top.cpu_time_ns as f64 / interval
@@ -132,13 +138,17 @@ mod tests {
         );
         let t = topology::discover(&KernelRoot::new(fixture)).unwrap();
         let mut snap = crate::collect::empty_snapshot(&t);
+        snap.time.interval_ns = 2_000_000_000;
         snap.migrations = Some(crate::snapshot::Migrations {
             llc_matrix: vec![vec![0; 16]; 16],
             ..Default::default()
         });
+        if let Some(m) = snap.migrations.as_mut() {
+            m.by_distance.cross_llc = 6;
+        }
         crate::collect::aggregate(&t, &mut snap);
         let line = summary_line(&snap);
-        assert!(line.contains("mig~ smt 0 llc 0 xllc 0 xnode 0"), "{line}");
+        assert!(line.contains("mig~/s smt 0 llc 0 xllc 3 xnode 0"), "{line}");
         assert!(
             line.contains("busy -% [llc "),
             "no busy value is shown as -, not 0: {line}"

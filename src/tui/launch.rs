@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::app::ViewId;
 use super::theme::{self, Theme};
 use super::{App, MakeSources};
 use crate::knobs::{Access, Knob, Session, profile};
@@ -87,6 +88,7 @@ pub fn knob_notes(session: &Session, domains: Option<String>) -> Vec<String> {
 pub fn live(
     opts: &Options,
     theme: &str,
+    view: ViewId,
     root: &KernelRoot,
     topo: &Topology,
     changes: &Changes,
@@ -98,6 +100,7 @@ pub fn live(
     let domains = session.read_domains();
     run::apply_changes(&mut session, changes)?;
     let mut app = App::live(topo.clone(), opts.interval, themes);
+    app.view = view;
     (app.host, app.kernel) = record::host_and_kernel(root);
     app.knob_notes = knob_notes(&session, domains);
     app.knob_log = session.take_events();
@@ -137,7 +140,7 @@ pub fn live(
 }
 
 /// `llctop replay FILE`: the recording in the TUI.
-pub fn replay(theme: &str, file: &Path) -> Result<(), Error> {
+pub fn replay(theme: &str, view: ViewId, file: &Path) -> Result<(), Error> {
     need_terminal()?;
     let stop = run::stop_flag()?;
     let rec = record::reader::open(file)?;
@@ -145,6 +148,7 @@ pub fn replay(theme: &str, file: &Path) -> Result<(), Error> {
         return Err(format!("{}: no snapshots to replay", file.display()).into());
     }
     let mut app = App::replay(rec, &file.display().to_string(), themes(theme)?);
+    app.view = view;
     let (_tx, rx) = std::sync::mpsc::channel();
     super::run(&mut app, rx, &stop).map_err(|e| format!("terminal: {e}").into())
 }

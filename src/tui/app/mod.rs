@@ -40,7 +40,7 @@ pub use recording::Recorder;
 /// Snapshots kept in live mode for history and sparklines (10 minutes at 1 s).
 pub const HISTORY: usize = 600;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ViewId {
     Overview,
     Migrations,

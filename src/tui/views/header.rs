@@ -197,7 +197,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     }
     if let Some(s) = app.current() {
         first.push(Span::styled(
-            format!("  #{} {:.2}s", s.seq, s.time.interval_secs()),
+            format!(
+                "  #{} {} {:.2}s",
+                s.seq,
+                crate::clock::local_hms(s.time.unix_ns),
+                s.time.interval_secs()
+            ),
             t.dim(),
         ));
     }

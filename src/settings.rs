@@ -1,0 +1,209 @@
+//! The operator's config file: `$XDG_CONFIG_HOME/llctop/config.toml` (or `--config
+//! FILE`) gives defaults for the global options — interval, theme, view, top, source —
+//! read and checked with the command line's own parsers. The command line wins over the
+//! file, the file over the built-in defaults. `llctop config --print` shows the result
+//! and where each value came from, as TOML that can be saved as the file.
+
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use clap::parser::{ArgMatches, ValueSource};
+use serde::Deserialize;
+
+use crate::cli::{Cli, parse_interval};
+use crate::source;
+use crate::tui::app::ViewId;
+
+/// What the file may set. Unknown keys are refused (a typo is not silently ignored).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    pub interval: Option<String>,
+    pub theme: Option<String>,
+    pub view: Option<String>,
+    pub top: Option<usize>,
+    pub source: Option<String>,
+}
+
+/// The options the file may set, in its order: (key, the clap argument id).
+pub const KEYS: [&str; 5] = ["interval", "theme", "view", "top", "source"];
+
+/// Where a setting's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    CommandLine,
+    File(PathBuf),
+    Default,
+}
+
+/// The config file's path: `explicit`, else the XDG one.
+pub fn path(explicit: Option<&Path>) -> Option<PathBuf> {
+    explicit
+        .map(Path::to_path_buf)
+        .or_else(|| crate::config::config_dir("config.toml"))
+}
+
+/// Read `path`: a missing file is an empty one unless it was named explicitly.
+pub fn load(path: &Path, explicit: bool) -> Result<File, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            return Ok(File::default());
+        }
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    toml::from_str(&text).map_err(|e| {
+        let msg = e.message().to_string();
+        format!("{}: {}", path.display(), msg.trim())
+    })
+}
+
+/// Fill `cli`'s global options from the config file where the command line did not give
+/// them; returns each option's origin in [`KEYS`] order. Errors name the file and key.
+pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> Result<Vec<(&'static str, Origin)>, String> {
+    let explicit = cli.config.is_some();
+    let file_path = path(cli.config.as_deref());
+    let file = match &file_path {
+        Some(p) => load(p, explicit)?,
+        None => File::default(),
+    };
+    let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+    let mut origins = Vec::new();
+    for key in KEYS {
+        let origin = if given(key) {
+            Origin::CommandLine
+        } else if set_from(cli, &file, key)? {
+            Origin::File(file_path.clone().unwrap_or_default())
+        } else {
+            Origin::Default
+        };
+        origins.push((key, origin));
+    }
+    Ok(origins)
+}
+
+/// Set `key` on `cli` from `file` if the file has it (true), checked as the command line
+/// would check it.
+fn set_from(cli: &mut Cli, file: &File, key: &str) -> Result<bool, String> {
+    let bad = |e: String| format!("config {key}: {e}");
+    match key {
+        "interval" => match &file.interval {
+            Some(v) => cli.interval = parse_interval(v).map_err(bad)?,
+            None => return Ok(false),
+        },
+        "theme" => match &file.theme {
+            Some(v) => cli.theme = v.clone(),
+            None => return Ok(false),
+        },
+        "view" => match &file.view {
+            Some(v) => cli.view = ViewId::from_str(v, true).map_err(bad)?,
+            None => return Ok(false),
+        },
+        "top" => match file.top {
+            Some(v) => cli.top = v,
+            None => return Ok(false),
+        },
+        "source" => match &file.source {
+            Some(v) => cli.source = source::Kind::from_str(v, true).map_err(bad)?,
+            None => return Ok(false),
+        },
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `llctop config --print`: the settings in effect as TOML, each with where it came from.
+pub fn render(cli: &Cli, origins: &[(&'static str, Origin)]) -> String {
+    let value = |key: &str| -> String {
+        match key {
+            "interval" => format!("{:?}", humantime::format_duration(cli.interval).to_string()),
+            "theme" => format!("{:?}", cli.theme),
+            "view" => format!("{:?}", name(cli.view)),
+            "top" => cli.top.to_string(),
+            "source" => format!("{:?}", name(cli.source)),
+            _ => String::new(),
+        }
+    };
+    let file = path(cli.config.as_deref()).map_or_else(
+        || "(no config directory)".into(),
+        |p| p.display().to_string(),
+    );
+    let mut s =
+        format!("# llctop settings in effect: the command line, else {file}, else the defaults\n");
+    for (key, origin) in origins {
+        let from = match origin {
+            Origin::CommandLine => "command line".to_string(),
+            Origin::File(p) => p.display().to_string(),
+            Origin::Default => "default".to_string(),
+        };
+        s.push_str(&format!("{key} = {}  # {from}\n", value(key)));
+    }
+    s
+}
+
+fn name(v: impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches};
+
+    fn cli(args: &[&str], config: &str) -> Result<(Cli, String), String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let f = dir.path().join("config.toml");
+        std::fs::write(&f, config).map_err(|e| e.to_string())?;
+        let mut argv = vec!["llctop", "--config"];
+        let fs = f.display().to_string();
+        argv.push(&fs);
+        argv.extend(args);
+        let m = Cli::command()
+            .try_get_matches_from(argv)
+            .map_err(|e| e.to_string())?;
+        let mut c = Cli::from_arg_matches(&m).map_err(|e| e.to_string())?;
+        let o = apply(&mut c, &m)?;
+        let text = render(&c, &o).replace(&fs, "FILE");
+        Ok((c, text))
+    }
+
+    #[test]
+    fn the_command_line_wins_then_the_file_then_the_default() {
+        let (c, text) = cli(
+            &["--interval", "2s"],
+            "interval = \"5s\"\ntheme = \"light\"\nview = \"knobs\"\ntop = 10\n",
+        )
+        .unwrap();
+        assert_eq!(c.interval, std::time::Duration::from_secs(2));
+        assert_eq!(
+            (c.theme.as_str(), c.view, c.top),
+            ("light", ViewId::Knobs, 10)
+        );
+        assert_eq!(c.source, source::Kind::Auto);
+        assert!(text.contains("interval = \"2s\"  # command line"), "{text}");
+        assert!(text.contains("theme = \"light\"  # FILE"), "{text}");
+        assert!(text.contains("view = \"knobs\"  # FILE"), "{text}");
+        assert!(text.contains("source = \"auto\"  # default"), "{text}");
+        // What --print prints is a config file that gives the same settings.
+        let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        let (again, _) = cli(&[], &body).unwrap();
+        assert_eq!(
+            (again.interval, again.theme, again.view, again.top),
+            (c.interval, c.theme, c.view, c.top)
+        );
+    }
+
+    #[test]
+    fn bad_values_and_unknown_keys_name_the_key() {
+        let e = cli(&[], "interval = \"1ns\"\n").err().unwrap();
+        assert!(e.contains("config interval:") && e.contains("10ms"), "{e}");
+        let e = cli(&[], "source = \"ebpf\"\n").err().unwrap();
+        assert!(e.contains("config source:"), "{e}");
+        let e = cli(&[], "intervall = \"1s\"\n").err().unwrap();
+        assert!(e.contains("unknown field `intervall`"), "{e}");
+        let e = cli(&[], "top = \"many\"\n").err().unwrap();
+        assert!(e.contains("config.toml"), "{e}");
+    }
+}
