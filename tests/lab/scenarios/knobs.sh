@@ -67,7 +67,7 @@ for value in 0 llc; do
   llctop live --source procfs --interval 500ms --set relax_domain_level=$value >$out 2>&1 &
   pid=$!
   # The change is made (or refused) before the first line of numbers.
-  wait_line $out '^#0 ' $pid
+  wait_line $out ' #0 ' $pid
   lab relax_${value}_value "$(cat /sys/fs/cgroup/cpuset/cpuset.sched_relax_domain_level 2>/dev/null)"
   lab domain0_flags_${value} "$(flags 0)"
   lab domain1_flags_${value} "$(flags 1)"
