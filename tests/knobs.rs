@@ -715,7 +715,14 @@ fn knob_changes_are_recorded_as_knob_lines() {
     assert_eq!(r.knobs[0].label.as_deref(), Some("newidle-in-llc"));
     assert!(r.knobs[0].unix_ns >= r.header.start_unix_ns);
     let report = llctop::record::report::render(&r);
-    assert!(report.contains("knob"), "{report}");
+    assert!(
+        report.contains("Knob changes (seconds from the start)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Set relax_domain_level: -1 -> 3 (read back 3) [newidle-in-llc]"),
+        "{report}"
+    );
 }
 
 // ---- relax_domain_level without a runtime interface; the lockdown fallback ----

@@ -1,6 +1,7 @@
-//! `llctop report FILE`: a text summary of a recording — per-LLC busy, migrations by
-//! distance (with their precision), load balancing by domain level, placements and their
-//! pile-ups (findings::pileup), top processes.
+//! `llctop report FILE`: a text summary of a recording — knob changes and markers with
+//! their times, per-LLC busy, migrations by distance (with their precision), the same
+//! split at each marker, load balancing by domain level (or why there is none),
+//! placements and their pile-ups (findings::pileup), top processes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -53,22 +54,36 @@ pub fn render(rec: &Recording) -> String {
             String::new()
         }
     );
-    for k in &rec.knobs {
-        let at = k.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
-        let _ = writeln!(
-            out,
-            "  knob {:+.1}s {:?} {}: {} -> {} (read back {}){}",
-            at,
-            k.action,
-            k.id,
-            k.old,
-            k.new,
-            k.read_back,
-            k.label
-                .as_deref()
-                .map(|l| format!(" [{l}]"))
-                .unwrap_or_default()
-        );
+    if !rec.knobs.is_empty() {
+        let _ = writeln!(out, "\nKnob changes (seconds from the start)");
+        for k in &rec.knobs {
+            let at = k.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
+            let _ = writeln!(
+                out,
+                "  {:+7.1}s {:?} {}: {} -> {} (read back {}){}",
+                at,
+                k.action,
+                k.id,
+                k.old,
+                k.new,
+                k.read_back,
+                k.label
+                    .as_deref()
+                    .map(|l| format!(" [{l}]"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    if !rec.markers.is_empty() {
+        let _ = writeln!(out, "\nMarkers (seconds from the start)");
+        for m in &rec.markers {
+            let at = m.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
+            let after = m.after_seq.map_or_else(
+                || "before the first snapshot".into(),
+                |s| format!("after #{s}"),
+            );
+            let _ = writeln!(out, "  {at:+7.1}s {:<24} {after}", m.label);
+        }
     }
     if snaps.is_empty() {
         return out;
@@ -194,6 +209,16 @@ pub fn render(rec: &Recording) -> String {
         }
     }
 
+    if bal.is_empty() {
+        let why = notes
+            .iter()
+            .find(|(n, _)| n.contains("schedstat"))
+            .map_or("no source recorded it", |(_, r)| r.as_str());
+        let _ = writeln!(out, "\nLoad balancing: not recorded ({why})");
+    }
+
+    out.push_str(&segments(rec));
+
     let piles = pileup::find(snaps);
     let placed = snaps
         .iter()
@@ -292,6 +317,75 @@ pub fn render(rec: &Recording) -> String {
                 p.xllc
             );
         }
+    }
+    out
+}
+
+/// The recording split at its markers: per stretch between two markers (or the start
+/// and end), its length, mean busy and migrations by distance per second — what changed
+/// at each marker. Empty without markers.
+fn segments(rec: &Recording) -> String {
+    let snaps = &rec.snapshots;
+    if rec.markers.is_empty() || snaps.is_empty() {
+        return String::new();
+    }
+    // Stretch i holds the snapshots after marker i-1 and up to marker i.
+    let mut cuts: Vec<(u64, &str)> = rec
+        .markers
+        .iter()
+        .map(|m| (m.mono_ns, m.label.as_str()))
+        .collect();
+    cuts.sort_by_key(|c| c.0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nSplit at the markers (per second; busy is the mean)\n  {:<28} {:>7} {:>6} {}",
+        "stretch",
+        "secs",
+        "busy",
+        Distance::ALL
+            .iter()
+            .map(|d| format!("{:>8}", d.label()))
+            .collect::<String>()
+    );
+    let mut from = "start".to_string();
+    for i in 0..=cuts.len() {
+        let lo = i.checked_sub(1).map(|j| cuts[j].0);
+        let hi = cuts.get(i).map(|c| c.0);
+        let part: Vec<_> = snaps
+            .iter()
+            .filter(|s| {
+                lo.is_none_or(|l| s.time.mono_ns > l) && hi.is_none_or(|h| s.time.mono_ns <= h)
+            })
+            .collect();
+        let to = cuts.get(i).map_or("end".to_string(), |c| c.1.to_string());
+        let name: String = format!("{from} → {to}").chars().take(28).collect();
+        from = to;
+        if part.is_empty() {
+            let _ = writeln!(out, "  {name:<28} no snapshots");
+            continue;
+        }
+        let secs: f64 = part.iter().map(|s| s.time.interval_secs()).sum();
+        let busy = mean(part.iter().map(|s| s.system.busy));
+        let migs: Vec<String> = Distance::ALL
+            .iter()
+            .map(|&d| {
+                let n: Option<u64> = part
+                    .iter()
+                    .map(|s| s.migrations.as_ref().map(|m| m.by_distance.get(d)))
+                    .collect::<Option<Vec<u64>>>()
+                    .map(|v| v.into_iter().sat_sum());
+                n.map_or(format!("{:>8}", "-"), |n| {
+                    format!("{:>8.1}", n as f64 / secs.max(1e-9))
+                })
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {name:<28} {secs:>7.1} {:>6} {}",
+            busy.map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
+            migs.join("")
+        );
     }
     out
 }
@@ -403,4 +497,87 @@ pub fn compare(rec: &Recording, json: bool) -> Result<String, String> {
         out.push_str("note: the verdict written by the live run differs from this one\n");
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Header, Marker};
+    use crate::snapshot::{Migrations, Snapshot, SourceStatus};
+
+    fn rec_with_marker() -> Recording {
+        let topo = crate::topology::synthetic(1, 2, 2);
+        let snaps: Vec<Snapshot> = (0..6u64)
+            .map(|seq| {
+                let mut s = crate::collect::empty_snapshot(&topo);
+                s.seq = seq;
+                s.time.interval_ns = 1_000_000_000;
+                s.time.mono_ns = (seq + 1) * 1_000_000_000;
+                s.system.busy = Some(if seq < 3 { 0.2 } else { 0.6 });
+                let mut m = Migrations {
+                    llc_matrix: vec![vec![0; 2]; 2],
+                    ..Default::default()
+                };
+                m.by_distance.cross_llc = if seq < 3 { 10 } else { 2 };
+                s.migrations = Some(m);
+                s.sources = vec![SourceStatus::absent(
+                    "procfs.schedstat",
+                    "schedstat unavailable (CONFIG_SCHEDSTATS off)",
+                )];
+                s
+            })
+            .collect();
+        let header = Header {
+            format: crate::record::FORMAT.into(),
+            version: 1,
+            llctop_version: "t".into(),
+            host: None,
+            kernel: None,
+            start_unix_ns: 1_000_000_000_000,
+            interval_ns: 1_000_000_000,
+            topology: topo,
+            sources: vec![],
+            command: vec![],
+            knobs: Default::default(),
+        };
+        let mut rec = Recording::of(header, snaps);
+        rec.markers.push(Marker {
+            after_seq: Some(2),
+            unix_ns: 1_000_000_000_000 + 3_000_000_000,
+            mono_ns: 3_000_000_000,
+            label: "knob flipped".into(),
+        });
+        rec
+    }
+
+    #[test]
+    fn markers_split_the_recording_and_a_missing_balance_says_why() {
+        let r = render(&rec_with_marker());
+        assert!(r.contains("Markers (seconds from the start)"), "{r}");
+        assert!(r.contains("   +3.0s knob flipped"), "{r}");
+        assert!(r.contains("after #2"), "{r}");
+        assert!(
+            r.contains("Load balancing: not recorded (absent: schedstat unavailable"),
+            "{r}"
+        );
+        // Before the marker: 3 s at 20 % busy, 10 cross-LLC moves/s; after: 60 %, 2/s.
+        let line = |from: &str| {
+            r.lines()
+                .find(|l| l.trim_start().starts_with(from))
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            line("start → knob flipped"),
+            "start → knob flipped 3.0 20% 0.0 0.0 10.0 0.0",
+            "{r}"
+        );
+        assert_eq!(
+            line("knob flipped → end"),
+            "knob flipped → end 3.0 60% 0.0 0.0 2.0 0.0",
+            "{r}"
+        );
+    }
 }
