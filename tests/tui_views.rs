@@ -440,15 +440,23 @@ fn processes_view_sorts_filters_and_drills_into_a_pile_up() {
         key(&mut app, KeyCode::Char('3'));
         let s = screen(&app, 160, 50);
         has(&s, "2 shown of 97", name);
-        has(&s, "CPU▼", name);
+        has(&s, "CPU%▼", name);
         has(&s, "stream", name);
         has(&s, "postgres", name);
         has(&s, "0e", name); // emulated preference
         has(&s, &format!("{}k", topo.llcs.len() - 1), name); // the kernel's
         has(&s, "25%", name);
         has(&s, "0.40", name); // stream IPC
+        // By name, then reversed.
+        key(&mut app, KeyCode::Char('s'));
+        assert_eq!(app.process_rows()[0].comm, "postgres", "{name}: by COMM");
+        has(&screen(&app, 160, 50), "COMM▼", name);
+        key(&mut app, KeyCode::Char('S'));
+        assert_eq!(app.process_rows()[0].comm, "stream", "{name}: reversed");
+        has(&screen(&app, 160, 50), "COMM▲", name);
+        key(&mut app, KeyCode::Char('S'));
         // Sort by IPC: lowest first; filter; drill.
-        for _ in 0..6 {
+        for _ in 0..7 {
             key(&mut app, KeyCode::Char('s'));
         }
         let rows = app.process_rows();
@@ -511,6 +519,103 @@ fn cache_balance_numa_and_help_views() {
         has(&s, "start / stop recording", name);
         has(&s, "colorblind", name);
     }
+}
+
+/// `/` searches every list (each view its own search), the process table keeps its key
+/// columns whole at 80×24 by leaving out the least needed, and n / N step through the
+/// markers.
+#[test]
+fn every_list_searches_and_80x24_keeps_the_key_columns() {
+    let topo = topology::synthetic(2, 2, 4);
+    let mut app = live_app(&topo, 3);
+    key(&mut app, KeyCode::Char('3'));
+    let s = screen(&app, 80, 24);
+    for col in [
+        "PID", "COMM", "CPU%", "xLLC/s", "WAIT/s", "postgres", "250.0ms",
+    ] {
+        has(&s, col, "80×24");
+    }
+    assert!(
+        !s.contains("CGROUP"),
+        "the least needed column goes first:\n{s}"
+    );
+    let wide = screen(&app, 200, 40);
+    has(&wide, "CGROUP", "200 columns: every column");
+    // Findings: search by seed.
+    key(&mut app, KeyCode::Char('8'));
+    let all = app.finding_rows().len();
+    assert!(all >= 2, "{all}");
+    key(&mut app, KeyCode::Char('/'));
+    for c in "001".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    let rows = app.finding_rows();
+    assert!(
+        !rows.is_empty() && rows.len() < all,
+        "{} of {all}",
+        rows.len()
+    );
+    has(
+        &screen(&app, 160, 45),
+        "matching \"001\"",
+        "findings search",
+    );
+    // Help: its own search; the findings one stays.
+    key(&mut app, KeyCode::Char('9'));
+    key(&mut app, KeyCode::Char('/'));
+    for c in "marker".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    let s = screen(&app, 160, 45);
+    has(&s, "drop a marker", "help search");
+    has(&s, "to the next marker", "help search");
+    assert!(!s.contains("next theme"), "help filtered:\n{s}");
+    key(&mut app, KeyCode::Esc);
+    has(
+        &screen(&app, 160, 45),
+        "next theme",
+        "Esc clears the search",
+    );
+    key(&mut app, KeyCode::Char('8'));
+    assert!(
+        app.finding_rows().len() < all,
+        "the Findings search is its own"
+    );
+    // Overview has no list: `/` says where it works.
+    key(&mut app, KeyCode::Char('1'));
+    key(&mut app, KeyCode::Char('/'));
+    assert!(app.input.is_none());
+    has(&screen(&app, 160, 45), "/ searches the lists", "overview");
+}
+
+#[test]
+fn markers_are_one_key_away_in_history() {
+    let topo = topology::synthetic(1, 2, 2);
+    let mut app = live_app(&topo, 8);
+    for (after, label) in [(2u64, "A"), (5, "B")] {
+        let s = &app.snaps[after as usize];
+        app.markers.push(llctop::record::Marker {
+            after_seq: Some(after),
+            unix_ns: s.time.unix_ns,
+            mono_ns: s.time.mono_ns + 1,
+            label: label.into(),
+        });
+    }
+    app.pos = Some(0);
+    app.paused = true;
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.current().map(|s| s.seq), Some(3), "after A");
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.current().map(|s| s.seq), Some(6), "after B");
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.current().map(|s| s.seq), Some(6), "none after B");
+    has(&screen(&app, 120, 30), "no marker after", "said");
+    key(&mut app, KeyCode::Char('N'));
+    assert_eq!(app.current().map(|s| s.seq), Some(3), "back to A");
+    key(&mut app, KeyCode::Char('N'));
+    assert_eq!(app.current().map(|s| s.seq), Some(3), "none before A");
 }
 
 #[test]

@@ -48,7 +48,7 @@ impl App {
     /// Enter/`a` on the Findings view: the selected finding's suggested experiment.
     pub(super) fn try_finding(&mut self) {
         let Some(f) = self
-            .findings()
+            .finding_rows()
             .get(self.finding_sel)
             .map(|e| e.latest().clone())
         else {
@@ -72,6 +72,8 @@ impl App {
                 format!("replay: knobs cannot be changed; try: {}", s.command),
             );
         }
+        // The Knobs view's search must not hide the knob the suggestion is about.
+        self.filters[ViewId::Knobs.index()].clear();
         let Some(i) = self.knobs().iter().position(|k| k.id == knob) else {
             return self.say(
                 Level::Bad,

@@ -36,10 +36,12 @@ impl App {
         };
         match k.code {
             KeyCode::Esc => {
-                if input.kind == InputKind::Filter {
-                    self.filter.clear();
-                }
+                let filter = input.kind == InputKind::Filter;
                 self.input = None;
+                if filter {
+                    self.filter_mut().clear();
+                    self.reset_sel();
+                }
             }
             KeyCode::Enter => {
                 let done = self.input.take();
@@ -55,18 +57,20 @@ impl App {
                     _ => {}
                 }
             }
-            KeyCode::Backspace => {
-                input.text.pop();
-                if input.kind == InputKind::Filter {
-                    self.filter = input.text.clone();
-                    self.proc_sel = 0;
+            KeyCode::Backspace | KeyCode::Char(_) => {
+                match k.code {
+                    KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
+                        input.text.push(c)
+                    }
+                    KeyCode::Backspace => {
+                        input.text.pop();
+                    }
+                    _ => return,
                 }
-            }
-            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
-                input.text.push(c);
                 if input.kind == InputKind::Filter {
-                    self.filter = input.text.clone();
-                    self.proc_sel = 0;
+                    let text = input.text.clone();
+                    *self.filter_mut() = text;
+                    self.reset_sel();
                 }
             }
             _ => {}
@@ -120,16 +124,30 @@ impl App {
             Action::Header => self.header_expanded = !self.header_expanded,
             Action::Pause => self.toggle_pause(),
             Action::Filter => {
-                self.input = Some(Input {
-                    kind: InputKind::Filter,
-                    text: self.filter.clone(),
-                })
+                if self.view.searchable() {
+                    self.input = Some(Input {
+                        kind: InputKind::Filter,
+                        text: self.filter().to_string(),
+                    })
+                } else {
+                    self.say(
+                        Level::Info,
+                        "/ searches the lists: Processes, Knobs, Findings, Help",
+                    );
+                }
             }
-            Action::Sort => {
-                self.sort = self.sort.next();
+            Action::Sort | Action::SortReverse => {
+                if a == Action::Sort {
+                    self.sort = self.sort.next();
+                } else {
+                    self.sort_reverse = !self.sort_reverse;
+                }
                 self.proc_sel = 0;
-                self.say(Level::Info, format!("sorted by {}", self.sort.label()));
+                let way = if self.sort_reverse { " (reversed)" } else { "" };
+                self.say(Level::Info, format!("sorted by {}{way}", self.sort.label()));
             }
+            Action::NextMarker => self.seek_marker(true),
+            Action::PrevMarker => self.seek_marker(false),
             Action::Drill => {
                 let pid = self.process_rows().get(self.proc_sel).map(|r| r.pid);
                 self.drill = pid;
@@ -137,8 +155,9 @@ impl App {
             Action::Back => {
                 if self.drill.is_some() {
                     self.drill = None;
-                } else if !self.filter.is_empty() {
-                    self.filter.clear();
+                } else if !self.filter().is_empty() {
+                    self.filter_mut().clear();
+                    self.reset_sel();
                 } else if self.view == ViewId::Help {
                     self.view = self.prev_view;
                 }
@@ -181,6 +200,16 @@ impl App {
         }
     }
 
+    /// The selection of the view shown back at its first row (its list changed).
+    fn reset_sel(&mut self) {
+        match self.view {
+            ViewId::Knobs => self.knob_sel = 0,
+            ViewId::Findings => self.finding_sel = 0,
+            ViewId::Help => self.help_scroll = 0,
+            _ => self.proc_sel = 0,
+        }
+    }
+
     /// Switch to view `v`; Help remembers where it was opened from and starts at its top.
     fn show(&mut self, v: ViewId) {
         if v == ViewId::Help && self.view != ViewId::Help {
@@ -198,11 +227,11 @@ impl App {
                 (&mut self.help_scroll, n)
             }
             ViewId::Knobs => {
-                let n = self.knobs().len();
+                let n = self.knob_rows().len();
                 (&mut self.knob_sel, n)
             }
             ViewId::Findings => {
-                let n = self.findings().len();
+                let n = self.finding_rows().len();
                 (&mut self.finding_sel, n)
             }
             _ => {

@@ -15,7 +15,7 @@ impl App {
             self.say(Level::Warn, "replay: knobs cannot be changed");
             return None;
         }
-        let k = self.knobs().get(self.knob_sel).cloned()?;
+        let k = self.knob_rows().get(self.knob_sel).copied().cloned()?;
         if let Access::ReadOnly(why) = &k.access {
             self.say(Level::Bad, format!("{}: not writable: {why}", k.id));
             return None;

@@ -37,6 +37,15 @@ use ab::ExperimentLine;
 pub use playback::Replay;
 pub use recording::Recorder;
 
+/// Whether a `/` search matches: empty, or a case-insensitive substring of any field.
+pub fn matches(filter: &str, fields: &[&str]) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let f = filter.to_lowercase();
+    fields.iter().any(|x| x.to_lowercase().contains(&f))
+}
+
 /// Snapshots kept in live mode for history and sparklines (10 minutes at 1 s).
 pub const HISTORY: usize = 600;
 
@@ -80,8 +89,16 @@ impl ViewId {
         }
     }
 
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         ViewId::ALL.iter().position(|v| *v == self).unwrap_or(0)
+    }
+
+    /// Whether the view is a list that `/` searches.
+    pub fn searchable(self) -> bool {
+        matches!(
+            self,
+            ViewId::Processes | ViewId::Knobs | ViewId::Findings | ViewId::Help
+        )
     }
 
     fn context(self) -> Context {
@@ -98,6 +115,8 @@ impl ViewId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
     Cpu,
+    Comm,
+    Threads,
     CrossLlc,
     Migrations,
     Wait,
@@ -108,8 +127,10 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    const ALL: [SortKey; 8] = [
+    const ALL: [SortKey; 10] = [
         SortKey::Cpu,
+        SortKey::Comm,
+        SortKey::Threads,
         SortKey::CrossLlc,
         SortKey::Migrations,
         SortKey::Wait,
@@ -122,6 +143,8 @@ impl SortKey {
     pub fn label(self) -> &'static str {
         match self {
             SortKey::Cpu => "CPU",
+            SortKey::Comm => "COMM",
+            SortKey::Threads => "THR",
             SortKey::CrossLlc => "xLLC/s",
             SortKey::Migrations => "MIG/s",
             SortKey::Wait => "WAIT",
@@ -234,8 +257,11 @@ pub struct App {
     pub themes: Vec<Theme>,
     pub theme: usize,
     pub input: Option<Input>,
-    pub filter: String,
+    /// The `/` search of each view's list (by [`ViewId::ALL`] position).
+    pub filters: [String; ViewId::ALL.len()],
     pub sort: SortKey,
+    /// The process table sorted the other way (`S`).
+    pub sort_reverse: bool,
     pub proc_sel: usize,
     /// The process drilled into (Processes view).
     pub drill: Option<u32>,
@@ -294,8 +320,9 @@ impl App {
             },
             theme: 0,
             input: None,
-            filter: String::new(),
+            filters: Default::default(),
             sort: SortKey::Cpu,
+            sort_reverse: false,
             proc_sel: 0,
             drill: None,
             knob_sel: 0,
@@ -386,29 +413,40 @@ impl App {
             .collect()
     }
 
+    /// The `/` search of the view shown.
+    pub fn filter(&self) -> &str {
+        self.filter_of(self.view)
+    }
+
+    /// The `/` search of view `v`.
+    pub fn filter_of(&self, v: ViewId) -> &str {
+        &self.filters[v.index()]
+    }
+
+    pub(crate) fn filter_mut(&mut self) -> &mut String {
+        &mut self.filters[self.view.index()]
+    }
+
     /// The process rows of the shown snapshot, filtered and sorted as the table shows
     /// them.
     pub fn process_rows(&self) -> Vec<&ProcessStats> {
         let Some(t) = self.current().and_then(|s| s.processes.as_ref()) else {
             return Vec::new();
         };
-        let f = self.filter.to_lowercase();
+        let f = self.filter_of(ViewId::Processes);
         let mut rows: Vec<&ProcessStats> = t
             .rows
             .iter()
             .filter(|r| {
-                f.is_empty()
-                    || r.comm.to_lowercase().contains(&f)
-                    || r.pid.to_string().contains(&f)
-                    || r.cgroup
-                        .as_deref()
-                        .is_some_and(|c| c.to_lowercase().contains(&f))
+                let pid = r.pid.to_string();
+                matches(f, &[&r.comm, &pid, r.cgroup.as_deref().unwrap_or_default()])
             })
             .collect();
         let key = |r: &ProcessStats| -> f64 {
             let c = r.counters.as_ref();
             match self.sort {
                 SortKey::Cpu => r.cpu_time_ns as f64,
+                SortKey::Threads => f64::from(r.threads),
                 SortKey::CrossLlc => r.cross_llc_migrations as f64,
                 SortKey::Migrations => r.migrations as f64,
                 SortKey::Wait => r.rq_wait_ns as f64,
@@ -418,10 +456,61 @@ impl App {
                 // Lowest IPC first among those that have one.
                 SortKey::Ipc => c.and_then(|c| c.ipc).map_or(f64::MIN, |v| -v),
                 SortKey::Pid => -(r.pid as f64),
+                SortKey::Comm => 0.0,
             }
         };
-        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.pid.cmp(&b.pid)));
+        rows.sort_by(|a, b| {
+            let o = if self.sort == SortKey::Comm {
+                a.comm.to_lowercase().cmp(&b.comm.to_lowercase())
+            } else {
+                key(b).total_cmp(&key(a))
+            };
+            o.then(a.pid.cmp(&b.pid))
+        });
+        if self.sort_reverse {
+            rows.reverse();
+        }
         rows
+    }
+
+    /// The knobs the Knobs view lists: all of them, or those its search matches (id,
+    /// family, description, value).
+    pub fn knob_rows(&self) -> Vec<&Knob> {
+        let f = self.filter_of(ViewId::Knobs);
+        self.knobs()
+            .iter()
+            .filter(|k| {
+                matches(
+                    f,
+                    &[
+                        &k.id,
+                        &k.description,
+                        k.value.as_deref().unwrap_or_default(),
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    /// The findings the Findings view lists: those held at the shown snapshot that its
+    /// search matches (kind, summary, seed), worst first.
+    pub fn finding_rows(&self) -> Vec<&Episode> {
+        let f = self.filter_of(ViewId::Findings);
+        self.findings()
+            .into_iter()
+            .filter(|e| {
+                let l = e.latest();
+                matches(
+                    f,
+                    &[
+                        &l.summary,
+                        &l.key,
+                        e.kind().label(),
+                        e.kind().seed().unwrap_or_default(),
+                    ],
+                )
+            })
+            .collect()
     }
 
     /// The status message for the view shown: one said there, or an error said anywhere.
@@ -610,9 +699,9 @@ mod tests {
         a.handle(key(KeyCode::Char('/')));
         a.handle(key(KeyCode::Char('q')));
         assert!(!a.quit, "q is text while filtering");
-        assert_eq!(a.filter, "q");
+        assert_eq!(a.filter(), "q");
         a.handle(key(KeyCode::Esc));
-        assert!(a.filter.is_empty());
+        assert!(a.filter().is_empty());
         a.handle(key(KeyCode::Char('q')));
         assert!(a.quit);
     }

@@ -95,6 +95,44 @@ impl App {
         }
     }
 
+    /// Show the first snapshot after the next marker (`forward`) or the one the previous
+    /// marker came after; says so when there is none that way.
+    pub(super) fn seek_marker(&mut self, forward: bool) {
+        let Some(now) = self.current().map(|s| s.time.mono_ns) else {
+            return;
+        };
+        let mut at: Vec<(u64, &str)> = self
+            .markers
+            .iter()
+            .map(|m| (m.mono_ns, m.label.as_str()))
+            .collect();
+        at.sort_by_key(|m| m.0);
+        // A marker lies between the snapshot that ends before it and the next one.
+        let target = if forward {
+            at.iter().find(|m| m.0 >= now)
+        } else {
+            // Markers before the snapshot shown, not the one it starts after.
+            let start = now.saturating_sub(self.current().map_or(0, |s| s.time.interval_ns));
+            at.iter().rev().find(|m| m.0 < start)
+        };
+        let Some(&(ns, label)) = target else {
+            let which = if forward { "after" } else { "before" };
+            self.say(Level::Info, format!("no marker {which} this snapshot"));
+            return;
+        };
+        let label = label.to_string();
+        let Some(i) = self.snaps.iter().position(|s| s.time.mono_ns > ns) else {
+            self.say(
+                Level::Info,
+                format!("marker {label:?} is after the last snapshot"),
+            );
+            return;
+        };
+        let p = self.pos.unwrap_or(0) as i64;
+        self.seek(i as i64 - p);
+        self.say(Level::Info, format!("marker {label:?}"));
+    }
+
     pub(super) fn speed(&mut self, faster: bool) {
         let Some(r) = self.replay.as_mut() else {
             self.say(Level::Info, "speed applies to replay");

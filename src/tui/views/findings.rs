@@ -11,7 +11,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::block;
 use crate::findings::{Kind, Severity};
-use crate::tui::app::App;
+use crate::tui::app::{App, ViewId};
 use crate::tui::theme::Theme;
 
 fn severity_style(t: &Theme, s: Severity) -> Style {
@@ -25,10 +25,14 @@ fn severity_style(t: &Theme, s: Severity) -> Style {
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme();
     let seq = app.current().map(|s| s.seq);
-    let held = app.findings();
+    let held = app.finding_rows();
     let problems = held.iter().filter(|e| e.kind() != Kind::BlindSpots).count();
+    let search = match app.filter_of(ViewId::Findings) {
+        "" => String::new(),
+        f => format!(" matching \"{f}\""),
+    };
     let title = format!(
-        "Findings — {problems} held{} · Enter/a tries the suggestion (an A/B, nothing written before you accept it) · docs/advisor.md",
+        "Findings — {problems} held{}{search} · Enter/a tries the suggestion (an A/B, nothing written before you accept it) · / search · docs/advisor.md",
         seq.map(|s| format!(" at #{s}")).unwrap_or_default()
     );
     let n_list = (held.len().max(1) as u16 + 2).min(area.height / 2);

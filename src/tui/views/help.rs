@@ -9,7 +9,7 @@ use ratatui::text::Text;
 use ratatui::widgets::{Cell, Row, Table};
 
 use super::{block, wrap};
-use crate::tui::app::App;
+use crate::tui::app::{App, ViewId, matches};
 use crate::tui::keymap::{KEYMAP, keys_label};
 
 const KEY_W: u16 = 18;
@@ -41,8 +41,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .style(t.accent().add_modifier(Modifier::BOLD));
     // Inside the border, beside the first two columns and their spacing.
     let action_w = area.width.saturating_sub(2 + KEY_W + WHERE_W + 2).max(10) as usize;
+    let search = app.filter_of(ViewId::Help);
     let all: Vec<(Vec<String>, [String; 2])> = table()
         .into_iter()
+        .filter(|[k, w, a]| matches(search, &[k, w, a]))
         .map(|[k, w, a]| (wrap(&a, action_w), [k, w]))
         .collect();
     // Inside the border, below the column header.
@@ -76,9 +78,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         })
         .collect();
     let themes: Vec<&str> = app.themes.iter().map(|t| t.name.as_str()).collect();
+    let search = match search {
+        "" => String::new(),
+        f => format!(" matching \"{f}\""),
+    };
     let title = format!(
-        "Help — keys {}–{} of {} (↑/↓ PgUp/PgDn scroll · ? or Esc back) · themes: {} (t cycles, --theme NAME, NO_COLOR honoured) · docs/metrics.md defines every number",
-        first + 1,
+        "Help — keys {}–{} of {}{search} (↑/↓ PgUp/PgDn scroll · / search · ? or Esc back) · themes: {} (t cycles, --theme NAME, NO_COLOR honoured) · docs/metrics.md defines every number",
+        (first + 1).min(all.len()),
         first + shown,
         all.len(),
         themes.join(", ")

@@ -14,7 +14,7 @@ use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table, Wrap};
 use super::{block, selected};
 use crate::knobs::Access;
 use crate::knobs::session::KnobAction;
-use crate::tui::app::App;
+use crate::tui::app::{App, ViewId};
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme();
@@ -52,7 +52,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
 
 fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
     let t = app.theme();
-    let knobs = app.knobs();
+    let knobs = app.knob_rows();
     let touched = s.pending();
     let header = Row::new(["KNOB", "VALUE", "DEFAULT", "TYPE", "ACCESS"].map(Cell::from))
         .style(t.accent().add_modifier(Modifier::BOLD));
@@ -100,8 +100,12 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
     } else {
         ""
     };
+    let search = match app.filter_of(ViewId::Knobs) {
+        "" => String::new(),
+        f => format!(" of {} matching \"{f}\"", app.knobs().len()),
+    };
     let title = format!(
-        "Knobs — {} · {} changed ({exit}) · {steps} undo steps{ro} · x toggle · Enter edit · u undo · p profile",
+        "Knobs — {}{search} · {} changed ({exit}) · {steps} undo steps{ro} · x toggle · Enter edit · u undo · p profile · / search",
         knobs.len(),
         touched.len()
     );
@@ -127,7 +131,7 @@ fn draw_detail(f: &mut Frame, area: Rect, app: &App) {
     let b = block(app, "About");
     let inner = b.inner(area);
     f.render_widget(b, area);
-    let Some(k) = app.knobs().get(app.knob_sel) else {
+    let Some(k) = app.knob_rows().get(app.knob_sel).copied() else {
         let notes: Vec<Line> = app
             .knob_notes
             .iter()

@@ -206,6 +206,16 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
     s
 }
 
+/// `text` in at most `width` characters: cut with `…` when longer.
+pub fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
 /// `text` broken at spaces into lines of at most `width` characters (a word longer than
 /// that is cut into pieces).
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -297,5 +307,7 @@ mod tests {
         assert_eq!(wrap("ab cd ef", 5), ["ab cd", "ef"]);
         assert_eq!(wrap("abcdefg h", 3), ["abc", "def", "g h"]);
         assert_eq!(wrap("", 3), [""]);
+        assert_eq!(fit("kworker/u8:2-events", 8), "kworker…");
+        assert_eq!(fit("bash", 8), "bash");
     }
 }

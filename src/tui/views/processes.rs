@@ -13,10 +13,10 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{bar, block, ns, or_dash, pct, rate, selected, waiting};
+use super::{bar, block, fit, ns, or_dash, pct, rate, selected, waiting};
 use crate::findings::pileup::{self, PileUp};
 use crate::snapshot::{EventKind, Precision, PreferredKind, ProcessStats};
-use crate::tui::app::{App, SortKey};
+use crate::tui::app::{App, SortKey, ViewId};
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let Some(s) = app.current() else {
@@ -45,10 +45,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         Precision::Exact => "exact",
         Precision::Sampled => "sampled",
     };
-    let filter = if app.filter.is_empty() {
+    let filter = if app.filter_of(ViewId::Processes).is_empty() {
         String::new()
     } else {
-        format!(" · filter \"{}\"", app.filter)
+        format!(" · filter \"{}\"", app.filter_of(ViewId::Processes))
     };
     let title = format!(
         "Processes — {} shown of {} · {precision} · sort {}{filter} (s sort, / filter, Enter drill)",
@@ -56,23 +56,40 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         table.total,
         app.sort.label()
     );
-    let head_cells = [
-        ("PID", Some(SortKey::Pid)),
-        ("COMM", None),
-        ("THR", None),
-        ("CPU", Some(SortKey::Cpu)),
-        ("PREF", None),
-        ("HIT", Some(SortKey::Hit)),
-        ("SPREAD", None),
-        ("xLLC/s", Some(SortKey::CrossLlc)),
-        ("MIG/s", Some(SortKey::Migrations)),
-        ("WAIT/s", Some(SortKey::Wait)),
-        ("IPC", Some(SortKey::Ipc)),
-        ("MPKI", Some(SortKey::Mpki)),
-        ("CGROUP", None),
+    // Columns: header (with its unit), sort key, width, and the order in which they go
+    // when the terminal is narrow (0 never goes; higher goes first).
+    const COLS: [(&str, Option<SortKey>, u16, u8); 13] = [
+        ("PID", Some(SortKey::Pid), 8, 0),
+        ("COMM", Some(SortKey::Comm), 16, 0),
+        ("THR", Some(SortKey::Threads), 4, 3),
+        ("CPU%", Some(SortKey::Cpu), 6, 0),
+        ("PREF", None, 5, 4),
+        ("HIT%", Some(SortKey::Hit), 5, 2),
+        ("SPREAD", None, 6, 5),
+        ("xLLC/s", Some(SortKey::CrossLlc), 7, 0),
+        ("MIG/s", Some(SortKey::Migrations), 7, 1),
+        ("WAIT/s", Some(SortKey::Wait), 8, 0),
+        ("IPC", Some(SortKey::Ipc), 5, 6),
+        ("MPKI", Some(SortKey::Mpki), 6, 6),
+        ("CGROUP", None, 6, 7),
     ];
-    let header = Row::new(head_cells.iter().map(|(name, key)| {
-        let mark = if *key == Some(app.sort) { "▼" } else { "" };
+    // Inside the border; one space between columns.
+    let room = area.width.saturating_sub(2);
+    let width_of = |drop: u8| -> u16 {
+        COLS.iter()
+            .filter(|c| c.3 < drop)
+            .map(|c| c.2 + 1)
+            .sum::<u16>()
+    };
+    let drop = (1..=8).rev().find(|&d| width_of(d) <= room).unwrap_or(1);
+    let shown: Vec<usize> = (0..COLS.len()).filter(|&i| COLS[i].3 < drop).collect();
+    let header = Row::new(shown.iter().map(|&i| {
+        let (name, key, _, _) = COLS[i];
+        let mark = match (key == Some(app.sort), app.sort_reverse) {
+            (false, _) => "",
+            (true, false) => "▼",
+            (true, true) => "▲",
+        };
         Cell::from(format!("{name}{mark}"))
     }))
     .style(t.accent().add_modifier(Modifier::BOLD));
@@ -104,9 +121,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             } else {
                 t.base()
             };
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(r.pid.to_string()),
-                Cell::from(r.comm.clone()),
+                Cell::from(fit(&r.comm, COLS[1].2 as usize)),
                 Cell::from(r.threads.to_string()),
                 Cell::from(pct(r.cpu_time_ns as f64 / 1e9 / secs.max(1e-9))),
                 Cell::from(pref),
@@ -118,7 +135,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 Cell::from(or_dash(c.and_then(|c| c.ipc), |v| format!("{v:.2}"))),
                 Cell::from(or_dash(c.and_then(|c| c.mpki), |v| format!("{v:.1}"))),
                 Cell::from(r.cgroup.clone().unwrap_or_default()),
-            ]);
+            ];
+            let mut keep = shown.iter().peekable();
+            let mut i_col = 0;
+            cells.retain(|_| {
+                let k = keep.peek().is_some_and(|&&j| j == i_col);
+                if k {
+                    keep.next();
+                }
+                i_col += 1;
+                k
+            });
+            let row = Row::new(cells);
             if i == app.proc_sel {
                 row.style(selected(app))
             } else {
@@ -126,30 +154,27 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             }
         })
         .collect();
-    let widths = [
-        Constraint::Length(8),
-        Constraint::Length(16),
-        Constraint::Length(4),
-        Constraint::Length(6),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(8),
-        Constraint::Length(5),
-        Constraint::Length(6),
-        Constraint::Min(6),
-    ];
+    let widths: Vec<Constraint> = shown
+        .iter()
+        .map(|&i| {
+            if COLS[i].0 == "CGROUP" {
+                Constraint::Min(COLS[i].2)
+            } else {
+                Constraint::Length(COLS[i].2)
+            }
+        })
+        .collect();
     let mut tbl = Table::new(trs, widths)
         .header(header)
         .block(block(app, title));
     if rows.is_empty() {
-        tbl = tbl.footer(Row::new(vec![Cell::from(if app.filter.is_empty() {
-            "no process ran"
-        } else {
-            "no process matches the filter"
-        })]));
+        tbl = tbl.footer(Row::new(vec![Cell::from(
+            if app.filter_of(ViewId::Processes).is_empty() {
+                "no process ran"
+            } else {
+                "no process matches the filter"
+            },
+        )]));
     }
     f.render_widget(tbl, area);
 }
