@@ -43,11 +43,20 @@ pub fn path(explicit: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| crate::config::config_dir("config.toml"))
 }
 
-/// Read `path`: a missing file is an empty one unless it was named explicitly.
+/// Read `path`: a missing file is an empty one unless it was named explicitly; so is one
+/// the user may not read at the default place (e.g. root's HOME after dropping
+/// privileges), with a warning on stderr.
 pub fn load(path: &Path, explicit: bool) -> Result<File, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            return Ok(File::default());
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && !explicit => {
+            eprintln!(
+                "llctop: {}: {e}; the config file is not read",
+                path.display()
+            );
             return Ok(File::default());
         }
         Err(e) => return Err(format!("{}: {e}", path.display())),

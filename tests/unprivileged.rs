@@ -55,3 +55,58 @@ fn source_bpf_refuses_instead_of_falling_back() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("BPF not permitted"), "{err}");
 }
+
+/// The documented non-root install (README, "Without root"): a copy of llctop with the
+/// file capabilities cap_bpf and cap_perfmon, run by nobody, gets the BPF source — every
+/// event counted — and nothing else: the knobs stay read-only with the reason.
+#[test]
+#[ignore = "needs root"]
+fn file_capabilities_bpf_and_perfmon_give_the_bpf_source_to_a_user() {
+    // SAFETY: no arguments.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "needs root: setcap");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("llctop");
+    std::fs::copy(env!("CARGO_BIN_EXE_llctop"), &bin).expect("copy");
+    let open = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    open(dir.path());
+    open(&bin);
+    let st = Command::new("setcap")
+        .args(["cap_bpf,cap_perfmon=ep"])
+        .arg(&bin)
+        .status()
+        .expect("setcap (libcap2-bin)");
+    assert!(st.success(), "setcap");
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).expect("mkdir");
+    open(&state);
+    let nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env("HOME", dir.path())
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .expect("setpriv")
+    };
+    let out = nobody(&["--source", "bpf", "live", "--duration", "1s"]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("bpf Active: tp_btf"), "{err}");
+    assert!(
+        text.contains(" | mig/s smt "),
+        "exact migrations, not sampled:\n{text}"
+    );
+    // Without the capabilities the same user falls back (the test above), and with them
+    // it still cannot write a knob.
+    let out = nobody(&["knobs", "set", "numa_balancing", "1"]);
+    let err =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "a user never writes a knob: {err}");
+}
