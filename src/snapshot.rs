@@ -86,6 +86,15 @@ pub struct SystemStats {
     pub procs_running: Option<u32>,
     /// Tasks blocked on I/O at the end of the interval (`procs_blocked`).
     pub procs_blocked: Option<u32>,
+    /// Fraction of all CPUs' time in user mode (user + nice of /proc/stat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<f64>,
+    /// Fraction of all CPUs' time in the kernel (system + irq + softirq).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<f64>,
+    /// Load averages over 1, 5 and 15 minutes (/proc/loadavg).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<[f64; 3]>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -90,6 +90,13 @@ pub fn validate(s: &Snapshot) -> Result<(), String> {
         _ => Ok(()),
     };
     frac("system busy", s.system.busy)?;
+    frac("system user", s.system.user)?;
+    frac("system kernel", s.system.system)?;
+    if let Some(l) = s.system.load
+        && l.iter().any(|x| !x.is_finite() || *x < 0.0)
+    {
+        return Err(format!("snapshot #{}: load {l:?} is not a load average", s.seq));
+    }
     for c in &s.cpus {
         frac(&format!("cpu{} busy", c.cpu), c.busy)?;
         frac(&format!("cpu{} steal", c.cpu), c.steal)?;

@@ -72,12 +72,20 @@ impl ProcfsSource {
                     c.steal = Some(steal);
                 }
             }
+            let shares = stat::user_kernel(prev, &cur);
             snap.system = SystemStats {
                 busy: None, // filled by the collector from the CPUs
                 ctx_switches: cur.ctxt.checked_sub(prev.ctxt),
                 forks: cur.processes.checked_sub(prev.processes),
                 procs_running: cur.procs_running,
                 procs_blocked: cur.procs_blocked,
+                user: shares.map(|s| s.0),
+                system: shares.map(|s| s.1),
+                load: self
+                    .root
+                    .read(stat::LOADAVG)
+                    .ok()
+                    .and_then(|t| stat::parse_loadavg(&t)),
             };
         }
         snap.sources.push(SourceStatus::active("procfs.stat"));

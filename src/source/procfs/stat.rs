@@ -1,5 +1,6 @@
-//! `/proc/stat` → per-CPU busy and steal fractions, system context switches, forks and
-//! runnable/blocked task counts. Parsed with procfs-core's `KernelStats`; the CPU number
+//! `/proc/stat` → per-CPU busy and steal fractions, the user and kernel shares of all
+//! CPUs' time, system context switches, forks and runnable/blocked task counts;
+//! `/proc/loadavg` → the load averages. Parsed with procfs-core's `KernelStats`; the CPU number
 //! of each per-CPU line is taken from the line itself, because the kernel lists only
 //! online CPUs and the position alone would shift after an offline CPU.
 
@@ -27,6 +28,10 @@ pub struct CpuTicks {
     /// inside user/nice).
     pub busy: u64,
     pub steal: u64,
+    /// user + nice.
+    pub user: u64,
+    /// system + irq + softirq.
+    pub kernel: u64,
     /// busy + idle + iowait.
     pub total: u64,
 }
@@ -38,6 +43,8 @@ impl From<&CpuTime> for CpuTicks {
         CpuTicks {
             busy,
             steal,
+            user: t.user + t.nice,
+            kernel: t.system + t.irq.unwrap_or(0) + t.softirq.unwrap_or(0),
             total: busy + t.idle + t.iowait.unwrap_or(0),
         }
     }
@@ -54,6 +61,33 @@ pub fn fractions(prev: &CpuTicks, cur: &CpuTicks) -> Option<(f64, f64)> {
     let steal = cur.steal.saturating_sub(prev.steal);
     let t = total as f64;
     Some(((busy as f64 / t).min(1.0), (steal as f64 / t).min(1.0)))
+}
+
+/// The user and kernel shares of all CPUs' time between two samples (CPUs in both);
+/// `None` if no time passed or a counter went backwards.
+pub fn user_kernel(prev: &StatSample, cur: &StatSample) -> Option<(f64, f64)> {
+    let (mut user, mut kernel, mut total) = (0u64, 0u64, 0u64);
+    for (cpu, c) in &cur.cpus {
+        let Some(p) = prev.cpus.get(cpu) else {
+            continue;
+        };
+        user = user.saturating_add(c.user.checked_sub(p.user)?);
+        kernel = kernel.saturating_add(c.kernel.checked_sub(p.kernel)?);
+        total = total.saturating_add(c.total.checked_sub(p.total)?);
+    }
+    (total > 0).then(|| {
+        let t = total as f64;
+        ((user as f64 / t).min(1.0), (kernel as f64 / t).min(1.0))
+    })
+}
+
+pub const LOADAVG: &str = "/proc/loadavg";
+
+/// The three load averages of `/proc/loadavg` (`0.52 0.40 0.33 1/123 4567`).
+pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
+    let mut it = text.split_whitespace().map(|w| w.parse::<f64>().ok());
+    let l = [it.next()??, it.next()??, it.next()??];
+    l.iter().all(|x| x.is_finite() && *x >= 0.0).then_some(l)
 }
 
 pub fn read(root: &KernelRoot) -> KResult<StatSample> {
@@ -113,6 +147,21 @@ pub fn parse(text: &str) -> Result<StatSample, ParseError> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn load_averages_and_user_kernel_shares() {
+        assert_eq!(
+            parse_loadavg("0.52 0.40 0.33 1/123 4567\n"),
+            Some([0.52, 0.40, 0.33])
+        );
+        assert_eq!(parse_loadavg("0.52 x 0.33"), None);
+        assert_eq!(parse_loadavg("nan 1 1"), None);
+        let a = parse("cpu 0 0 0 0 0 0 0 0 0 0\ncpu0 10 0 5 100 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0 0 0\nintr 1 2\nctxt 1\nbtime 1\nprocesses 1\n").unwrap();
+        let b = parse("cpu 0 0 0 0 0 0 0 0 0 0\ncpu0 40 10 15 120 0 0 0 0 0 0\ncpu1 0 0 10 220 0 0 0 0 0 0\nintr 1 2\nctxt 1\nbtime 1\nprocesses 1\n").unwrap();
+        // 40 user+nice and 20 system ticks of 200.
+        assert_eq!(user_kernel(&a, &b), Some((0.2, 0.1)));
+        assert_eq!(user_kernel(&b, &a), None, "backwards");
+    }
+
     const TWO: &str = "cpu  551 0 595 11485 69 0 11 5 0 0\n\
 cpu0 138 0 256 5954 3 0 2 1 0 0\n\
 cpu3 413 0 338 5531 65 0 9 4 0 0\n\
@@ -135,11 +184,13 @@ intr 1 2\nctxt 1000\nbtime 1\nprocesses 50\nprocs_running 2\nprocs_blocked 0\n";
             busy: 100,
             steal: 0,
             total: 1000,
+            ..Default::default()
         };
         let b = CpuTicks {
             busy: 130,
             steal: 5,
             total: 1100,
+            ..Default::default()
         };
         let (busy, steal) = fractions(&a, &b).unwrap();
         assert!((busy - 0.3).abs() < 1e-9);
