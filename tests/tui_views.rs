@@ -1019,3 +1019,65 @@ fn findings_view_shows_the_evidence_and_opens_the_suggested_experiment() {
         "{status}"
     );
 }
+
+/// The Overview answers "is work cache-local?" on any machine: below the map, a system
+/// line, moves per second by distance (cross-LLC marked impossible on one LLC), the
+/// preferred-LLC hit, busy and wait history graphs on one shared scale with a time axis,
+/// and the top movers — from 1 CPU to 512, at 80×24 and larger.
+#[test]
+fn overview_answers_whether_work_stays_cache_local_on_any_machine() {
+    let shapes = [
+        ("1cpu", topology::synthetic(1, 1, 1)),
+        ("2cpu", fixture_topology("devvm-2cpu")),
+        ("4cpu", topology::synthetic(1, 2, 2)),
+        ("16cpu", topology::synthetic(2, 2, 4)),
+        ("256cpu", fixture_topology("epyc-7763-2s")),
+        ("512cpu", topology::synthetic(2, 32, 8)),
+    ];
+    for (name, topo) in shapes {
+        let mut app = live_app(&topo, 5);
+        for s in &mut app.snaps {
+            s.system.load = Some([0.52, 0.40, 0.33]);
+            s.system.user = Some(0.12);
+            s.system.system = Some(0.03);
+        }
+        for (w, h) in [(80, 24), (160, 45), (250, 70)] {
+            let s = screen(&app, w, h);
+            let what = format!("{name} {w}×{h}");
+            has(&s, "LLC map", &what);
+            let panel = s.contains("Is work cache-local?");
+            if topo.cpus.len() <= 16 || h >= 70 {
+                assert!(panel, "{what}: the panel\n{s}");
+            }
+            if !panel {
+                continue;
+            }
+            has(&s, "load 0.52 0.40 0.33", &what);
+            has(&s, "user 12%", &what);
+            has(&s, "moves/s", &what);
+            has(&s, "preferred-LLC hit", &what);
+            if topo.llcs.len() == 1 {
+                has(&s, "xllc n/a", &what);
+                has(&s, "one LLC: no cross-LLC move possible", &what);
+            } else {
+                assert!(!s.contains("xllc n/a"), "{what}");
+            }
+            // Graphs and movers where the map leaves them room: every machine at 250×70,
+            // the small ones at 80×24 too.
+            if h < 70 && topo.cpus.len() > 4 {
+                continue;
+            }
+            has(&s, "now", &what); // the time axis
+            has(&s, "busy % per", &what);
+            has(&s, "run-queue wait per", &what);
+            if topo.llcs.len() == 1 {
+                has(&s, "top movers (one LLC: by migrations)", &what);
+            } else {
+                has(&s, "top cross-LLC movers", &what);
+            }
+            if topo.llcs.len() > 8 {
+                has(&s, "busy % per node", &what);
+            }
+        }
+    }
+}

@@ -95,7 +95,10 @@ pub fn validate(s: &Snapshot) -> Result<(), String> {
     if let Some(l) = s.system.load
         && l.iter().any(|x| !x.is_finite() || *x < 0.0)
     {
-        return Err(format!("snapshot #{}: load {l:?} is not a load average", s.seq));
+        return Err(format!(
+            "snapshot #{}: load {l:?} is not a load average",
+            s.seq
+        ));
     }
     for c in &s.cpus {
         frac(&format!("cpu{} busy", c.cpu), c.busy)?;

@@ -7,6 +7,7 @@ pub mod findings;
 pub mod header;
 pub mod help;
 pub mod knobs;
+pub mod locality;
 pub mod migrations;
 pub mod numa;
 pub mod overview;

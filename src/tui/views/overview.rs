@@ -4,15 +4,17 @@
 //!
 //! Readable from 2 to 512 CPUs: cells shrink (`cpu busy%`, then `busy%`, then colour
 //! only) until every LLC fits, and when even colour cells do not fit, each LLC becomes
-//! one summary line (in columns on wide terminals).
+//! one summary line (in columns on wide terminals). Below the map, when there is room,
+//! the locality panel (locality.rs): system line, moves by distance, history graphs,
+//! top cross-LLC movers.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, block, ns, or_dash, pct, rate, waiting};
+use super::{bar, block, locality, ns, or_dash, pct, rate, waiting};
 use crate::snapshot::{CpuStats, GroupStats, Snapshot};
 use crate::topology::Llc;
 use crate::tui::app::App;
@@ -64,31 +66,52 @@ const FULL_W: usize = 76;
 const COMPACT_W: usize = 30;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
-    let outer = block(app, "LLC map — busy per CPU (* run-queue wait > 10%)");
-    let inner = outer.inner(area);
-    f.render_widget(outer, area);
+    let title = "LLC map — busy per CPU (* run-queue wait > 10%)";
     let Some(s) = app.current() else {
+        let outer = block(app, title);
+        let inner = outer.inner(area);
+        f.render_widget(outer, area);
         waiting(f, inner, app);
         return;
     };
-    let mode = mode_for(app, inner.width as usize, inner.height as usize);
-    let mut lines = match mode {
-        Mode::Cells(w) => cell_lines(app, s, w, inner.width as usize),
-        Mode::Summary { columns, compact } => summary_lines(
-            app,
-            s,
-            columns,
-            compact,
-            inner.width as usize,
-            inner.height as usize,
-        ),
+    // The map takes what it needs on the whole area; the locality panel what is left
+    // (when at least a few rows are); small machines add one line per CPU under the map
+    // when the panel keeps room for its graphs.
+    let width = area.width.saturating_sub(2) as usize;
+    let full_h = area.height.saturating_sub(2) as usize;
+    let n = map_lines(app, s, width, full_h).len() as u16;
+    let table = s.cpus.len() as u16 + 2;
+    let left = area.height.saturating_sub(n + 2);
+    let (map_area, panel_area, with_table) = if left >= locality::MIN_ROWS {
+        let with_table = left >= table + locality::MIN_HEIGHT + 4;
+        let map_h = n + 2 + if with_table { table } else { 0 };
+        let [a, b] = Layout::vertical([Constraint::Length(map_h), Constraint::Min(0)]).areas(area);
+        (a, Some(b), with_table)
+    } else {
+        (area, None, true)
     };
-    // Small machines: room left for one line per CPU with its numbers.
-    if inner.height as usize >= lines.len() + s.cpus.len() + 2 {
+    let outer = block(app, title);
+    let inner = outer.inner(map_area);
+    f.render_widget(outer, map_area);
+    let mut lines = map_lines(app, s, inner.width as usize, inner.height as usize);
+    if with_table && inner.height as usize >= lines.len() + table as usize {
         lines.push(Line::raw(""));
         lines.extend(cpu_table(app, s));
     }
     f.render_widget(Paragraph::new(lines), inner);
+    if let Some(p) = panel_area {
+        locality::draw(f, p, app, s);
+    }
+}
+
+/// The map's lines for an inner area `width`×`height`.
+fn map_lines(app: &App, s: &Snapshot, width: usize, height: usize) -> Vec<Line<'static>> {
+    match mode_for(app, width, height) {
+        Mode::Cells(w) => cell_lines(app, s, w, width),
+        Mode::Summary { columns, compact } => {
+            summary_lines(app, s, columns, compact, width, height)
+        }
+    }
 }
 
 fn node_line(app: &App, s: &Snapshot, node: u32, n_cpus: usize) -> Line<'static> {
