@@ -73,6 +73,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, s: &Snapshot) {
     if graphs_h > 0 {
         let [busy, wait] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .spacing(3)
                 .areas(graphs);
         let series = series(app);
         draw_graph(f, busy, app, &series, Metric::Busy);
