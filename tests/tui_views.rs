@@ -1081,3 +1081,80 @@ fn overview_answers_whether_work_stays_cache_local_on_any_machine() {
         }
     }
 }
+
+/// Migrations at 80×24: every rate row (distances and causes) whole, each sparkline with
+/// its latest value and its scale (the largest value drawn) and the time it spans.
+#[test]
+fn migrations_keep_every_rate_row_with_its_scale_at_80x24() {
+    let topo = topology::synthetic(2, 2, 4);
+    let mut app = live_app(&topo, 6);
+    key(&mut app, KeyCode::Char('2'));
+    for (w, h) in [(80, 24), (160, 45)] {
+        let s = screen(&app, w, h);
+        for d in llctop::topology::Distance::ALL {
+            has(&s, &format!("│{:<15}", d.label()), &format!("{w}×{h}"));
+        }
+        for c in llctop::snapshot::Cause::ALL {
+            has(&s, &format!("│{:<15}", c.label()), &format!("{w}×{h}"));
+        }
+        has(&s, "max", &format!("{w}×{h}: the scale"));
+        has(&s, "s · now →", &format!("{w}×{h}: the span"));
+    }
+}
+
+fn click(app: &mut App, x: u16, y: u16) {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    app.handle(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+/// The mouse: a click on a tab shows its view; on a row selects it; on the selected row
+/// does what Enter does (Processes: drill in); the wheel moves the selection.
+#[test]
+fn mouse_clicks_tabs_and_rows() {
+    let topo = topology::synthetic(2, 2, 4);
+    let mut app = live_app(&topo, 3);
+    let s = render_to_text(&app, 160, 45);
+    let tabs_y = s
+        .iter()
+        .position(|l| l.contains(" 3 Processes "))
+        .expect("tabs") as u16;
+    let x = s[tabs_y as usize].find(" 3 Processes ").expect("tab") as u16;
+    click(&mut app, x + 3, tabs_y);
+    assert_eq!(app.view, llctop::tui::app::ViewId::Processes);
+    let s = render_to_text(&app, 160, 45);
+    let row = s.iter().position(|l| l.contains("postgres")).expect("row") as u16;
+    click(&mut app, 10, row);
+    let pid = app.process_rows()[app.proc_sel].pid;
+    assert_eq!(pid, 1001, "the clicked row is selected");
+    render_to_text(&app, 160, 45);
+    click(&mut app, 10, row);
+    assert_eq!(
+        app.drill,
+        Some(1001),
+        "a click on the selected row drills in"
+    );
+    key(&mut app, KeyCode::Esc);
+    render_to_text(&app, 160, 45);
+    use ratatui::crossterm::event::{MouseEvent, MouseEventKind};
+    app.handle(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollUp,
+        column: 10,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(app.proc_sel, 0, "the wheel moves the selection");
+    // Help: what the view it was opened from shows, from docs/metrics.md.
+    key(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 160, 45);
+    has(&s, "Processes:", "help for the view");
+    has(
+        &s,
+        "CPU% — cpu_time_ns / interval",
+        "a definition from metrics.md",
+    );
+}

@@ -22,7 +22,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use ratatui::crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
+};
 
 use crate::collect::Collector;
 use crate::kroot::KernelRoot;
@@ -96,7 +98,16 @@ pub fn run(app: &mut App, rx: Receiver<Msg>, stop: &AtomicBool) -> std::io::Resu
             return Err(e);
         }
     };
+    // Clicks and the wheel; a panic hook turns mouse reporting off again before
+    // ratatui's own restores the rest of the terminal.
+    ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        prev(info);
+    }));
     let res = event_loop(&mut terminal, app, &rx, stop);
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::try_restore()?;
     res
 }
@@ -135,6 +146,10 @@ fn event_loop(
         match input.recv_timeout(Duration::from_millis(50)) {
             Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
                 app.handle(Msg::Key(k));
+                dirty = true;
+            }
+            Ok(Event::Mouse(m)) => {
+                app.handle(Msg::Mouse(m));
                 dirty = true;
             }
             Ok(Event::Resize(..)) => dirty = true,

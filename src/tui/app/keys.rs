@@ -1,7 +1,9 @@
 //! Keys: the keymap's action for a key in the current view, text input (filter, knob
 //! value), the profile chooser, and selection movement. Pure state changes and effects.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
 
 use super::{App, Effect, Input, InputKind, Level, ViewId};
 use crate::tui::keymap::{self, Action, Context};
@@ -28,6 +30,60 @@ impl App {
             return;
         };
         self.act(action);
+    }
+
+    /// A click on a tab shows its view; on a list row selects it, and on the selected row
+    /// does what Enter does there; the wheel moves the selection (Help: scrolls).
+    pub(super) fn mouse(&mut self, m: MouseEvent) {
+        if self.input.is_some() || self.profile_pick.is_some() {
+            return;
+        }
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_sel(3),
+            MouseEventKind::ScrollUp => self.move_sel(-3),
+            MouseEventKind::Down(MouseButton::Left) => self.click(m.column, m.row),
+            _ => {}
+        }
+    }
+
+    fn click(&mut self, x: u16, y: u16) {
+        if y == self.hits.tabs_y.get() {
+            let mut start = 0u16;
+            for (i, v) in ViewId::ALL.iter().enumerate() {
+                let w = crate::tui::views::tab_label(i, *v).chars().count() as u16;
+                if x >= start && x < start + w {
+                    self.show(*v);
+                    return;
+                }
+                start += w;
+            }
+            return;
+        }
+        let Some((top, rows, first)) = self.hits.list.get() else {
+            return;
+        };
+        if y < top || y >= top + rows {
+            return;
+        }
+        let i = first + (y - top) as usize;
+        let (sel, n, enter) = match self.view {
+            ViewId::Processes => (self.proc_sel, self.process_rows().len(), Action::Drill),
+            ViewId::Knobs => (self.knob_sel, self.knob_rows().len(), Action::KnobEdit),
+            ViewId::Findings => (
+                self.finding_sel,
+                self.finding_rows().len(),
+                Action::FindingTry,
+            ),
+            _ => return,
+        };
+        if i >= n {
+            return;
+        }
+        if i == sel {
+            self.act(enter);
+        } else {
+            self.move_sel(i as i64 - sel as i64);
+        }
     }
 
     fn input_key(&mut self, k: KeyEvent) {

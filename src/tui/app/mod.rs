@@ -21,7 +21,7 @@ mod recording;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ratatui::crossterm::event::KeyEvent;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 
 use super::keymap::Context;
 use super::theme::Theme;
@@ -193,8 +193,20 @@ pub struct Input {
     pub text: String,
 }
 
+/// The screen places of the last frame that a click can hit.
+#[derive(Debug, Default)]
+pub struct Hits {
+    /// The row of the view tabs.
+    pub tabs_y: std::cell::Cell<u16>,
+    /// The list of the view shown: its first row's y, rows drawn, and the index of the
+    /// item on its first row.
+    pub list: std::cell::Cell<Option<(u16, u16, usize)>>,
+}
+
 pub enum Msg {
     Key(KeyEvent),
+    /// A mouse event (click a tab, a row; the wheel scrolls).
+    Mouse(MouseEvent),
     /// Source states of the baseline read, before the first snapshot.
     Sources(Vec<SourceStatus>),
     Snapshot(Box<Snapshot>),
@@ -254,6 +266,9 @@ pub struct App {
     pub help_last_start: std::cell::Cell<usize>,
     /// The header's problem lines are shown in full (`i`), not as one summary line.
     pub header_expanded: bool,
+    /// Where the last frame drew what a mouse click can hit (set by the views, which
+    /// alone know the terminal's size).
+    pub hits: Hits,
     pub themes: Vec<Theme>,
     pub theme: usize,
     pub input: Option<Input>,
@@ -313,6 +328,7 @@ impl App {
             help_scroll: 0,
             help_last_start: std::cell::Cell::new(usize::MAX),
             header_expanded: false,
+            hits: Hits::default(),
             themes: if themes.is_empty() {
                 vec![Theme::mono()]
             } else {
@@ -540,6 +556,7 @@ impl App {
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         match msg {
             Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
             Msg::Sources(s) => self.early_sources = s,
             Msg::Snapshot(s) => self.snapshot(*s),
             Msg::FeedError(e) => {

@@ -39,6 +39,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let [list, detail] =
         Layout::vertical([Constraint::Length(n_list), Constraint::Min(3)]).areas(area);
     let sel = app.finding_sel.min(held.len().saturating_sub(1));
+    app.hits
+        .list
+        .set(Some((list.y + 1, list.height.saturating_sub(2), 0)));
     let mut rows = Vec::new();
     if held.is_empty() {
         rows.push(Line::styled(

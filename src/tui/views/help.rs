@@ -1,6 +1,8 @@
-//! Help: the key table, generated from the keymap (the same table as the README's),
-//! and the themes. Long actions wrap; the table scrolls (↑/↓, PgUp/PgDn) so its last
-//! row is reachable on any terminal the views are laid out for.
+//! Help: what each number of the view it was opened from means — the rows of
+//! docs/metrics.md's screen table for that view, read from the document itself at build
+//! time so they are written once — then the key table, generated from the keymap (the
+//! same table as the README's), and the themes. Long text wraps; the table scrolls (↑/↓,
+//! PgUp/PgDn) so its last row is reachable on any terminal the views are laid out for.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -15,22 +17,86 @@ use crate::tui::keymap::{KEYMAP, keys_label};
 const KEY_W: u16 = 18;
 const WHERE_W: u16 = 17;
 
-/// Rows of the key table: the keymap and Ctrl-C.
-pub fn rows() -> usize {
-    KEYMAP.len() + 1
+/// docs/metrics.md, whose screen table defines every number on screen.
+const METRICS: &str = include_str!("../../../docs/metrics.md");
+
+/// The screen table's rows for `view` (its title, or the title and a qualifier such as
+/// `Overview panel`): (where, shown, fields), Markdown backticks removed.
+pub fn definitions(view: &str) -> Vec<[String; 3]> {
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for line in METRICS.lines() {
+        if line.starts_with("| view | shown | field(s) |") {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if !line.starts_with('|') {
+            break;
+        }
+        // Cells split at `|` that is not escaped as `\|`.
+        let mut cells = Vec::new();
+        let mut cur = String::new();
+        let mut prev = ' ';
+        for c in line.trim().trim_matches('|').chars() {
+            if c == '|' && prev != '\\' {
+                cells.push(std::mem::take(&mut cur));
+            } else if c != '\\' {
+                cur.push(c);
+            }
+            prev = c;
+        }
+        cells.push(cur);
+        let clean = |c: &str| c.trim().replace('`', "");
+        if let [v, shown, fields] = &cells[..] {
+            let v = v.trim();
+            if v == view || v.strip_prefix(view).is_some_and(|r| r.starts_with(' ')) {
+                rows.push([v.to_string(), clean(shown), clean(fields)]);
+            }
+        }
+    }
+    rows
 }
 
-fn table() -> Vec<[String; 3]> {
-    let mut all: Vec<[String; 3]> = KEYMAP
-        .iter()
-        .map(|b| {
-            [
-                keys_label(b),
-                b.context.label().to_string(),
-                b.help.to_string(),
-            ]
-        })
-        .collect();
+/// The name docs/metrics.md's screen table gives `v`.
+fn doc_name(v: ViewId) -> &'static str {
+    v.title()
+}
+
+/// Rows of the key table: the keymap and Ctrl-C (the definitions come on top).
+pub fn rows() -> usize {
+    KEYMAP.len()
+        + 1
+        + ViewId::ALL
+            .iter()
+            .map(|v| definitions(doc_name(*v)).len() + 1)
+            .max()
+            .unwrap_or(0)
+}
+
+fn table(from: ViewId) -> Vec<[String; 3]> {
+    let mut all: Vec<[String; 3]> = Vec::new();
+    let defs = definitions(doc_name(from));
+    if !defs.is_empty() {
+        all.push([
+            format!("{}:", from.title()),
+            "what it shows".into(),
+            "from (docs/metrics.md)".into(),
+        ]);
+        all.extend(defs.into_iter().map(|[_, shown, fields]| {
+            [String::new(), String::new(), format!("{shown} — {fields}")]
+        }));
+        all.push(["KEY".into(), "WHERE".into(), "ACTION".into()]);
+    }
+    all.extend(KEYMAP.iter().map(|b| {
+        [
+            keys_label(b),
+            b.context.label().to_string(),
+            b.help.to_string(),
+        ]
+    }));
     all.push(["Ctrl-C".into(), "everywhere".into(), "quit, like q".into()]);
     all
 }
@@ -42,7 +108,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // Inside the border, beside the first two columns and their spacing.
     let action_w = area.width.saturating_sub(2 + KEY_W + WHERE_W + 2).max(10) as usize;
     let search = app.filter_of(ViewId::Help);
-    let all: Vec<(Vec<String>, [String; 2])> = table()
+    let all: Vec<(Vec<String>, [String; 2])> = table(app.prev_view)
         .into_iter()
         .filter(|[k, w, a]| matches(search, &[k, w, a]))
         .map(|[k, w, a]| (wrap(&a, action_w), [k, w]))
@@ -102,4 +168,31 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .block(block(app, title)),
         area,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_view_has_its_definitions_from_metrics_md() {
+        for v in ViewId::ALL {
+            if v == ViewId::Help {
+                continue;
+            }
+            assert!(!definitions(doc_name(v)).is_empty(), "{v:?}");
+        }
+        let p = definitions("Processes");
+        assert!(
+            p.iter()
+                .any(|r| r[1] == "CPU%" && r[2].contains("cpu_time_ns / interval")),
+            "{p:?}"
+        );
+        assert!(
+            definitions("Overview")
+                .iter()
+                .any(|r| r[0] == "Overview panel"),
+            "qualified rows belong to the view"
+        );
+    }
 }

@@ -58,6 +58,8 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
         .style(t.accent().add_modifier(Modifier::BOLD));
     let body_h = area.height.saturating_sub(3) as usize;
     let first = app.knob_sel.saturating_sub(body_h.saturating_sub(1));
+    // Rows start under the border and the column header.
+    app.hits.list.set(Some((area.y + 2, body_h as u16, first)));
     let rows: Vec<Row> = knobs
         .iter()
         .enumerate()

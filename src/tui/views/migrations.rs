@@ -27,10 +27,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         );
         return;
     };
+    // The rates first, whole; then the matrix; the recent moves where there is room.
+    let causes = if m.by_cause.is_some() {
+        Cause::ALL.len()
+    } else {
+        1
+    };
+    let rates_h = ((Distance::ALL.len() + causes) as u16 + 3).min(area.height);
+    let rest = area.height - rates_h;
+    let recent_h = if rest >= 4 + 8 { 8 } else { 0 };
     let [rates, matrix, recent] = Layout::vertical([
-        Constraint::Length(12),
-        Constraint::Min(4),
-        Constraint::Length(8),
+        Constraint::Length(rates_h),
+        Constraint::Length(rest - recent_h),
+        Constraint::Length(recent_h),
     ])
     .areas(area);
     let precision = match m.precision {
@@ -38,8 +47,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         Precision::Sampled => "sampled (lower bound)",
     };
     draw_rates(f, rates, app, precision);
-    draw_matrix(f, matrix, app, s);
-    draw_recent(f, recent, app);
+    if matrix.height >= 3 {
+        draw_matrix(f, matrix, app, s);
+    }
+    if recent.height > 0 {
+        draw_recent(f, recent, app);
+    }
 }
 
 fn per_sec(s: &Snapshot, v: u64) -> f64 {
@@ -51,12 +64,20 @@ fn draw_rates(f: &mut Frame, area: Rect, app: &App, precision: &str) {
     let t = app.theme();
     let b = block(
         app,
-        format!("Migrations/s by distance and cause — {precision}"),
+        format!(
+            "Migrations/s by distance and cause — {precision} · each line scaled to its own max"
+        ),
     );
     let inner = b.inner(area);
     f.render_widget(b, area);
-    let hist = app.history(inner.width as usize);
-    let w = (inner.width as usize).saturating_sub(30).max(8);
+    let w = (inner.width as usize).saturating_sub(40).max(8);
+    let hist = app.history(w);
+    let span = match (hist.first(), hist.last()) {
+        (Some(a), Some(b)) => {
+            (b.time.mono_ns.saturating_sub(a.time.mono_ns) + a.time.interval_ns) as f64 / 1e9
+        }
+        _ => 0.0,
+    };
     let mut lines = Vec::new();
     for (i, d) in Distance::ALL.iter().enumerate() {
         let vals: Vec<f64> = hist
@@ -67,13 +88,10 @@ fn draw_rates(f: &mut Frame, area: Rect, app: &App, precision: &str) {
                     .map_or(0.0, |m| per_sec(s, m.by_distance.get(*d)))
             })
             .collect();
-        let now = vals.last().copied().unwrap_or(0.0);
         let style = if i >= 2 { t.warn() } else { t.base() };
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:<15}", d.label()), style),
-            Span::styled(sparkline(&vals, w), t.accent()),
-            Span::raw(format!(" {:>8}/s", si(now))),
-        ]));
+        let mut l = vec![Span::styled(format!("{:<15}", d.label()), style)];
+        l.extend(spark_row(&vals, w, t));
+        lines.push(Line::from(l));
     }
     let has_cause = app
         .current()
@@ -90,12 +108,9 @@ fn draw_rates(f: &mut Frame, area: Rect, app: &App, precision: &str) {
                         .map_or(0.0, |c| per_sec(s, c.get(cause)))
                 })
                 .collect();
-            let now = vals.last().copied().unwrap_or(0.0);
-            lines.push(Line::from(vec![
-                Span::raw(format!("{:<15}", cause.label())),
-                Span::styled(sparkline(&vals, w), t.accent()),
-                Span::raw(format!(" {:>8}/s", si(now))),
-            ]));
+            let mut l = vec![Span::raw(format!("{:<15}", cause.label()))];
+            l.extend(spark_row(&vals, w, t));
+            lines.push(Line::from(l));
         }
     } else {
         lines.push(Line::styled(
@@ -103,7 +118,30 @@ fn draw_rates(f: &mut Frame, area: Rect, app: &App, precision: &str) {
             t.dim(),
         ));
     }
+    lines.insert(
+        0,
+        Line::styled(
+            format!(
+                "{:<15}{:<w$} {:>10} {:>9}",
+                "",
+                format!("← {span:.0} s · now →"),
+                "now",
+                "max"
+            ),
+            t.dim(),
+        ),
+    );
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// A sparkline of `vals` in `w` cells, then the latest value and the largest (its scale).
+fn spark_row(vals: &[f64], w: usize, t: &crate::tui::theme::Theme) -> Vec<Span<'static>> {
+    let now = vals.last().copied().unwrap_or(0.0);
+    let max = vals.iter().copied().fold(0.0f64, f64::max);
+    vec![
+        Span::styled(sparkline(vals, w), t.accent()),
+        Span::raw(format!(" {:>8}/s {:>7}/s", si(now), si(max))),
+    ]
 }
 
 fn draw_matrix(f: &mut Frame, area: Rect, app: &App, s: &Snapshot) {

@@ -49,6 +49,8 @@ pub fn draw(f: &mut Frame, app: &App) {
     .areas(area);
     header::draw(f, h, app, area.height);
     draw_tabs(f, tabs, app);
+    app.hits.tabs_y.set(tabs.y);
+    app.hits.list.set(None);
     match app.view {
         ViewId::Overview => overview::draw(f, body, app),
         ViewId::Migrations => migrations::draw(f, body, app),
@@ -63,11 +65,16 @@ pub fn draw(f: &mut Frame, app: &App) {
     draw_footer(f, foot, app);
 }
 
+/// The tab of view `v`, the `i`th: ` 1 Overview `.
+pub fn tab_label(i: usize, v: ViewId) -> String {
+    format!(" {} {} ", i + 1, v.title())
+}
+
 fn draw_tabs(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme();
     let mut spans = Vec::new();
     for (i, v) in ViewId::ALL.iter().enumerate() {
-        let label = format!(" {} {} ", i + 1, v.title());
+        let label = tab_label(i, *v);
         if *v == app.view {
             spans.push(Span::styled(
                 label,

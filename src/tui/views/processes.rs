@@ -95,6 +95,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     .style(t.accent().add_modifier(Modifier::BOLD));
     let body_h = area.height.saturating_sub(3) as usize;
     let first = app.proc_sel.saturating_sub(body_h.saturating_sub(1));
+    // Rows start under the border and the column header.
+    app.hits.list.set(Some((area.y + 2, body_h as u16, first)));
     let trs: Vec<Row> = rows
         .iter()
         .enumerate()
