@@ -1158,3 +1158,41 @@ fn mouse_clicks_tabs_and_rows() {
         "a definition from metrics.md",
     );
 }
+
+/// Knobs at 80×24: ten rows of the list (the change log waits for a taller terminal and
+/// says so), cells cut with `…`, and `/` finds a knob by name.
+#[test]
+fn knobs_list_gets_the_rows_at_80x24_and_searches() {
+    let (_dir, root, session) = knob_fixture();
+    let topo = topology::discover(&root).expect("topology");
+    let mut app = live_app(&topo, 2);
+    app.session = Some(session);
+    key(&mut app, KeyCode::Char('7'));
+    let s = screen(&app, 80, 24);
+    let rows = s
+        .lines()
+        .filter(|l| {
+            l.starts_with('│')
+                && (l.contains("writable") || l.contains("read-only") || l.contains("…"))
+        })
+        .count();
+    assert!(
+        rows >= 8.min(app.knobs().len()),
+        "{rows} knob rows at 80×24:\n{s}"
+    );
+    has(&s, "log: taller terminal", "80×24");
+    assert!(!screen(&app, 160, 50).contains("log: taller"), "160×50");
+    key(&mut app, KeyCode::Char('/'));
+    for c in "numa_bal".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    let ids: Vec<&str> = app.knob_rows().iter().map(|k| k.id.as_str()).collect();
+    assert!(ids.contains(&"numa_balancing"), "{ids:?}");
+    assert!(!ids.contains(&"feature.TTWU_QUEUE"), "{ids:?}");
+    has(
+        &screen(&app, 120, 30),
+        "matching \"numa_bal\"",
+        "search in the title",
+    );
+}

@@ -11,17 +11,22 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table, Wrap};
 
-use super::{block, selected};
+use super::{block, fit, selected};
 use crate::knobs::Access;
 use crate::knobs::session::KnobAction;
 use crate::tui::app::{App, ViewId};
 
+/// The view's height from which the change log shows under the list.
+const LOG_FROM: u16 = 30;
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme();
+    // The list first: the change log only on a terminal tall enough for both.
+    let log_h = if area.height >= LOG_FROM { 7 } else { 0 };
     let [list_area, detail_area, log_area] = Layout::vertical([
         Constraint::Min(6),
         Constraint::Length(if app.experiment.is_some() { 10 } else { 6 }),
-        Constraint::Length(7),
+        Constraint::Length(log_h),
     ])
     .areas(area);
     match &app.session {
@@ -38,25 +43,42 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 list_area,
             );
         }
-        Some(s) => draw_list(f, list_area, app, s),
+        Some(s) => draw_list(f, list_area, app, s, log_h > 0),
     }
     match &app.experiment {
         Some(st) => draw_ab(f, detail_area, app, st),
         None => draw_detail(f, detail_area, app),
     }
-    draw_log(f, log_area, app);
+    if log_h > 0 {
+        draw_log(f, log_area, app);
+    }
     if let Some(i) = app.profile_pick {
         draw_picker(f, area, app, i);
     }
 }
 
-fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
+/// Column widths (KNOB, VALUE, DEFAULT, TYPE) on a terminal `width` wide; ACCESS takes
+/// the rest.
+fn widths(width: u16) -> [u16; 4] {
+    if width >= 100 {
+        [34, 14, 9, 16]
+    } else {
+        [30, 11, 8, 12]
+    }
+}
+
+fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session, log_shown: bool) {
     let t = app.theme();
     let knobs = app.knob_rows();
     let touched = s.pending();
     let header = Row::new(["KNOB", "VALUE", "DEFAULT", "TYPE", "ACCESS"].map(Cell::from))
         .style(t.accent().add_modifier(Modifier::BOLD));
     let body_h = area.height.saturating_sub(3) as usize;
+    // ACCESS takes the rest of the row inside the border and the column gaps.
+    let [id_w, value_w, default_w, type_w] = widths(area.width);
+    let access_w = (area.width as usize)
+        .saturating_sub(2 + (id_w + value_w + default_w + type_w) as usize + 4)
+        .max(8);
     let first = app.knob_sel.saturating_sub(body_h.saturating_sub(1));
     // Rows start under the border and the column header.
     app.hits.list.set(Some((area.y + 2, body_h as u16, first)));
@@ -78,11 +100,14 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
             };
             let vstyle = if changed { t.warn() } else { t.base() };
             let row = Row::new(vec![
-                Cell::from(k.id.clone()),
-                Cell::from(value).style(vstyle),
-                Cell::from(k.default.clone().unwrap_or_else(|| "–".into())),
-                Cell::from(k.kind.summary()),
-                Cell::from(access).style(astyle),
+                Cell::from(fit(&k.id, id_w as usize)),
+                Cell::from(fit(&value, value_w as usize)).style(vstyle),
+                Cell::from(fit(
+                    &k.default.clone().unwrap_or_else(|| "–".into()),
+                    default_w as usize,
+                )),
+                Cell::from(fit(&k.kind.summary(), type_w as usize)),
+                Cell::from(fit(&access, access_w)).style(astyle),
             ]);
             if i == app.knob_sel {
                 row.style(selected(app))
@@ -102,12 +127,17 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
     } else {
         ""
     };
+    let log = if !log_shown {
+        " · log: taller terminal"
+    } else {
+        ""
+    };
     let search = match app.filter_of(ViewId::Knobs) {
         "" => String::new(),
         f => format!(" of {} matching \"{f}\"", app.knobs().len()),
     };
     let title = format!(
-        "Knobs — {}{search} · {} changed ({exit}) · {steps} undo steps{ro} · x toggle · Enter edit · u undo · p profile · / search",
+        "Knobs — {}{search} · {} changed ({exit}){log} · {steps} undo steps{ro} · x toggle · Enter edit · u undo · p profile · / search",
         knobs.len(),
         touched.len()
     );
@@ -115,15 +145,18 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session) {
         Table::new(
             rows,
             [
-                Constraint::Length(34),
-                Constraint::Length(14),
-                Constraint::Length(9),
-                Constraint::Length(16),
+                Constraint::Length(id_w),
+                Constraint::Length(value_w),
+                Constraint::Length(default_w),
+                Constraint::Length(type_w),
                 Constraint::Min(10),
             ],
         )
         .header(header)
-        .block(block(app, title)),
+        .block(block(
+            app,
+            fit(&title, area.width.saturating_sub(2) as usize),
+        )),
         area,
     );
 }
