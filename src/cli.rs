@@ -61,11 +61,24 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Key rebindings from the config file's `[keys]` table (not an option).
+    #[arg(skip)]
+    pub keys: std::collections::BTreeMap<String, Vec<String>>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
 impl Cli {
+    /// How the TUI looks and answers: theme, first view, key rebindings.
+    pub fn look(&self) -> crate::tui::launch::Look {
+        crate::tui::launch::Look {
+            theme: self.theme.clone(),
+            view: self.view,
+            keys: self.keys.clone(),
+        }
+    }
+
     /// The options every run shares.
     pub fn options(&self) -> Options {
         Options {

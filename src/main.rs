@@ -145,21 +145,16 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             run::live::run(&opts, &root, &topo, duration, &changes)
         }
         Some(Command::Tui { changes }) => {
-            tui::launch::live(&opts, &cli.theme, cli.view, &root, &topo, &changes)
+            tui::launch::live(&opts, &cli.look(), &root, &topo, &changes)
         }
-        Some(Command::Replay { file }) => tui::launch::replay(&cli.theme, cli.view, &file),
+        Some(Command::Replay { file }) => tui::launch::replay(&cli.look(), &file),
         Some(Command::Keys) => {
             print!("{}", tui::keymap::markdown_table());
             Ok(())
         }
-        None if tui::launch::need_terminal().is_ok() => tui::launch::live(
-            &opts,
-            &cli.theme,
-            cli.view,
-            &root,
-            &topo,
-            &Changes::default(),
-        ),
+        None if tui::launch::need_terminal().is_ok() => {
+            tui::launch::live(&opts, &cli.look(), &root, &topo, &Changes::default())
+        }
         None => run::live::run(&opts, &root, &topo, None, &Changes::default()),
         Some(
             Command::Knobs { .. }

@@ -1,6 +1,7 @@
 //! The operator's config file: `$XDG_CONFIG_HOME/llctop/config.toml` (or `--config
 //! FILE`) gives defaults for the global options — interval, theme, view, top, source —
-//! read and checked with the command line's own parsers. The command line wins over the
+//! read and checked with the command line's own parsers, and a `[keys]` table that
+//! rebinds the TUI's actions (checked against the keymap). The command line wins over the
 //! file, the file over the built-in defaults. `llctop config --print` shows the result
 //! and where each value came from, as TOML that can be saved as the file.
 
@@ -23,6 +24,8 @@ pub struct File {
     pub view: Option<String>,
     pub top: Option<usize>,
     pub source: Option<String>,
+    /// Key rebindings: action name → keys (`quit = ["q", "F10"]`).
+    pub keys: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// The options the file may set, in its order: (key, the clap argument id).
@@ -77,6 +80,17 @@ pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> Result<Vec<(&'static str, O
         None => File::default(),
     };
     let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+    if let Some(k) = &file.keys {
+        crate::tui::keymap::with_overrides(k).map_err(|e| {
+            format!(
+                "{}: {e}",
+                file_path
+                    .as_deref()
+                    .map_or("config".into(), |p| p.display().to_string())
+            )
+        })?;
+        cli.keys = k.clone();
+    }
     let mut origins = Vec::new();
     for key in KEYS {
         let origin = if given(key) {
@@ -147,6 +161,13 @@ pub fn render(cli: &Cli, origins: &[(&'static str, Origin)]) -> String {
         };
         s.push_str(&format!("{key} = {}  # {from}\n", value(key)));
     }
+    if !cli.keys.is_empty() {
+        s.push_str("\n[keys]  # rebound in the file; the rest as `llctop keys` lists\n");
+        for (action, keys) in &cli.keys {
+            let keys: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+            s.push_str(&format!("{action} = [{}]\n", keys.join(", ")));
+        }
+    }
     s
 }
 
@@ -202,6 +223,22 @@ mod tests {
             (again.interval, again.theme, again.view, again.top),
             (c.interval, c.theme, c.view, c.top)
         );
+    }
+
+    #[test]
+    fn a_keys_table_rebinds_and_round_trips() {
+        let (c, text) = cli(&[], "top = 3\n[keys]\nmarker = [\"M\", \"F5\"]\n").unwrap();
+        assert_eq!(c.keys["marker"], ["M", "F5"]);
+        assert!(text.contains("marker = [\"M\", \"F5\"]"), "{text}");
+        let body: String = text
+            .lines()
+            .skip(1)
+            .map(|l| format!("{}\n", l.split("  #").next().unwrap_or(l)))
+            .collect();
+        let (again, _) = cli(&[], &body).unwrap();
+        assert_eq!(again.keys, c.keys);
+        let e = cli(&[], "[keys]\nmarker = [\"t\"]\n").err().unwrap();
+        assert!(e.contains("t is bound to both"), "{e}");
     }
 
     #[test]

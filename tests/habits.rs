@@ -180,6 +180,15 @@ fn the_config_file_sets_defaults_the_command_line_overrides() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("config interval:"), "{err}");
+    std::fs::write(&file, "[keys]\nmarker = [\"M\"]\nquit = [\"Q\", \"q\"]\n").expect("write");
+    let out = run(&["config", "--print"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("marker = [\"M\"]"), "{text}");
+    std::fs::write(&file, "[keys]\nmarker = [\"q\"]\n").expect("write");
+    let out = run(&["config", "--print"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("q is bound to both"), "{err}");
     std::fs::write(&file, "tehme = \"light\"\n").expect("write");
     let err = String::from_utf8_lossy(&run(&["config", "--print"]).stderr).to_string();
     assert!(err.contains(&at) && err.contains("tehme"), "{err}");

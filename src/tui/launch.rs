@@ -85,22 +85,36 @@ pub fn knob_notes(session: &Session, domains: Option<String>) -> Vec<String> {
 }
 
 /// The TUI on the live system with `changes` applied for the session.
+/// How the TUI looks and answers: theme, the view shown first, key rebindings.
+pub struct Look {
+    pub theme: String,
+    pub view: ViewId,
+    pub keys: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Look {
+    fn apply(&self, app: &mut App) -> Result<(), Error> {
+        app.view = self.view;
+        app.keymap = super::keymap::with_overrides(&self.keys).map_err(Error::from)?;
+        Ok(())
+    }
+}
+
 pub fn live(
     opts: &Options,
-    theme: &str,
-    view: ViewId,
+    look: &Look,
     root: &KernelRoot,
     topo: &Topology,
     changes: &Changes,
 ) -> Result<(), Error> {
     need_terminal()?;
     let stop = run::stop_flag()?;
-    let themes = themes(theme)?;
+    let themes = themes(&look.theme)?;
     let mut session = run::knob_session(opts, root, Some(topo), false);
     let domains = session.read_domains();
     run::apply_changes(&mut session, changes)?;
     let mut app = App::live(topo.clone(), opts.interval, themes);
-    app.view = view;
+    look.apply(&mut app)?;
     (app.host, app.kernel) = record::host_and_kernel(root);
     app.knob_notes = knob_notes(&session, domains);
     app.knob_log = session.take_events();
@@ -140,15 +154,15 @@ pub fn live(
 }
 
 /// `llctop replay FILE`: the recording in the TUI.
-pub fn replay(theme: &str, view: ViewId, file: &Path) -> Result<(), Error> {
+pub fn replay(look: &Look, file: &Path) -> Result<(), Error> {
     need_terminal()?;
     let stop = run::stop_flag()?;
     let rec = record::reader::open(file)?;
     if rec.snapshots.is_empty() {
         return Err(format!("{}: no snapshots to replay", file.display()).into());
     }
-    let mut app = App::replay(rec, &file.display().to_string(), themes(theme)?);
-    app.view = view;
+    let mut app = App::replay(rec, &file.display().to_string(), themes(&look.theme)?);
+    look.apply(&mut app)?;
     let (_tx, rx) = std::sync::mpsc::channel();
     super::run(&mut app, rx, &stop).map_err(|e| format!("terminal: {e}").into())
 }

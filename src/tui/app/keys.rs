@@ -26,7 +26,7 @@ impl App {
             self.pick_key(k);
             return;
         }
-        let Some(action) = keymap::lookup(&k, self.context()) else {
+        let Some(action) = keymap::lookup_in(&self.keymap, &k, self.context()) else {
             return;
         };
         self.act(action);

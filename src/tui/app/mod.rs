@@ -266,6 +266,8 @@ pub struct App {
     pub help_last_start: std::cell::Cell<usize>,
     /// The header's problem lines are shown in full (`i`), not as one summary line.
     pub header_expanded: bool,
+    /// The key bindings: the built-in map with the config file's `[keys]` applied.
+    pub keymap: Vec<super::keymap::Binding>,
     /// Where the last frame drew what a mouse click can hit (set by the views, which
     /// alone know the terminal's size).
     pub hits: Hits,
@@ -329,6 +331,7 @@ impl App {
             help_last_start: std::cell::Cell::new(usize::MAX),
             header_expanded: false,
             hits: Hits::default(),
+            keymap: super::keymap::KEYMAP.to_vec(),
             themes: if themes.is_empty() {
                 vec![Theme::mono()]
             } else {

@@ -76,7 +76,7 @@ pub fn rows() -> usize {
             .unwrap_or(0)
 }
 
-fn table(from: ViewId) -> Vec<[String; 3]> {
+fn table(from: ViewId, keymap: &[crate::tui::keymap::Binding]) -> Vec<[String; 3]> {
     let mut all: Vec<[String; 3]> = Vec::new();
     let defs = definitions(doc_name(from));
     if !defs.is_empty() {
@@ -90,7 +90,7 @@ fn table(from: ViewId) -> Vec<[String; 3]> {
         }));
         all.push(["KEY".into(), "WHERE".into(), "ACTION".into()]);
     }
-    all.extend(KEYMAP.iter().map(|b| {
+    all.extend(keymap.iter().map(|b| {
         [
             keys_label(b),
             b.context.label().to_string(),
@@ -108,7 +108,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // Inside the border, beside the first two columns and their spacing.
     let action_w = area.width.saturating_sub(2 + KEY_W + WHERE_W + 2).max(10) as usize;
     let search = app.filter_of(ViewId::Help);
-    let all: Vec<(Vec<String>, [String; 2])> = table(app.prev_view)
+    let all: Vec<(Vec<String>, [String; 2])> = table(app.prev_view, &app.keymap)
         .into_iter()
         .filter(|[k, w, a]| matches(search, &[k, w, a]))
         .map(|[k, w, a]| (wrap(&a, action_w), [k, w]))
