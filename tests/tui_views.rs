@@ -1196,3 +1196,48 @@ fn knobs_list_gets_the_rows_at_80x24_and_searches() {
         "search in the title",
     );
 }
+
+/// Every view at 80×24, 160×45 and 250×70 on 2, 16 and 256 CPUs: drawn, its title
+/// whole, units on the columns that have them.
+#[test]
+fn every_view_at_every_size() {
+    for (name, topo) in topologies() {
+        let mut app = live_app(&topo, 3);
+        for (v, title) in [
+            ('1', "LLC map"),
+            ('2', "Migrations/s"),
+            ('3', "Processes —"),
+            ('4', "Hardware counters"),
+            ('5', "Load balancing"),
+            ('6', "NUMA"),
+            ('7', "Knobs"),
+            ('8', "Findings —"),
+            ('9', "Help —"),
+        ] {
+            key(&mut app, KeyCode::Char(v));
+            for (w, h) in [(80, 24), (160, 45), (250, 70)] {
+                let s = screen(&app, w, h);
+                let what = format!("{name} view {v} {w}×{h}");
+                has(&s, title, &what);
+                if std::env::var_os("SHOW").is_some() {
+                    println!("{what}\n{s}");
+                }
+                match v {
+                    '3' => {
+                        for u in ["CPU%", "xLLC/s", "WAIT/s"] {
+                            has(&s, u, &what);
+                        }
+                    }
+                    '2' => has(&s, "/s", &what),
+                    '5' => {
+                        for c in ["busy lb", "idle lb", "newidle lb"] {
+                            has(&s, c, &what);
+                        }
+                    }
+                    '6' => has(&s, "MEM TOTAL", &what),
+                    _ => {}
+                }
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ use ratatui::style::Modifier;
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::{block, rate, sparkline, waiting};
+use super::{block, columns_that_fit, fit, rate, sparkline, waiting};
 use crate::snapshot::LbStats;
 use crate::tui::app::App;
 
@@ -36,31 +36,39 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             rate(x.gained, secs),
         ]
     };
-    let header = Row::new(
-        [
-            "LEVEL",
-            "DOMAIN",
-            "CPUS",
-            "busy lb",
-            "bal",
-            "fail",
-            "gain",
-            "idle lb",
-            "bal",
-            "fail",
-            "gain",
-            "newidle lb",
-            "bal",
-            "fail",
-            "gain",
-            "newidle trend",
-            "alb",
-            "wake remote",
-            "affine",
-        ]
-        .map(Cell::from),
-    )
-    .style(t.accent().add_modifier(Modifier::BOLD));
+    // Columns: header, width, drop order on a narrow terminal (0 stays; the highest
+    // goes first): the attempts of each kind stay, then newidle's gain and the CPUs.
+    const COLS: [(&str, u16, u8); 19] = [
+        ("LEVEL", 5, 0),
+        ("DOMAIN", 8, 0),
+        ("CPUS", 4, 1),
+        ("busy lb", 8, 0),
+        ("bal", 6, 5),
+        ("fail", 6, 4),
+        ("gain", 6, 3),
+        ("idle lb", 8, 0),
+        ("bal", 6, 5),
+        ("fail", 6, 4),
+        ("gain", 6, 3),
+        ("newidle lb", 10, 0),
+        ("bal", 6, 5),
+        ("fail", 6, 4),
+        ("gain", 6, 1),
+        ("newidle trend", 16, 2),
+        ("alb", 6, 3),
+        ("wake remote", 11, 6),
+        ("affine", 7, 6),
+    ];
+    let shown = columns_that_fit(&COLS.map(|c| (c.1, c.2)), area.width.saturating_sub(2));
+    let keep = |v: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        v.into_iter()
+            .enumerate()
+            .filter(|(i, _)| shown.contains(i))
+            .map(|(_, c)| c)
+            .collect()
+    };
+    let header = Row::new(keep(COLS.iter().map(|c| Cell::from(c.0)).collect()))
+        .style(t.accent().add_modifier(Modifier::BOLD));
     let rows: Vec<Row> = b
         .domains
         .iter()
@@ -98,36 +106,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             cells.push(Cell::from(rate(d.alb_count, secs)));
             cells.push(Cell::from(rate(d.ttwu_wake_remote, secs)));
             cells.push(Cell::from(rate(d.ttwu_move_affine, secs)));
-            Row::new(cells)
+            Row::new(keep(cells))
         })
         .collect();
-    let mut widths = vec![
-        Constraint::Length(5),
-        Constraint::Length(8),
-        Constraint::Length(4),
-    ];
-    for _ in 0..3 {
-        widths.extend([
-            Constraint::Length(10),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(6),
-        ]);
-    }
-    widths.extend([
-        Constraint::Length(spark_w as u16),
-        Constraint::Length(6),
-        Constraint::Length(11),
-        Constraint::Length(7),
-    ]);
+    let widths: Vec<Constraint> = shown
+        .iter()
+        .map(|&i| Constraint::Length(COLS[i].1))
+        .collect();
     let title = format!(
         "Load balancing per domain, per second — /proc/schedstat v{} (* name derived from the span)",
         b.version
     );
     f.render_widget(
-        Table::new(rows, widths)
-            .header(header)
-            .block(block(app, title)),
+        Table::new(rows, widths).header(header).block(block(
+            app,
+            fit(&title, area.width.saturating_sub(2) as usize),
+        )),
         area,
     );
 }

@@ -214,6 +214,15 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
     s
 }
 
+/// Which columns of a table fit `room` cells (one space between columns): each column is
+/// (width, drop order), 0 never dropped, the highest dropped first. Indices kept, in order.
+pub fn columns_that_fit(cols: &[(u16, u8)], room: u16) -> Vec<usize> {
+    let width_of = |drop: u8| -> u16 { cols.iter().filter(|c| c.1 < drop).map(|c| c.0 + 1).sum() };
+    let max = cols.iter().map(|c| c.1).max().unwrap_or(0) + 1;
+    let drop = (1..=max).rev().find(|&d| width_of(d) <= room).unwrap_or(1);
+    (0..cols.len()).filter(|&i| cols[i].1 < drop).collect()
+}
+
 /// `text` in at most `width` characters: cut with `…` when longer.
 pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
@@ -317,5 +326,14 @@ mod tests {
         assert_eq!(wrap("", 3), [""]);
         assert_eq!(fit("kworker/u8:2-events", 8), "kworker…");
         assert_eq!(fit("bash", 8), "bash");
+        let cols = [(5, 0), (10, 2), (10, 1), (20, 3)];
+        assert_eq!(columns_that_fit(&cols, 100), [0, 1, 2, 3]);
+        assert_eq!(columns_that_fit(&cols, 30), [0, 1, 2]);
+        assert_eq!(columns_that_fit(&cols, 20), [0, 2]);
+        assert_eq!(
+            columns_that_fit(&cols, 3),
+            [0],
+            "never below the columns that stay"
+        );
     }
 }

@@ -7,7 +7,7 @@ use ratatui::style::Modifier;
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{block, or_dash, pct, rate, waiting};
+use super::{block, columns_that_fit, or_dash, pct, rate, waiting};
 use crate::tui::app::App;
 
 fn mode_name(m: u32) -> String {
@@ -58,8 +58,30 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .map(String::from)
         .to_vec();
     head.extend(keys.iter().map(|k| format!("{k}/s")));
-    let header =
-        Row::new(head.into_iter().map(Cell::from)).style(t.accent().add_modifier(Modifier::BOLD));
+    // Widths and drop order on a narrow terminal: the node's own figures stay, then
+    // numa_hit and numa_miss, the rest go first.
+    let cols: [(u16, u8); 10] = [
+        (5, 0),
+        (5, 1),
+        (5, 0),
+        (10, 0),
+        (10, 0),
+        (14, 1),
+        (14, 1),
+        (14, 2),
+        (14, 3),
+        (14, 3),
+    ];
+    let shown = columns_that_fit(&cols, nodes_area.width.saturating_sub(2));
+    let keep = |v: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        v.into_iter()
+            .enumerate()
+            .filter(|(i, _)| shown.contains(i))
+            .map(|(_, c)| c)
+            .collect()
+    };
+    let header = Row::new(keep(head.into_iter().map(Cell::from).collect()))
+        .style(t.accent().add_modifier(Modifier::BOLD));
     let rows: Vec<Row> = s
         .nodes
         .iter()
@@ -82,17 +104,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     |v| rate(v, secs),
                 )));
             }
-            Row::new(cells)
+            Row::new(keep(cells))
         })
         .collect();
-    let mut widths = vec![
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(10),
-        Constraint::Length(10),
-    ];
-    widths.extend([Constraint::Length(14); 5]);
+    let widths: Vec<Constraint> = shown
+        .iter()
+        .map(|&i| Constraint::Length(cols[i].0))
+        .collect();
     let title = format!(
         "Nodes — NUMA balancing: {}",
         or_dash(n.balancing_mode, |m| format!("{m} ({})", mode_name(m)))

@@ -13,7 +13,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{bar, block, fit, ns, or_dash, pct, rate, selected, waiting};
+use super::{bar, block, columns_that_fit, fit, ns, or_dash, pct, rate, selected, waiting};
 use crate::findings::pileup::{self, PileUp};
 use crate::snapshot::{EventKind, Precision, PreferredKind, ProcessStats};
 use crate::tui::app::{App, SortKey, ViewId};
@@ -75,14 +75,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     ];
     // Inside the border; one space between columns.
     let room = area.width.saturating_sub(2);
-    let width_of = |drop: u8| -> u16 {
-        COLS.iter()
-            .filter(|c| c.3 < drop)
-            .map(|c| c.2 + 1)
-            .sum::<u16>()
-    };
-    let drop = (1..=8).rev().find(|&d| width_of(d) <= room).unwrap_or(1);
-    let shown: Vec<usize> = (0..COLS.len()).filter(|&i| COLS[i].3 < drop).collect();
+    let shown = columns_that_fit(&COLS.map(|c| (c.2, c.3)), room);
     let header = Row::new(shown.iter().map(|&i| {
         let (name, key, _, _) = COLS[i];
         let mark = match (key == Some(app.sort), app.sort_reverse) {
