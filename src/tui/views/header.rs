@@ -246,6 +246,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     if app.replay.is_some() {
         lines.push(timeline(app, area.width as usize));
     }
+    let w = area.width as usize;
+    let lines: Vec<Line> = lines.into_iter().map(|l| super::fit_line(l, w)).collect();
     f.render_widget(Paragraph::new(lines), area);
 }
 

@@ -233,6 +233,28 @@ pub fn fit(text: &str, width: usize) -> String {
     s
 }
 
+/// `line` in at most `width` cells: spans past the end dropped, the last one cut with `…`.
+pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let style = line.style;
+    let mut out: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
+    for sp in line.spans {
+        let n = sp.content.chars().count();
+        if used + n < width {
+            used += n;
+            out.push(sp);
+            continue;
+        }
+        let room = width.saturating_sub(used);
+        out.push(Span::styled(fit(&sp.content, room), sp.style));
+        break;
+    }
+    Line::from(out).style(style)
+}
+
 /// `text` broken at spaces into lines of at most `width` characters (a word longer than
 /// that is cut into pieces).
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -326,6 +348,9 @@ mod tests {
         assert_eq!(wrap("", 3), [""]);
         assert_eq!(fit("kworker/u8:2-events", 8), "kworker…");
         assert_eq!(fit("bash", 8), "bash");
+        let l = fit_line(Line::from(vec![Span::raw("abc "), Span::raw("defgh")]), 6);
+        assert_eq!(l.to_string(), "abc d…");
+        assert_eq!(fit_line(Line::raw("ab"), 6).to_string(), "ab");
         let cols = [(5, 0), (10, 2), (10, 1), (20, 3)];
         assert_eq!(columns_that_fit(&cols, 100), [0, 1, 2, 3]);
         assert_eq!(columns_that_fit(&cols, 30), [0, 1, 2]);

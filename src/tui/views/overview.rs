@@ -240,7 +240,7 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
             .filter(|l| l.node.unwrap_or(0) == node)
             .collect();
         let n_cpus: usize = llcs.iter().map(|l| l.cpus.len()).sum();
-        lines.push(node_line(app, s, node, n_cpus));
+        lines.push(super::fit_line(node_line(app, s, node, n_cpus), width));
         for l in llcs {
             let g = s.llcs.get(l.id as usize);
             let mut head = vec![Span::styled(
@@ -248,7 +248,7 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
                 t.accent(),
             )];
             head.extend(llc_facts(s, g, t));
-            lines.push(Line::from(head));
+            lines.push(super::fit_line(Line::from(head), width));
             for chunk in l.cpus.chunks(per_row) {
                 let spans: Vec<Span> = chunk
                     .iter()
