@@ -9,6 +9,7 @@ PKGS=(
   qemu-system-x86 busybox-static cpio   # the kernel lab (tests/lab/)
   tmux                       # the TUI in a real terminal (tests/tui_tmux.rs)
   zsh fish man-db            # completions and man page checked by their own parsers (tests/habits.rs)
+  prometheus                 # llctop serve scraped by a real Prometheus, linted by promtool (tests/serve.rs)
 )
 missing=()
 for p in "${PKGS[@]}"; do

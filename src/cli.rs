@@ -167,6 +167,16 @@ pub enum Command {
     },
     /// Open a recording in the TUI: the same views, with pause, seek and speed.
     Replay { file: PathBuf },
+    /// Serve the figures to Prometheus: /metrics (OpenMetrics or the classic text
+    /// format) and /healthz, read-only, until SIGTERM.
+    Serve {
+        /// Address to listen on; not a loopback one only with --allow-remote.
+        #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+        listen: std::net::SocketAddr,
+        /// Allow listening on an address other machines can reach.
+        #[arg(long)]
+        allow_remote: bool,
+    },
     /// Print the key table (Markdown), generated from the TUI's keymap.
     Keys,
     /// The config file: `--print` shows the settings in effect and where each came from.

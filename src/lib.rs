@@ -25,6 +25,7 @@ pub mod mounts;
 pub mod preferred;
 pub mod record;
 pub mod run;
+pub mod serve;
 pub mod settings;
 pub mod snapshot;
 pub mod source;

@@ -148,6 +148,17 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             tui::launch::live(&opts, &cli.look(), &root, &topo, &changes)
         }
         Some(Command::Replay { file }) => tui::launch::replay(&cli.look(), &file),
+        Some(Command::Serve {
+            listen,
+            allow_remote,
+        }) => {
+            // Read-only whatever the command line says: serve reports knobs, never writes.
+            let opts = llctop::run::Options {
+                read_only: true,
+                ..opts
+            };
+            llctop::serve::run(&opts, &root, &topo, listen, allow_remote)
+        }
         Some(Command::Keys) => {
             print!("{}", tui::keymap::markdown_table());
             Ok(())

@@ -1,0 +1,341 @@
+//! `llctop serve` scraped for real: its /metrics passes `promtool check metrics`, speaks
+//! OpenMetrics to a scraper that asks for it, and a real Prometheus server (Debian's
+//! `prometheus` package, installed by scripts/deps.sh) scrapes it and answers queries for
+//! migrations by distance and per-LLC busy time. Non-loopback addresses are refused
+//! without --allow-remote.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_llctop");
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn get(url: &str, accept: Option<&str>) -> Result<(u16, String, String), String> {
+    let mut req = ureq::get(url);
+    if let Some(a) = accept {
+        req = req.header("Accept", a);
+    }
+    match req.call() {
+        Ok(mut r) => {
+            let ctype = r
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            let body = r.body_mut().read_to_string().map_err(|e| e.to_string())?;
+            Ok((r.status().as_u16(), ctype, body))
+        }
+        Err(ureq::Error::StatusCode(c)) => Ok((c, String::new(), String::new())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn serve(port: u16) -> Kill {
+    Kill(
+        Command::new(BIN)
+            .args([
+                "--source",
+                "procfs",
+                "--interval",
+                "500ms",
+                "serve",
+                "--listen",
+            ])
+            .arg(format!("127.0.0.1:{port}"))
+            .env("XDG_CONFIG_HOME", "/nonexistent")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("llctop serve"),
+    )
+}
+
+#[test]
+fn metrics_pass_promtool_and_a_real_prometheus_scrapes_them() {
+    let port = free_port();
+    let _serve = serve(port);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for("healthz", Duration::from_secs(30), || {
+        get(&format!("{base}/healthz"), None).is_ok_and(|r| r.0 == 200)
+    });
+    // The classic format, linted by Prometheus's own tool.
+    let (code, ctype, classic) = get(&format!("{base}/metrics"), None).expect("scrape");
+    assert_eq!(code, 200);
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/deps.sh installs prometheus)");
+    lint.stdin
+        .take()
+        .expect("stdin")
+        .write_all(classic.as_bytes())
+        .expect("write");
+    let out = lint.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{classic}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // OpenMetrics for a scraper that asks.
+    let (_, ctype, om) = get(
+        &format!("{base}/metrics"),
+        Some("application/openmetrics-text; version=1.0.0"),
+    )
+    .expect("scrape");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert!(om.ends_with("# EOF\n"));
+    for m in [
+        "llctop_migrations_total{distance=\"xllc\"}",
+        "llctop_llc_busy_seconds_total{",
+        "llctop_source_up{source=\"procfs.stat\"} 1",
+        "llctop_context_switches_total",
+    ] {
+        assert!(om.contains(m), "{m} in\n{om}");
+    }
+    assert_eq!(get(&format!("{base}/nothing"), None).map(|r| r.0), Ok(404));
+
+    // A real Prometheus scraping it every second.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: llctop\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .expect("config");
+    let pport = free_port();
+    let _prom = Kill(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (scripts/deps.sh installs it)"),
+    );
+    let query = |q: &str| -> serde_json::Value {
+        ureq::get(&format!("http://127.0.0.1:{pport}/api/v1/query"))
+            .query("query", q)
+            .call()
+            .ok()
+            .and_then(|mut r| r.body_mut().read_to_string().ok())
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let results =
+        |v: &serde_json::Value| v["data"]["result"].as_array().cloned().unwrap_or_default();
+    // Two scrapes or more: the counters have a rate.
+    wait_for("two scrapes in Prometheus", Duration::from_secs(90), || {
+        results(&query("count_over_time(llctop_snapshots_total[1m])"))
+            .first()
+            .and_then(|r| r["value"][1].as_str()?.parse::<f64>().ok())
+            .is_some_and(|n| n >= 2.0)
+    });
+    let up = results(&query("up{job=\"llctop\"}"));
+    assert_eq!(
+        up.first().map(|r| r["value"][1].clone()),
+        Some("1".into()),
+        "{up:?}"
+    );
+    let rates = results(&query("rate(llctop_migrations_total[1m])"));
+    let mut distances: Vec<String> = rates
+        .iter()
+        .filter_map(|r| r["metric"]["distance"].as_str().map(String::from))
+        .collect();
+    distances.sort();
+    assert_eq!(distances, ["llc", "smt", "xllc", "xnode"], "{rates:?}");
+    let busy = results(&query(
+        "rate(llctop_llc_busy_seconds_total[1m]) / llctop_llc_cpus",
+    ));
+    assert!(!busy.is_empty(), "per-LLC busy");
+    for b in &busy {
+        let v: f64 = b["value"][1]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(-1.0);
+        assert!((0.0..=1.0001).contains(&v), "busy fraction {v}: {b}");
+    }
+}
+
+#[test]
+fn a_non_loopback_address_needs_allow_remote() {
+    let out = Command::new(BIN)
+        .args(["--source", "procfs", "serve", "--listen", "0.0.0.0:0"])
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .output()
+        .expect("llctop");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allow-remote"), "{err}");
+}
+
+/// A 256-CPU host's snapshot with every part filled: migrations with causes, two
+/// balancing levels, NUMA counters and a cgroup, processes with a preference.
+fn full_snapshot(topo: &llctop::topology::Topology) -> llctop::snapshot::Snapshot {
+    use llctop::snapshot::*;
+    let mut s = llctop::collect::empty_snapshot(topo);
+    s.time.interval_ns = 1_000_000_000;
+    for c in &mut s.cpus {
+        c.busy = Some(0.5);
+        c.rq_wait_ns = Some(1000);
+        c.migrations_in = Some(1);
+        c.migrations_out = Some(1);
+    }
+    let n = topo.llcs.len();
+    let mut m = Migrations {
+        llc_matrix: vec![vec![0; n]; n],
+        precision: Precision::Exact,
+        by_cause: Some(ByCause::default()),
+        ..Default::default()
+    };
+    m.by_distance.cross_llc = 5;
+    s.migrations = Some(m);
+    s.system.ctx_switches = Some(1000);
+    s.system.forks = Some(3);
+    s.balance = Some(Balance {
+        version: 17,
+        domains: (0..3)
+            .map(|level| DomainBalance {
+                level,
+                name: Some(["SMT", "MC", "NUMA"][level as usize].into()),
+                cpus: 2,
+                ..Default::default()
+            })
+            .collect(),
+    });
+    s.numa = Some(NumaStats {
+        balancing_mode: Some(1),
+        vmstat: [("numa_hint_faults", 3), ("numa_pages_migrated", 1)]
+            .map(|(k, v)| (k.to_string(), v))
+            .into_iter()
+            .collect(),
+        nodes: vec![],
+        cgroups: vec![CgroupNuma {
+            path: "/db".into(),
+            numa_pages_migrated: Some(1),
+            numa_pte_updates: Some(2),
+            numa_hint_faults: Some(3),
+        }],
+    });
+    s.processes = Some(ProcessTable {
+        precision: Precision::Exact,
+        total: 1,
+        rows: vec![ProcessStats {
+            pid: 42,
+            comm: "stream".into(),
+            cpu_time_ns: 500_000_000,
+            preferred_llc: Some(0),
+            preferred_hit: Some(0.8),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    s.sources = vec![
+        SourceStatus::active("bpf"),
+        SourceStatus::absent("perf", "no PMU"),
+    ];
+    llctop::collect::aggregate(topo, &mut s);
+    s
+}
+
+/// Every query of the Grafana dashboard names a metric `serve` exposes, and the series a
+/// 256-CPU / 16-LLC host produces are counted (README: cardinality).
+#[test]
+fn the_dashboard_queries_only_exposed_metrics_and_a_256_cpu_host_is_counted() {
+    let root = llctop::kroot::KernelRoot::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/topology/epyc-7763-2s"
+    ));
+    let topo = llctop::topology::discover(&root).expect("fixture");
+    let mut e = llctop::serve::metrics::Exporter::new(&topo);
+    e.update(&full_snapshot(&topo));
+    let mut knobs = std::collections::BTreeMap::new();
+    knobs.insert("numa_balancing".to_string(), "1".to_string());
+    e.knobs(&knobs);
+    let om = e.openmetrics();
+    let classic = llctop::serve::metrics::classic(&om);
+    // Names as Prometheus stores them: every sample's name.
+    let exposed: std::collections::BTreeSet<String> = classic
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next().map(String::from))
+        .collect();
+    let samples = classic
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count();
+    println!(
+        "256 CPUs / {} LLCs: {samples} series ({} names)",
+        topo.llcs.len(),
+        exposed.len()
+    );
+    assert!(samples < 2 * topo.cpus.len() + 400, "{samples} series");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/dist/grafana/llctop.json"
+    ))
+    .expect("dashboard");
+    let dash: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let mut exprs: Vec<String> = Vec::new();
+    for p in dash["panels"].as_array().expect("panels") {
+        for t in p["targets"].as_array().expect("targets") {
+            exprs.push(t["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    for a in dash["annotations"]["list"].as_array().expect("annotations") {
+        exprs.push(a["expr"].as_str().expect("expr").to_string());
+    }
+    assert!(exprs.len() >= 9, "{exprs:?}");
+    let mut used = 0;
+    for e in &exprs {
+        let mut rest = e.as_str();
+        while let Some(i) = rest.find("llctop_") {
+            let name: String = rest[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(exposed.contains(&name), "{name} (in {e}) is not exposed");
+            used += 1;
+            rest = &rest[i + name.len()..];
+        }
+    }
+    assert!(used >= exprs.len(), "every query names an llctop metric");
+    let vars = dash["templating"]["list"].as_array().expect("variables");
+    assert!(vars.iter().any(|v| v["name"] == "host"), "a host variable");
+}
