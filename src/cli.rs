@@ -176,6 +176,10 @@ pub enum Command {
         /// Allow listening on an address other machines can reach.
         #[arg(long)]
         allow_remote: bool,
+        /// Per-process series for the N busiest processes of each snapshot (pid and comm
+        /// labels; 0: none). Opt-in: each process is a series, so cardinality grows with N.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        process_series: usize,
     },
     /// Print the key table (Markdown), generated from the TUI's keymap.
     Keys,

@@ -151,13 +151,14 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
         Some(Command::Serve {
             listen,
             allow_remote,
+            process_series,
         }) => {
             // Read-only whatever the command line says: serve reports knobs, never writes.
             let opts = llctop::run::Options {
                 read_only: true,
                 ..opts
             };
-            llctop::serve::run(&opts, &root, &topo, listen, allow_remote)
+            llctop::serve::run(&opts, &root, &topo, listen, allow_remote, process_series)
         }
         Some(Command::Keys) => {
             print!("{}", tui::keymap::markdown_table());

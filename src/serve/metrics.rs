@@ -61,6 +61,16 @@ pub struct Exporter {
     interval: Gauge<f64, AtomicU64>,
     /// The knob info series shown now, to drop when a value changes.
     knob_shown: BTreeMap<String, Labels>,
+    /// Per-process series for at most this many processes (the busiest of each
+    /// snapshot); 0: none. Opt-in: a process's pid is a label, so series come and go.
+    process_limit: usize,
+    proc_cpu: Seconds,
+    proc_xllc: Count,
+    proc_limit: Gauge,
+    proc_dropped: Gauge,
+    /// pid → the labels of its series shown now (dropped when it leaves the top or exits:
+    /// nothing is kept for a process that is gone).
+    proc_shown: BTreeMap<u32, Labels>,
 }
 
 impl Exporter {
@@ -95,6 +105,12 @@ impl Exporter {
             last: Gauge::default(),
             interval: Gauge::default(),
             knob_shown: BTreeMap::new(),
+            process_limit: 0,
+            proc_cpu: Seconds::default(),
+            proc_xllc: Count::default(),
+            proc_limit: Gauge::default(),
+            proc_dropped: Gauge::default(),
+            proc_shown: BTreeMap::new(),
         };
         r.register_with_unit(
             "cpu_busy",
@@ -215,6 +231,27 @@ impl Exporter {
             Unit::Seconds,
             e.interval.clone(),
         );
+        r.register_with_unit(
+            "process_cpu",
+            "CPU time of the busiest processes (--process-series), while they stay among them",
+            Unit::Seconds,
+            e.proc_cpu.clone(),
+        );
+        r.register(
+            "process_cross_llc_migrations",
+            "Cross-LLC migrations of the busiest processes (--process-series)",
+            e.proc_xllc.clone(),
+        );
+        r.register(
+            "process_series_limit",
+            "How many processes get series (--process-series; 0: none)",
+            e.proc_limit.clone(),
+        );
+        r.register(
+            "process_series_dropped",
+            "Processes of the last snapshot left without series by the limit",
+            e.proc_dropped.clone(),
+        );
         for llc in &topo.llcs {
             let node = llc.node.map_or("-".into(), |n| n.to_string());
             e.llc_cpus
@@ -223,6 +260,42 @@ impl Exporter {
         }
         e.registry = r;
         e
+    }
+
+    /// Give per-process series to at most `n` processes (the busiest of each snapshot).
+    pub fn with_process_series(mut self, n: usize) -> Exporter {
+        self.process_limit = n;
+        self.proc_limit.set(i64::try_from(n).unwrap_or(i64::MAX));
+        self
+    }
+
+    /// The busiest processes' series; those that left the top or exited are removed.
+    fn processes(&mut self, s: &Snapshot) {
+        let Some(t) = &s.processes else {
+            return;
+        };
+        let mut rows: Vec<_> = t.rows.iter().collect();
+        rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
+        let dropped = rows.len().saturating_sub(self.process_limit);
+        self.proc_dropped
+            .set(i64::try_from(dropped).unwrap_or(i64::MAX));
+        let mut shown = BTreeMap::new();
+        for r in rows.into_iter().take(self.process_limit) {
+            let labels = l(&[("pid", r.pid.to_string()), ("comm", r.comm.clone())]);
+            self.proc_cpu
+                .get_or_create(&labels)
+                .inc_by(r.cpu_time_ns as f64 / 1e9);
+            self.proc_xllc
+                .get_or_create(&labels)
+                .inc_by(r.cross_llc_migrations);
+            shown.insert(r.pid, labels);
+        }
+        for (pid, old) in std::mem::replace(&mut self.proc_shown, shown) {
+            if self.proc_shown.get(&pid) != Some(&old) {
+                self.proc_cpu.remove(&old);
+                self.proc_xllc.remove(&old);
+            }
+        }
     }
 
     fn llc_labels(&self, id: u32) -> Labels {
@@ -335,6 +408,9 @@ impl Exporter {
                     }
                 }
             }
+        }
+        if self.process_limit > 0 {
+            self.processes(s);
         }
         if let Some(t) = &s.processes {
             let (mut hit, mut miss) = (0.0, 0.0);
@@ -491,6 +567,48 @@ mod tests {
             c.contains("# HELP llctop_migrations_total Task migrations"),
             "{c}"
         );
+    }
+
+    #[test]
+    fn process_series_are_capped_and_forget_processes_that_leave() {
+        let topo = crate::topology::synthetic(1, 1, 2);
+        let mut e = Exporter::new(&topo).with_process_series(2);
+        let table = |pids: &[(u32, u64)]| crate::snapshot::ProcessTable {
+            rows: pids
+                .iter()
+                .map(|&(pid, ms)| crate::snapshot::ProcessStats {
+                    pid,
+                    comm: format!("p{pid}"),
+                    cpu_time_ns: ms * 1_000_000,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut s = snap(&topo, 0);
+        s.processes = Some(table(&[(1, 500), (2, 300), (3, 100)]));
+        e.update(&s);
+        let om = e.openmetrics();
+        assert!(
+            om.contains("llctop_process_cpu_seconds_total{pid=\"1\",comm=\"p1\"} 0.5"),
+            "{om}"
+        );
+        assert!(!om.contains("pid=\"3\""), "over the cap: {om}");
+        assert!(om.contains("llctop_process_series_dropped 1"), "{om}");
+        assert!(om.contains("llctop_process_series_limit 2"), "{om}");
+        // Process 1 exits: its series go; 3 comes in with its own.
+        s.processes = Some(table(&[(2, 300), (3, 200)]));
+        e.update(&s);
+        let om = e.openmetrics();
+        assert!(
+            !om.contains("pid=\"1\""),
+            "an exited process keeps nothing: {om}"
+        );
+        assert!(
+            om.contains("llctop_process_cpu_seconds_total{pid=\"2\",comm=\"p2\"} 0.6"),
+            "{om}"
+        );
+        assert!(om.contains("pid=\"3\""), "{om}");
     }
 
     #[test]

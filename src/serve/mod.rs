@@ -45,6 +45,7 @@ pub fn run(
     topo: &Topology,
     listen: SocketAddr,
     allow_remote: bool,
+    process_series: usize,
 ) -> Result<(), Error> {
     check_listen(&listen, allow_remote)?;
     let server = tiny_http::Server::http(listen)
@@ -52,7 +53,7 @@ pub fn run(
     let server = Arc::new(server);
     let mut run = Run::start(opts, root, topo, None)?;
     let shared = Arc::new(Mutex::new(Shared {
-        exporter: Exporter::new(topo),
+        exporter: Exporter::new(topo).with_process_series(process_series),
         last_mono_ns: 0,
         interval: opts.interval,
     }));
