@@ -56,6 +56,34 @@ fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A Prometheus server on a free loopback port scraping 127.0.0.1:`target` every second,
+/// its data under `dir`: (its port, the process).
+fn prometheus(dir: &std::path::Path, target: u16) -> (u16, Kill) {
+    let cfg = dir.join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: llctop\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+        ),
+    )
+    .expect("config");
+    let pport = free_port();
+    let p = Kill(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (scripts/deps.sh installs it)"),
+    );
+    (pport, p)
+}
+
 fn serve(port: u16) -> Kill {
     Kill(
         Command::new(BIN)
@@ -127,28 +155,7 @@ fn metrics_pass_promtool_and_a_real_prometheus_scrapes_them() {
 
     // A real Prometheus scraping it every second.
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: llctop\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
-        ),
-    )
-    .expect("config");
-    let pport = free_port();
-    let _prom = Kill(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus (scripts/deps.sh installs it)"),
-    );
+    let (pport, _prom) = prometheus(dir.path(), port);
     let query = |q: &str| -> serde_json::Value {
         ureq::get(&format!("http://127.0.0.1:{pport}/api/v1/query"))
             .query("query", q)
@@ -338,4 +345,132 @@ fn the_dashboard_queries_only_exposed_metrics_and_a_256_cpu_host_is_counted() {
     assert!(used >= exprs.len(), "every query names an llctop metric");
     let vars = dash["templating"]["list"].as_array().expect("variables");
     assert!(vars.iter().any(|v| v["name"] == "host"), "a host variable");
+}
+
+/// What `serve` reports, as Prometheus stores it, agrees with `llctop record` over the
+/// same window: a process hopping between CPUs 0 and 1 makes a steady stream of
+/// migrations; Prometheus's increase() over the recording's span equals the recording's
+/// sum within the scrape's sampling error (about one interval at each edge), and the
+/// per-LLC busy fraction its mean. Root: both count with BPF, exactly.
+#[test]
+#[ignore = "needs root"]
+fn prometheus_agrees_with_a_recording_of_the_same_window() {
+    // SAFETY: no arguments.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "needs root: BPF");
+    let port = free_port();
+    let _serve = Kill(
+        Command::new(BIN)
+            .args(["--interval", "1s", "serve", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .env("XDG_CONFIG_HOME", "/nonexistent")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("llctop serve"),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pport, _prom) = prometheus(dir.path(), port);
+    let query = |q: &str, at: Option<f64>| -> Vec<serde_json::Value> {
+        let mut r = ureq::get(&format!("http://127.0.0.1:{pport}/api/v1/query")).query("query", q);
+        if let Some(t) = at {
+            r = r.query("time", format!("{t:.3}"));
+        }
+        r.call()
+            .ok()
+            .and_then(|mut r| r.body_mut().read_to_string().ok())
+            .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["data"]["result"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let value = |r: &serde_json::Value| -> f64 {
+        r["value"][1]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    wait_for("two scrapes", Duration::from_secs(90), || {
+        query("count_over_time(llctop_snapshots_total[1m])", None)
+            .first()
+            .is_some_and(|r| value(r) >= 2.0)
+    });
+    let mut hop = Kill(
+        Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+            .args(["hop", "0", "1", "100000000"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("workload"),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let rec = dir.path().join("r.jsonl.gz");
+    let out = Command::new(BIN)
+        .args(["--interval", "1s", "record", "--duration", "12s", "-o"])
+        .arg(&rec)
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .output()
+        .expect("llctop record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = llctop::record::reader::open(&rec).expect("recording");
+    let first = r.snapshots.first().expect("snapshots");
+    let last = r.snapshots.last().expect("snapshots");
+    let start_s = first.time.unix_ns.saturating_sub(first.time.interval_ns) as f64 / 1e9;
+    let end_s = last.time.unix_ns as f64 / 1e9;
+    let span = end_s - start_s;
+    let recorded: u64 = r
+        .snapshots
+        .iter()
+        .filter_map(|s| s.migrations.as_ref())
+        .map(|m| {
+            llctop::topology::Distance::ALL
+                .iter()
+                .map(|&d| m.by_distance.get(d))
+                .sum::<u64>()
+        })
+        .sum();
+    // Prometheus has scraped past the window's end.
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = hop.0.kill();
+    let prom = query(
+        &format!(
+            "sum(increase(llctop_migrations_total[{}ms]))",
+            (span * 1000.0) as u64
+        ),
+        Some(end_s),
+    )
+    .first()
+    .map_or(f64::NAN, value);
+    let rate = recorded as f64 / span;
+    println!(
+        "{span:.1} s: recorded {recorded} migrations ({rate:.0}/s), Prometheus increase() {prom:.0}"
+    );
+    assert!(rate > 100.0, "the hops made a steady stream: {rate}/s");
+    // One scrape interval at each edge.
+    assert!(
+        (prom - recorded as f64).abs() <= 2.0 * rate * 1.0 + 0.05 * recorded as f64,
+        "Prometheus {prom} vs recorded {recorded}"
+    );
+    let busy_rec: f64 = r
+        .snapshots
+        .iter()
+        .filter_map(|s| s.llcs[0].busy)
+        .sum::<f64>()
+        / r.snapshots.len() as f64;
+    let busy_prom = query(
+        &format!(
+            "rate(llctop_llc_busy_seconds_total{{llc=\"0\"}}[{}ms]) / llctop_llc_cpus",
+            (span * 1000.0) as u64
+        ),
+        Some(end_s),
+    )
+    .first()
+    .map_or(f64::NAN, value);
+    println!("LLC 0 busy: recorded mean {busy_rec:.3}, Prometheus {busy_prom:.3}");
+    assert!(
+        (busy_prom - busy_rec).abs() <= 0.1,
+        "{busy_prom} vs {busy_rec}"
+    );
 }
