@@ -9,7 +9,7 @@ use ratatui::style::Modifier;
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::{block, columns_that_fit, fit, rate, sparkline, waiting};
+use super::{block, columns_that_fit, fit, keep_columns, rate, sparkline, waiting};
 use crate::snapshot::LbStats;
 use crate::tui::app::App;
 
@@ -60,13 +60,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         ("affine", 7, 6),
     ];
     let shown = columns_that_fit(&COLS.map(|c| (c.1, c.2)), area.width.saturating_sub(2));
-    let keep = |v: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        v.into_iter()
-            .enumerate()
-            .filter(|(i, _)| shown.contains(i))
-            .map(|(_, c)| c)
-            .collect()
-    };
+    let keep = |v: Vec<Cell<'static>>| keep_columns(v, &shown);
     let header = Row::new(keep(COLS.iter().map(|c| Cell::from(c.0)).collect()))
         .style(t.accent().add_modifier(Modifier::BOLD));
     let rows: Vec<Row> = b

@@ -223,6 +223,15 @@ pub fn columns_that_fit(cols: &[(u16, u8)], room: u16) -> Vec<usize> {
     (0..cols.len()).filter(|&i| cols[i].1 < drop).collect()
 }
 
+/// The items of a row at the indices `shown` (from [`columns_that_fit`]), in order.
+pub fn keep_columns<T>(row: Vec<T>, shown: &[usize]) -> Vec<T> {
+    row.into_iter()
+        .enumerate()
+        .filter(|(i, _)| shown.contains(i))
+        .map(|(_, c)| c)
+        .collect()
+}
+
 /// `text` in at most `width` characters: cut with `…` when longer.
 pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {

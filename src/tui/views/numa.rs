@@ -7,7 +7,7 @@ use ratatui::style::Modifier;
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{block, columns_that_fit, or_dash, pct, rate, waiting};
+use super::{block, columns_that_fit, keep_columns, or_dash, pct, rate, waiting};
 use crate::tui::app::App;
 
 fn mode_name(m: u32) -> String {
@@ -73,13 +73,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         (14, 3),
     ];
     let shown = columns_that_fit(&cols, nodes_area.width.saturating_sub(2));
-    let keep = |v: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        v.into_iter()
-            .enumerate()
-            .filter(|(i, _)| shown.contains(i))
-            .map(|(_, c)| c)
-            .collect()
-    };
+    let keep = |v: Vec<Cell<'static>>| keep_columns(v, &shown);
     let header = Row::new(keep(head.into_iter().map(Cell::from).collect()))
         .style(t.accent().add_modifier(Modifier::BOLD));
     let rows: Vec<Row> = s

@@ -13,7 +13,9 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{bar, block, columns_that_fit, fit, ns, or_dash, pct, rate, selected, waiting};
+use super::{
+    bar, block, columns_that_fit, fit, keep_columns, ns, or_dash, pct, rate, selected, waiting,
+};
 use crate::findings::pileup::{self, PileUp};
 use crate::snapshot::{EventKind, Precision, PreferredKind, ProcessStats};
 use crate::tui::app::{App, SortKey, ViewId};
@@ -116,7 +118,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             } else {
                 t.base()
             };
-            let mut cells = vec![
+            let cells = vec![
                 Cell::from(r.pid.to_string()),
                 Cell::from(fit(&r.comm, COLS[1].2 as usize)),
                 Cell::from(r.threads.to_string()),
@@ -131,17 +133,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 Cell::from(or_dash(c.and_then(|c| c.mpki), |v| format!("{v:.1}"))),
                 Cell::from(r.cgroup.clone().unwrap_or_default()),
             ];
-            let mut keep = shown.iter().peekable();
-            let mut i_col = 0;
-            cells.retain(|_| {
-                let k = keep.peek().is_some_and(|&&j| j == i_col);
-                if k {
-                    keep.next();
-                }
-                i_col += 1;
-                k
-            });
-            let row = Row::new(cells);
+            let row = Row::new(keep_columns(cells, &shown));
             if i == app.proc_sel {
                 row.style(selected(app))
             } else {
