@@ -150,6 +150,11 @@ pub struct BpfSource {
     nr_llc: usize,
     nr_cpus: usize,
     prev: Option<Cumulative>,
+    /// Exited processes whose entries did not change in the last read and no CPU held:
+    /// forgotten (their map entries deleted) when the same holds at the next read.
+    fading: std::collections::HashSet<u32>,
+    /// Processes forgotten since attach.
+    forgotten: u64,
     preferred: PreferredLlc,
     /// The kernel's id of each LLC (`p->preferred_llc`'s id space).
     kernel_llc: Vec<Option<u32>>,
@@ -201,6 +206,8 @@ impl BpfSource {
                             nr_llc: topo.llcs.len().max(1),
                             nr_cpus,
                             prev: None,
+                            fading: Default::default(),
+                            forgotten: 0,
                             preferred: PreferredLlc::new(),
                             kernel_llc: crate::preferred::kernel_llc_ids(topo),
                             top,
@@ -422,6 +429,68 @@ impl BpfSource {
     }
 }
 
+impl BpfSource {
+    /// Processes forgotten since attach (exited, counted, their map entries deleted).
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
+    /// The processes with entries in the per-process map `proc_llc` now.
+    pub fn processes_in_maps(&self) -> std::collections::BTreeSet<u32> {
+        self.skel
+            .maps
+            .proc_llc
+            .keys()
+            .filter_map(|k| Some(u32::from_ne_bytes(k.get(..4)?.try_into().ok()?)))
+            .collect()
+    }
+
+    /// The processes a CPU held (in an accumulator slot, or running) at the last read.
+    pub fn held(&self) -> std::collections::HashSet<u32> {
+        self.prev
+            .as_ref()
+            .map(|c| c.held.clone())
+            .unwrap_or_default()
+    }
+
+    /// Delete the map entries of processes that have exited once what they did has been
+    /// counted (issue "Scale": per-process state bounded by the processes alive, not by
+    /// every process seen). A process goes when, at two reads in a row, it no longer
+    /// exists (`kill(tgid, 0)`: ESRCH), its counts did not change and no CPU held it (in
+    /// an accumulator slot or running): its last slice was flushed before the first of
+    /// the two reads, so the entries hold everything and the deltas have counted it. Its
+    /// entries gone, the next read does not see it: no row, nothing kept.
+    fn forget_exited(&mut self, prev: &Cumulative) {
+        let Some(cur) = self.prev.as_ref() else {
+            return;
+        };
+        let mut now = std::collections::HashSet::new();
+        for (&tgid, p) in &cur.procs {
+            if tgid == 0 || cur.held.contains(&tgid) || prev.procs.get(&tgid) != Some(p) {
+                continue;
+            }
+            // SAFETY: signal 0 only checks that the process exists; no signal is sent.
+            let gone = unsafe { libc::kill(tgid as i32, 0) } == -1
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            if gone {
+                now.insert(tgid);
+            }
+        }
+        let maps = &self.skel.maps;
+        for &tgid in now.intersection(&self.fading) {
+            let _ = maps.proc_stats.delete(&tgid.to_ne_bytes());
+            for &llc in cur.llc_keys.get(&tgid).map_or(&[][..], Vec::as_slice) {
+                let mut key = [0u8; 8];
+                key[..4].copy_from_slice(&tgid.to_ne_bytes());
+                key[4..].copy_from_slice(&llc.to_ne_bytes());
+                let _ = maps.proc_llc.delete(&key);
+            }
+            self.forgotten += 1;
+        }
+        self.fading = now.difference(&self.fading).copied().collect();
+    }
+}
+
 impl Source for BpfSource {
     fn name(&self) -> &'static str {
         "bpf"
@@ -461,5 +530,6 @@ impl Source for BpfSource {
             dropped: delta::d(cur.dropped, prev.dropped) + overflow as u64,
             events,
         });
+        self.forget_exited(&prev);
     }
 }

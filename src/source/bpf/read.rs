@@ -2,7 +2,7 @@
 //! (totals since attach), and add the slice each CPU is still running so that a task that
 //! never switches out is counted too. Kernel reads only; deltas are [`super::delta`]'s.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use libbpf_rs::{MapCore, MapFlags};
 
@@ -84,6 +84,11 @@ pub struct Cumulative {
     /// `matrix[from * nr_llc + to]`.
     pub matrix: Vec<u64>,
     pub procs: HashMap<u32, ProcCum>,
+    /// Each process's `proc_llc` keys (the LLCs it has an entry for).
+    pub llc_keys: HashMap<u32, Vec<u32>>,
+    /// Processes a CPU still holds counts for (in an accumulator slot) or is running at
+    /// this read: their entries may still change.
+    pub held: HashSet<u32>,
     /// Whether the kernel reports `p->preferred_llc` (v7.2+ cache-aware scheduling).
     pub kernel_preferred: bool,
 }
@@ -139,6 +144,7 @@ pub fn read(
         if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
             let k: types::proc_llc_key = pod(&key);
             let v: types::proc_llc_val = pod(&bytes);
+            c.llc_keys.entry(k.tgid).or_default().push(k.llc);
             let p = c.procs.entry(k.tgid).or_default();
             p.add_counts(&v.c);
             if let Some(l) = p.on_llc(k.llc, nr_llc) {
@@ -166,6 +172,7 @@ pub fn read(
             if a.tgid == 0 {
                 continue;
             }
+            c.held.insert(a.tgid);
             c.procs.entry(a.tgid).or_default().add_counts(&a.c);
             if a.c.runtime_ns != 0 {
                 acc_runtime[cpu].push((a.tgid, a.c.runtime_ns));
@@ -196,6 +203,9 @@ pub fn read(
         }
         c.unclassified += s.mig_unclassified;
         c.dropped += s.events_dropped;
+        if s.curr_pid != 0 {
+            c.held.insert(s.curr_tgid);
+        }
         inflight.push(Inflight {
             cpu: cpu as u32,
             tgid: if s.curr_pid != 0 { s.curr_tgid } else { 0 },
