@@ -69,6 +69,82 @@ impl ProcCum {
     }
 }
 
+/// Every entry of the per-CPU array `map` (`n` keys), each as one value per possible CPU,
+/// in one `BPF_MAP_LOOKUP_BATCH` call instead of one `bpf()` call per key (issue "Scale":
+/// the accumulator alone is 256 keys). libbpf-rs offers batch lookups for other maps
+/// only, so this calls libbpf's own `bpf_map_lookup_batch`. `None` where the kernel
+/// refuses it or answers part of the map: the caller then reads key by key.
+fn percpu_array<M: MapCore>(map: &M, n: u32) -> Option<Vec<Vec<Vec<u8>>>> {
+    use std::os::fd::AsRawFd;
+    let ncpu = libbpf_rs::num_possible_cpus().ok()?;
+    let size = map.value_size() as usize;
+    let stride = size.next_multiple_of(8);
+    let mut keys = vec![0u32; n as usize];
+    let mut vals = vec![0u8; n as usize * ncpu * stride];
+    let mut count = n;
+    let mut next: u32 = 0;
+    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: the buffers hold `count` keys and `count` × possible CPUs values of the
+    // map's value size rounded up to 8 bytes, as the kernel writes per-CPU values; the
+    // batch token is a u32 (the array's key); the fd is the map's, alive for the call.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+            map.as_fd().as_raw_fd(),
+            std::ptr::null_mut(),
+            (&raw mut next).cast(),
+            keys.as_mut_ptr().cast(),
+            vals.as_mut_ptr().cast(),
+            &mut count,
+            &opts,
+        )
+    };
+    // The whole array in one call: ENOENT says there is nothing after it.
+    if (ret != 0 && ret != -libc::ENOENT) || count != n {
+        return None;
+    }
+    let mut out = vec![Vec::new(); n as usize];
+    for (i, &k) in keys.iter().enumerate() {
+        let base = i * ncpu * stride;
+        *out.get_mut(k as usize)? = (0..ncpu)
+            .map(|c| vals[base + c * stride..base + c * stride + size].to_vec())
+            .collect();
+    }
+    Some(out)
+}
+
+/// The per-CPU values of key `i` of `map`: from a batch read when there is one, else
+/// by a lookup of its own.
+fn percpu_at<M: MapCore>(map: &M, batch: Option<&[Vec<Vec<u8>>]>, i: u32) -> Option<Vec<Vec<u8>>> {
+    match batch {
+        Some(b) => b.get(i as usize).cloned(),
+        None => map
+            .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
+            .ok()
+            .flatten(),
+    }
+}
+
+/// Every (key, value) of the hash map `map`: in batches of 4096 where the kernel has
+/// batch lookups, else key by key.
+fn hash_entries<M: MapCore>(map: &M) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let batched: Vec<_> = map
+        .lookup_batch(4096, MapFlags::ANY, MapFlags::ANY)
+        .map(|it| it.collect())
+        .unwrap_or_default();
+    if !batched.is_empty() {
+        return batched;
+    }
+    map.keys()
+        .filter_map(|k| {
+            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
+            Some((k, v))
+        })
+        .collect()
+}
+
 /// Every counter of the program, cumulative since attach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cumulative {
@@ -133,15 +209,15 @@ pub fn read(
     // The processes' completed slices first, then each CPU's running slice: a slice that
     // ends between the two reads is then missed once (and counted at the next read),
     // never counted twice — which would make the next read's total go backwards.
-    for key in maps.proc_stats.keys() {
-        if let Ok(Some(bytes)) = maps.proc_stats.lookup(&key, MapFlags::ANY) {
+    for (key, bytes) in hash_entries(&maps.proc_stats) {
+        {
             let tgid = pod::<u32>(&key);
             let s: types::proc_stat = pod(&bytes);
             c.procs.entry(tgid).or_default().kernel_pref = s.preferred_llc;
         }
     }
-    for key in maps.proc_llc.keys() {
-        if let Ok(Some(bytes)) = maps.proc_llc.lookup(&key, MapFlags::ANY) {
+    for (key, bytes) in hash_entries(&maps.proc_llc) {
+        {
             let k: types::proc_llc_key = pod(&key);
             let v: types::proc_llc_val = pod(&bytes);
             c.llc_keys.entry(k.tgid).or_default().push(k.llc);
@@ -162,8 +238,9 @@ pub fn read(
     // slices (a slice that completes into a slot after the slots were read is counted
     // once, as running).
     let mut acc_runtime: Vec<Vec<(u32, u64)>> = Vec::new();
+    let acc = percpu_array(&maps.acc, ACC_SLOTS as u32);
     for i in 0..ACC_SLOTS as u32 {
-        let Ok(Some(vals)) = maps.acc.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) else {
+        let Some(vals) = percpu_at(&maps.acc, acc.as_deref(), i) else {
             continue;
         };
         acc_runtime.resize(acc_runtime.len().max(vals.len()), Vec::new());
@@ -224,19 +301,15 @@ pub fn read(
     // Right after the classes: the matrix and the classes come from two maps read at two
     // moments, and the moves made in between show in one and not yet in the other.
     // Both are per-CPU copies (each CPU counts the moves it made): summed here.
+    let matrix = percpu_array(&maps.llc_matrix, c.matrix.len() as u32);
     for i in 0..c.matrix.len() as u32 {
-        if let Ok(Some(vals)) = maps
-            .llc_matrix
-            .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
-        {
+        if let Some(vals) = percpu_at(&maps.llc_matrix, matrix.as_deref(), i) {
             c.matrix[i as usize] = vals.iter().map(|b| pod::<u64>(b)).sum();
         }
     }
+    let mig = percpu_array(&maps.cpu_mig, n as u32);
     for cpu in 0..n as u32 {
-        if let Ok(Some(vals)) = maps
-            .cpu_mig
-            .lookup_percpu(&cpu.to_ne_bytes(), MapFlags::ANY)
-        {
+        if let Some(vals) = percpu_at(&maps.cpu_mig, mig.as_deref(), cpu) {
             for b in &vals {
                 let m: types::cpu_mig = pod(b);
                 c.mig_in[cpu as usize] += m.r#in;
