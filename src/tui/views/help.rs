@@ -23,41 +23,50 @@ const METRICS: &str = include_str!("../../../docs/metrics.md");
 /// The screen table's rows for `view` (its title, or the title and a qualifier such as
 /// `Overview panel`): (where, shown, fields), Markdown backticks removed.
 pub fn definitions(view: &str) -> Vec<[String; 3]> {
-    let mut rows = Vec::new();
-    let mut inside = false;
-    for line in METRICS.lines() {
-        if line.starts_with("| view | shown | field(s) |") {
-            inside = true;
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        if !line.starts_with('|') {
-            break;
-        }
-        // Cells split at `|` that is not escaped as `\|`.
-        let mut cells = Vec::new();
-        let mut cur = String::new();
-        let mut prev = ' ';
-        for c in line.trim().trim_matches('|').chars() {
-            if c == '|' && prev != '\\' {
-                cells.push(std::mem::take(&mut cur));
-            } else if c != '\\' {
-                cur.push(c);
+    screen_table()
+        .iter()
+        .filter(|r| r[0] == view || r[0].strip_prefix(view).is_some_and(|x| x.starts_with(' ')))
+        .cloned()
+        .collect()
+}
+
+/// Every row of docs/metrics.md's screen table, parsed once.
+fn screen_table() -> &'static [[String; 3]] {
+    static ROWS: std::sync::OnceLock<Vec<[String; 3]>> = std::sync::OnceLock::new();
+    ROWS.get_or_init(|| {
+        let mut rows = Vec::new();
+        let mut inside = false;
+        for line in METRICS.lines() {
+            if line.starts_with("| view | shown | field(s) |") {
+                inside = true;
+                continue;
             }
-            prev = c;
-        }
-        cells.push(cur);
-        let clean = |c: &str| c.trim().replace('`', "");
-        if let [v, shown, fields] = &cells[..] {
-            let v = v.trim();
-            if v == view || v.strip_prefix(view).is_some_and(|r| r.starts_with(' ')) {
-                rows.push([v.to_string(), clean(shown), clean(fields)]);
+            if !inside {
+                continue;
+            }
+            if !line.starts_with('|') {
+                break;
+            }
+            // Cells split at `|` that is not escaped as `\|`.
+            let mut cells = Vec::new();
+            let mut cur = String::new();
+            let mut prev = ' ';
+            for c in line.trim().trim_matches('|').chars() {
+                if c == '|' && prev != '\\' {
+                    cells.push(std::mem::take(&mut cur));
+                } else if c != '\\' {
+                    cur.push(c);
+                }
+                prev = c;
+            }
+            cells.push(cur);
+            let clean = |c: &str| c.trim().replace('`', "");
+            if let [v, shown, fields] = &cells[..] {
+                rows.push([v.trim().to_string(), clean(shown), clean(fields)]);
             }
         }
-    }
-    rows
+        rows
+    })
 }
 
 /// The name docs/metrics.md's screen table gives `v`.
