@@ -8,6 +8,7 @@ PKGS=(
   python3                    # tests/gen_fixtures.py (fixture check in CI)
   qemu-system-x86 busybox-static cpio   # the kernel lab (tests/lab/)
   tmux                       # the TUI in a real terminal (tests/tui_tmux.rs)
+  libcap2-bin                # setcap: the non-root install test (tests/unprivileged.rs)
   zsh fish man-db            # completions and man page checked by their own parsers (tests/habits.rs)
   prometheus                 # llctop serve scraped by a real Prometheus, linted by promtool (tests/serve.rs)
 )
