@@ -17,7 +17,7 @@ use crate::snapshot::{SourceState, SourceStatus};
 use crate::topology::Topology;
 use metrics::Exporter;
 
-/// Snapshots between two reads of the knobs' values (each read walks sysfs and procfs).
+/// Snapshots between two reads of the knobs' values (one file read per knob).
 const KNOBS_EVERY: u64 = 10;
 
 /// What the HTTP thread answers from.
@@ -76,11 +76,17 @@ pub fn run(
     };
     let mut prev = run.sources.clone();
     let mut n = 0u64;
+    // Discovered once (discovery reads /proc/kallsyms and the kernel's BTF); only the
+    // values are re-read afterwards.
+    let mut registry = crate::knobs::Registry::discover(root, Some(topo));
     run.each(|snap, _| {
         log_sources(&prev, &snap.sources);
         prev.clone_from(&snap.sources);
         let knobs = n.is_multiple_of(KNOBS_EVERY).then(|| {
-            crate::record::Header::knob_values(&crate::knobs::Registry::discover(root, Some(topo)))
+            if n > 0 {
+                registry.refresh_values();
+            }
+            crate::record::Header::knob_values(&registry)
         });
         n += 1;
         match shared.lock() {
