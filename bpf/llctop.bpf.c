@@ -120,6 +120,8 @@ struct cpu_stat {
 	u64 pref_hit;         /* switch-ins on the task's kernel-preferred LLC */
 	u64 pref_miss;
 	u64 events_dropped;
+	/* Updates of proc_stats / proc_llc / exited refused because the map was full. */
+	u64 proc_dropped;
 	u64 budget_window;
 	u32 budget_used;        /* migration events in this window */
 	u32 budget_used_new;    /* placement and first-run events in this window */
@@ -181,8 +183,12 @@ struct proc_stat {
 	s64 preferred_llc; /* last seen p->preferred_llc (the kernel's LLC id), -1 none */
 };
 
+/* Plain hashes, not LRU: userspace deletes a process's entries once it exited and its
+ * counts were read, so they hold the processes alive (and the just exited); when one is
+ * full anyway, what could not be stored is counted (cpu_stat.proc_dropped), never lost
+ * silently by evicting another process's counts. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, u32); /* tgid */
 	__type(value, struct proc_stat);
@@ -219,11 +225,25 @@ struct proc_llc_val {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct proc_llc_key);
 	__type(value, struct proc_llc_val);
 } proc_llc SEC(".maps");
+
+/* Processes whose last thread exited since userspace last took them (it reads and
+ * deletes them every interval), with the name /proc/PID/comm had: userspace forgets
+ * their entries once counted and names them without reading /proc. */
+struct proc_exit {
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32); /* tgid */
+	__type(value, struct proc_exit);
+} exited SEC(".maps");
 
 /* What a CPU owes proc_llc for one process on its LLC, not yet flushed: the slot
  * tgid & (ACC_SLOTS - 1) holds the last process there; another one takes it over
@@ -371,6 +391,13 @@ static __always_inline const volatile struct cpu_topo *topo_of(u32 cpu)
 	return t->valid ? t : NULL;
 }
 
+static __always_inline void count_proc_dropped(void)
+{
+	struct cpu_stat *cs = this_cpu();
+	if (cs)
+		cs->proc_dropped++;
+}
+
 static __always_inline struct proc_llc_val *llc_of(u32 tgid, u32 llc)
 {
 	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
@@ -379,7 +406,10 @@ static __always_inline struct proc_llc_val *llc_of(u32 tgid, u32 llc)
 		return v;
 	struct proc_llc_val zero = {};
 	bpf_map_update_elem(&proc_llc, &k, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&proc_llc, &k);
+	v = bpf_map_lookup_elem(&proc_llc, &k);
+	if (!v)
+		count_proc_dropped();
+	return v;
 }
 
 static __always_inline struct proc_stat *proc_of(u32 tgid)
@@ -389,7 +419,10 @@ static __always_inline struct proc_stat *proc_of(u32 tgid)
 		return ps;
 	struct proc_stat init = { .preferred_llc = -1 };
 	bpf_map_update_elem(&proc_stats, &tgid, &init, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&proc_stats, &tgid);
+	ps = bpf_map_lookup_elem(&proc_stats, &tgid);
+	if (!ps)
+		count_proc_dropped();
+	return ps;
 }
 
 /* Rate limiter for detail events: event_budget per CPU per 100 ms for migrations, and as
@@ -807,6 +840,15 @@ static __always_inline int on_exit(struct task_struct *p, const bool direct)
 	if (!direct && !sched_info_waits)
 		bpf_map_delete_elem(&wait_start, &pid);
 	take_numa_mark(pid);
+	/* The last thread of the process: note its exit, with the leader's name (what
+	 * /proc/PID/comm showed; the leader outlives its threads as a zombie). */
+	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
+		u32 tgid = RD(direct, p, tgid);
+		struct proc_exit e = {};
+		BPF_CORE_READ_STR_INTO(&e.comm, p, group_leader, comm);
+		if (bpf_map_update_elem(&exited, &tgid, &e, BPF_ANY))
+			count_proc_dropped();
+	}
 	return 0;
 }
 

@@ -100,6 +100,16 @@ struct sched_entity {
 	struct cfs_rq *cfs_rq;
 };
 
+/* The process's threads that have not yet exited (do_exit decrements it before the
+ * sched_process_exit tracepoint: 0 there means the whole group is dead). */
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct signal_struct {
+	atomic_t live;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -110,6 +120,8 @@ struct task_struct {
 	int nr_cpus_allowed;
 	const struct cpumask *cpus_ptr;
 	char comm[16];
+	struct task_struct *group_leader;
+	struct signal_struct *signal;
 	/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE); probed with
 	 * bpf_core_field_exists(). */
 	int preferred_llc;

@@ -1,10 +1,12 @@
 //! The enrichment stage of the pipeline: after every source has made the interval's
-//! process rows, fill what only `/proc/PID` knows — name, thread count, cgroup — reading
-//! each once per shown row (a source that already knows a name or thread count, as the
-//! procfs thread scan does, is not read again), then the NUMA-balancing counters of
-//! those rows' cgroups (cgroup `memory.stat`, v6.12+), which need the cgroups first.
-//! A process that exited keeps the name it had when it was last a row; the table's
-//! `total` is the processes alive at the end of the interval (`/proc/PID` directories).
+//! process rows, fill what only `/proc/PID` knows — name, thread count, cgroup — for the
+//! shown rows only, and only what is not known already: one `/proc/PID/stat` read per
+//! live row (none where the source named it, as the procfs thread scan does, or marked
+//! it exited, as the BPF exit hook does), the cgroup remembered by (pid, start time) and
+//! re-read every [`CGROUP_REFRESH`] rounds. Then the NUMA-balancing counters of those
+//! rows' cgroups (cgroup `memory.stat`, v6.12+), which need the cgroups first. A process
+//! that exited keeps the name it had when it was last a row; the table's `total` is the
+//! processes alive at the end of the interval (`/proc/PID` directories).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,13 +20,13 @@ use crate::source::procfs::numa::{CGROUP_KEYS, Counters, diff, parse_kv};
 /// Shown for a row whose process exited before its name could be read.
 pub const EXITED: &str = "<exited>";
 
-/// Names kept for processes that may exit: this many at most (the least recently shown
-/// go first).
+/// Processes remembered (name, start time, cgroup): this many at most (the least
+/// recently shown go first).
 const KEPT_NAMES: usize = 65_536;
 
 /// Where a process's cgroup lives: the v2 path and, on hybrid v1 systems, the path in the
 /// v1 memory hierarchy.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CgroupRef {
     pub v2: Option<String>,
     pub v1_memory: Option<String>,
@@ -46,12 +48,30 @@ pub fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
     r
 }
 
+/// What the stage learned of a process it showed, by pid.
+#[derive(Debug, Clone)]
+struct Known {
+    /// Its start time (`/proc/PID/stat` field 22), when read: a pid reused by another
+    /// process does not match it.
+    start: Option<u64>,
+    comm: String,
+    cgroup: CgroupRef,
+    /// The round its cgroup was read in.
+    cgroup_round: u64,
+    /// The round it was last a row in.
+    seen: u64,
+}
+
+/// Rounds a process's cgroup is taken from what the stage knows before it is read again
+/// (a process seldom moves between cgroups; one that does shows its new cgroup within
+/// this many intervals).
+pub const CGROUP_REFRESH: u64 = 30;
+
 /// The stage: the kernel root to read `/proc/PID` from and the per-cgroup NUMA deltas.
 pub struct ProcessInfo {
     root: KernelRoot,
     cgroup_numa: CgroupNumaReader,
-    /// pid → (name, the enrichment it was last a row in).
-    names: HashMap<u32, (String, u64)>,
+    known: HashMap<u32, Known>,
     round: u64,
 }
 
@@ -60,14 +80,17 @@ impl ProcessInfo {
         ProcessInfo {
             root,
             cgroup_numa: CgroupNumaReader::default(),
-            names: HashMap::new(),
+            known: HashMap::new(),
             round: 0,
         }
     }
 
     /// Fill the rows of `snap.processes`, then `snap.numa.cgroups` (when the NUMA
     /// counters are there); reasons for missing cgroup counters join the
-    /// `procfs.numa` source state.
+    /// `procfs.numa` source state. A row of a live process costs one read of
+    /// `/proc/PID/stat` (name, threads and start time) unless its source named it, and
+    /// one of `/proc/PID/cgroup` every [`CGROUP_REFRESH`] rounds; a row the source marked
+    /// exited costs nothing.
     pub fn enrich(&mut self, snap: &mut Snapshot) {
         self.round += 1;
         let alive = self
@@ -80,34 +103,12 @@ impl ProcessInfo {
         }
         let mut refs = Vec::new();
         for r in snap.processes.iter_mut().flat_map(|t| t.rows.iter_mut()) {
-            let base = format!("/proc/{}", r.pid);
-            if r.comm.is_empty() {
-                r.comm = match self.root.read_trimmed(format!("{base}/comm")) {
-                    Ok(c) => c,
-                    Err(_) => self
-                        .names
-                        .get(&r.pid)
-                        .map_or_else(|| EXITED.to_string(), |(n, _)| n.clone()),
-                };
-            }
-            if r.comm != EXITED {
-                self.names.insert(r.pid, (r.comm.clone(), self.round));
-            }
-            if r.threads == 0 {
-                r.threads = self
-                    .root
-                    .parse::<procfs_core::process::Stat>(format!("{base}/stat"))
-                    .map(|s| u32::try_from(s.num_threads).unwrap_or(0))
-                    .unwrap_or(0);
-            }
-            let cg = read_cgroup(&self.root, r.pid);
-            r.cgroup = cg.v2.clone().or_else(|| cg.v1_memory.clone());
-            refs.push(cg);
+            refs.push(self.fill(r));
         }
-        if self.names.len() > KEPT_NAMES {
-            let mut rounds: Vec<u64> = self.names.values().map(|(_, r)| *r).collect();
-            let cut = *rounds.select_nth_unstable(self.names.len() - KEPT_NAMES).1;
-            self.names.retain(|_, (_, r)| *r > cut);
+        if self.known.len() > KEPT_NAMES {
+            let mut rounds: Vec<u64> = self.known.values().map(|k| k.seen).collect();
+            let cut = *rounds.select_nth_unstable(self.known.len() - KEPT_NAMES).1;
+            self.known.retain(|_, k| k.seen > cut);
         }
         let Some(numa) = snap.numa.as_mut() else {
             // No NUMA counters this interval (or the baseline): keep the cgroups' baseline.
@@ -129,6 +130,66 @@ impl ProcessInfo {
             }
         }
     }
+
+    /// Name one row and find its cgroup, reading `/proc/PID` only for what is not
+    /// known; returns the cgroup.
+    fn fill(&mut self, r: &mut crate::snapshot::ProcessStats) -> CgroupRef {
+        let mut start = None;
+        if !r.exited && (r.comm.is_empty() || r.threads == 0) {
+            let base = format!("/proc/{}", r.pid);
+            match self
+                .root
+                .parse::<procfs_core::process::Stat>(format!("{base}/stat"))
+            {
+                Ok(st) => {
+                    if r.comm.is_empty() {
+                        r.comm = st.comm;
+                    }
+                    if r.threads == 0 {
+                        r.threads = u32::try_from(st.num_threads).unwrap_or(0);
+                    }
+                    start = Some(st.starttime);
+                }
+                Err(_) => r.exited = true,
+            }
+        }
+        // What is known of this pid, unless the pid now belongs to another process.
+        let same = self
+            .known
+            .get(&r.pid)
+            .is_some_and(|k| match (start, k.start) {
+                (Some(a), Some(b)) => a == b,
+                _ => r.comm.is_empty() || r.comm == k.comm,
+            });
+        if !same {
+            self.known.remove(&r.pid);
+        }
+        let known = self.known.get(&r.pid);
+        if r.comm.is_empty() {
+            r.comm = known.map_or_else(|| EXITED.to_string(), |k| k.comm.clone());
+        }
+        let fresh = known.is_some_and(|k| self.round - k.cgroup_round < CGROUP_REFRESH);
+        let (cgroup, cgroup_round) = match known {
+            Some(k) if fresh || r.exited => (k.cgroup.clone(), k.cgroup_round),
+            _ if r.exited => (CgroupRef::default(), self.round),
+            _ => (read_cgroup(&self.root, r.pid), self.round),
+        };
+        r.cgroup = cgroup.v2.clone().or_else(|| cgroup.v1_memory.clone());
+        if r.comm != EXITED {
+            let start = start.or_else(|| known.and_then(|k| k.start));
+            self.known.insert(
+                r.pid,
+                Known {
+                    start,
+                    comm: r.comm.clone(),
+                    cgroup: cgroup.clone(),
+                    cgroup_round,
+                    seen: self.round,
+                },
+            );
+        }
+        cgroup
+    }
 }
 
 /// Per-cgroup NUMA balancing counters, diffed against the previous read of each cgroup.
@@ -139,6 +200,10 @@ impl ProcessInfo {
 pub struct CgroupNumaReader {
     tracked: HashMap<String, Tracked>,
     mounts: Option<CgroupMounts>,
+    /// `memory.stat` files found absent (`false`) or without NUMA counters (`true`),
+    /// not probed again until the list is cleared every [`KEEP_READS`] reads.
+    probed: HashMap<PathBuf, bool>,
+    reads: u32,
 }
 
 /// Reads a cgroup stays tracked after its processes left the shown rows.
@@ -171,10 +236,16 @@ impl CgroupNumaReader {
         missing: &mut Vec<String>,
     ) -> Vec<CgroupNuma> {
         let mounts = self.mounts.get_or_insert_with(|| find_mounts(root)).clone();
+        let mut without_counters = 0;
         for t in self.tracked.values_mut() {
             t.away += 1;
         }
-        for r in refs {
+        self.reads += 1;
+        if self.reads.is_multiple_of(KEEP_READS) {
+            self.probed.clear();
+        }
+        let mut distinct = std::collections::HashSet::new();
+        for r in refs.iter().filter(|r| distinct.insert(*r)) {
             // Prefer the v2 hierarchy; fall back to the v1 memory controller.
             let candidates = [
                 (mounts.v2.as_ref(), r.v2.as_ref()),
@@ -184,9 +255,22 @@ impl CgroupNumaReader {
                 let (Some(mount), Some(path)) = (mount, path) else {
                     continue;
                 };
+                if let Some(t) = self.tracked.get_mut(path) {
+                    t.away = 0;
+                    break;
+                }
                 let file = mount.join(path.trim_start_matches('/')).join("memory.stat");
-                if !file.exists() {
-                    continue;
+                match self.probed.get(&file) {
+                    Some(true) => {
+                        without_counters += 1;
+                        break;
+                    }
+                    Some(false) => continue,
+                    None if !file.exists() => {
+                        self.probed.insert(file, false);
+                        continue;
+                    }
+                    None => {}
                 }
                 let t = self.tracked.entry(path.clone()).or_insert(Tracked {
                     file,
@@ -198,7 +282,7 @@ impl CgroupNumaReader {
             }
         }
         let mut out = Vec::new();
-        let mut without_counters = 0;
+        let probed = &mut self.probed;
         self.tracked.retain(|path, t| {
             if t.away > KEEP_READS {
                 return false;
@@ -212,6 +296,7 @@ impl CgroupNumaReader {
                 .collect();
             if cur.is_empty() {
                 without_counters += 1;
+                probed.insert(t.file.clone(), true);
                 return false;
             }
             if !t.prev.is_empty() {
@@ -264,41 +349,117 @@ mod tests {
         )
     }
 
-    #[test]
-    fn an_exited_process_keeps_its_name_and_the_total_is_the_processes_alive() {
+    /// `/proc/PID/stat` of a process named `comm` with `threads` threads, started at
+    /// `start` ticks after boot (every field of a v6 kernel's line).
+    fn pid_stat(pid: u32, comm: &str, threads: u32, start: u64) -> String {
+        let mut f: Vec<String> = vec![pid.to_string(), format!("({comm})"), "S".into()];
+        f.extend((4..=52).map(|i| match i {
+            20 => threads.to_string(),
+            22 => start.to_string(),
+            _ => "0".into(),
+        }));
+        f.join(" ") + "\n"
+    }
+
+    fn snap_of(rows: &[(u32, bool)]) -> Snapshot {
         use crate::snapshot::{ProcessStats, ProcessTable};
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        put(d, "proc/7/comm", "worker\n");
-        put(d, "proc/8/comm", "other\n");
-        put(d, "proc/self/mountinfo", "");
-        let mut info = ProcessInfo::new(KernelRoot::new(d));
-        let snap_of = |pids: &[u32]| Snapshot {
+        Snapshot {
             processes: Some(ProcessTable {
                 total: 999,
-                rows: pids
+                rows: rows
                     .iter()
-                    .map(|&pid| ProcessStats {
+                    .map(|&(pid, exited)| ProcessStats {
                         pid,
+                        exited,
                         ..Default::default()
                     })
                     .collect(),
                 ..Default::default()
             }),
             ..Default::default()
-        };
-        let mut s = snap_of(&[7]);
+        }
+    }
+
+    fn rows(s: &Snapshot) -> Vec<(String, u32, bool, Option<String>)> {
+        s.processes
+            .as_ref()
+            .unwrap()
+            .rows
+            .iter()
+            .map(|r| (r.comm.clone(), r.threads, r.exited, r.cgroup.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn an_exited_process_keeps_its_name_and_the_total_is_the_processes_alive() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        put(d, "proc/7/stat", &pid_stat(7, "worker", 3, 100));
+        put(d, "proc/8/stat", &pid_stat(8, "other", 1, 200));
+        put(d, "proc/self/mountinfo", "");
+        let mut info = ProcessInfo::new(KernelRoot::new(d));
+        let mut s = snap_of(&[(7, false)]);
         info.enrich(&mut s);
-        let t = s.processes.as_ref().unwrap();
-        assert_eq!((t.rows[0].comm.as_str(), t.total), ("worker", 2));
-        // 7 exits: its row keeps the name; a process never seen is <exited>.
+        assert_eq!(rows(&s)[0], ("worker".into(), 3, false, None));
+        assert_eq!(s.processes.as_ref().unwrap().total, 2);
+        // 7 exits: its row keeps the name and is marked exited; a process never seen is
+        // <exited>.
         std::fs::remove_dir_all(d.join("proc/7")).unwrap();
-        let mut s = snap_of(&[7, 9]);
+        let mut s = snap_of(&[(7, false), (9, false)]);
         info.enrich(&mut s);
-        let t = s.processes.as_ref().unwrap();
-        assert_eq!(t.rows[0].comm, "worker");
-        assert_eq!(t.rows[1].comm, EXITED);
-        assert_eq!(t.total, 1, "only 8 is alive");
+        let r = rows(&s);
+        assert_eq!((r[0].0.as_str(), r[0].2), ("worker", true));
+        assert_eq!((r[1].0.as_str(), r[1].2), (EXITED, true));
+        assert_eq!(s.processes.as_ref().unwrap().total, 1, "only 8 is alive");
+    }
+
+    #[test]
+    fn proc_is_read_only_for_what_is_not_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        put(d, "proc/self/mountinfo", "");
+        put(d, "proc/7/stat", &pid_stat(7, "worker", 3, 100));
+        put(d, "proc/7/cgroup", "0::/jobs/a\n");
+        let mut info = ProcessInfo::new(KernelRoot::new(d));
+        let mut s = snap_of(&[(7, false)]);
+        info.enrich(&mut s);
+        assert_eq!(
+            rows(&s)[0],
+            ("worker".into(), 3, false, Some("/jobs/a".into()))
+        );
+        // The cgroup is remembered for the same process (pid and start time): the file
+        // moving is seen only at the refresh.
+        put(d, "proc/7/cgroup", "0::/jobs/b\n");
+        put(d, "proc/7/stat", &pid_stat(7, "worker", 4, 100));
+        for _ in 1..CGROUP_REFRESH {
+            let mut s = snap_of(&[(7, false)]);
+            info.enrich(&mut s);
+            assert_eq!(
+                rows(&s)[0],
+                ("worker".into(), 4, false, Some("/jobs/a".into()))
+            );
+        }
+        let mut s = snap_of(&[(7, false)]);
+        info.enrich(&mut s);
+        assert_eq!(rows(&s)[0].3.as_deref(), Some("/jobs/b"), "refreshed");
+        // Another process with the same pid (another start time) is read afresh.
+        put(d, "proc/7/stat", &pid_stat(7, "next", 1, 500));
+        put(d, "proc/7/cgroup", "0::/jobs/c\n");
+        let mut s = snap_of(&[(7, false)]);
+        info.enrich(&mut s);
+        assert_eq!(
+            rows(&s)[0],
+            ("next".into(), 1, false, Some("/jobs/c".into()))
+        );
+        // A row its source marked exited (and named) reads nothing: not even a stat
+        // file that would say otherwise.
+        let mut s = snap_of(&[(7, true)]);
+        s.processes.as_mut().unwrap().rows[0].comm = "next".into();
+        info.enrich(&mut s);
+        assert_eq!(
+            rows(&s)[0],
+            ("next".into(), 0, true, Some("/jobs/c".into()))
+        );
     }
 
     #[test]

@@ -374,6 +374,10 @@ pub enum PreferredKind {
     Emulated,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessTable {
     /// Precision of runtime-per-LLC, migrations and wait in the rows.
@@ -382,6 +386,11 @@ pub struct ProcessTable {
     /// time); the enrichment stage counts them.
     pub total: u32,
     pub rows: Vec<ProcessStats>,
+    /// Per-process updates the BPF program could not store in the interval because a
+    /// per-process map was full: counts missing from the rows (the per-CPU figures still
+    /// have them). 0 from sources without such maps.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
     /// Hardware counters while CPUs ran their idle task (BPF attribution only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_counters: Option<Counters>,
@@ -395,6 +404,10 @@ pub struct ProcessStats {
     pub pid: u32,
     pub comm: String,
     pub threads: u32,
+    /// Its last thread exited by the end of the interval (the BPF exit hook, or its
+    /// `/proc/PID` gone): `comm` is the name it had, `threads` 0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exited: bool,
     /// CPU time of all threads in the interval, ns.
     pub cpu_time_ns: u64,
     /// `cpu_time_ns` split by the LLC it ran on, indexed by LLC id.

@@ -316,6 +316,9 @@ fn exited_processes_are_counted_then_forgotten() {
         let _ = c.wait();
     }
     let mut seen = std::collections::BTreeSet::new();
+    // Rows of these processes that were not marked exited with the name the exit hook
+    // saw (each had exited before the first read below), and updates lost.
+    let (mut unmarked, mut dropped) = (Vec::new(), 0);
     // A process goes at the second of two reads that find it unchanged and not held,
     // so one that a CPU held at any of the last three reads may still be there.
     let mut held = std::collections::VecDeque::new();
@@ -324,6 +327,13 @@ fn exited_processes_are_counted_then_forgotten() {
         let s = sample(&topo, &mut src);
         if let Some(t) = &s.processes {
             seen.extend(t.rows.iter().map(|r| r.pid).filter(|p| pids.contains(p)));
+            unmarked.extend(
+                t.rows
+                    .iter()
+                    .filter(|r| pids.contains(&r.pid) && !(r.exited && r.comm == "true"))
+                    .map(|r| (r.pid, r.exited, r.comm.clone())),
+            );
+            dropped += t.dropped;
         }
         held.push_back(src.held());
         if held.len() > 3 {
@@ -345,6 +355,11 @@ fn exited_processes_are_counted_then_forgotten() {
         stray.is_empty()
     );
     assert!(seen.len() >= 290, "{} of 300 counted", seen.len());
+    assert!(
+        unmarked.is_empty(),
+        "rows not marked exited by the exit hook with their name: {unmarked:?}"
+    );
+    assert_eq!(dropped, 0, "no per-process update lost");
     assert!(src.forgotten() > 0);
     assert!(
         stray.is_empty(),

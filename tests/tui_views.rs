@@ -134,6 +134,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         pid: 4242,
         comm: "stream".into(),
         threads: 4,
+        exited: false,
         cpu_time_ns: per_llc.iter().sum(),
         runtime_per_llc_ns: per_llc.clone(),
         preferred_llc: Some(0),

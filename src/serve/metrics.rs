@@ -46,6 +46,7 @@ pub struct Exporter {
     causes: Count,
     ctx: Counter,
     forks: Counter,
+    proc_lost: Counter,
     lb_attempts: Count,
     lb_failed: Count,
     lb_gained: Count,
@@ -91,6 +92,7 @@ impl Exporter {
             causes: Count::default(),
             ctx: Counter::default(),
             forks: Counter::default(),
+            proc_lost: Counter::default(),
             lb_attempts: Count::default(),
             lb_failed: Count::default(),
             lb_gained: Count::default(),
@@ -167,6 +169,11 @@ impl Exporter {
             e.ctx.clone(),
         );
         r.register("forks", "Tasks created", e.forks.clone());
+        r.register(
+            "process_updates_dropped",
+            "Per-process updates the BPF program could not store (a per-process map full): counts missing from the process figures",
+            e.proc_lost.clone(),
+        );
         r.register(
             "load_balance_attempts",
             "Load-balance attempts per domain level and type (busy, idle, newidle), /proc/schedstat",
@@ -370,6 +377,9 @@ impl Exporter {
         }
         if let Some(f) = s.system.forks {
             self.forks.inc_by(f);
+        }
+        if let Some(t) = &s.processes {
+            self.proc_lost.inc_by(t.dropped);
         }
         if let Some(b) = &s.balance {
             for d in &b.domains {

@@ -201,6 +201,7 @@ pub fn processes(
         precision: Precision::Exact,
         total,
         rows,
+        dropped: d(cur.proc_dropped, prev.proc_dropped),
         idle_counters,
         other_counters,
     }

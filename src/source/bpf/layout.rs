@@ -91,6 +91,16 @@ pub fn pod<T: Copy + Default>(b: &[u8]) -> T {
     v
 }
 
+/// A kernel task name (`char comm[16]`, NUL-terminated unless full) as a string.
+pub fn comm_string(comm: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = comm
+        .iter()
+        .map(|&ch| ch as u8)
+        .take_while(|&ch| ch != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// Decode one ring-buffer record (`struct event`).
 pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
     if b.len() < std::mem::size_of::<types::event>() {
@@ -103,12 +113,6 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
         types::llctop_event_kind::EV_FIRST_RUN => EventKind::FirstRun,
         _ => return None,
     };
-    let comm: Vec<u8> = e
-        .comm
-        .iter()
-        .map(|&ch| ch as u8)
-        .take_while(|&ch| ch != 0)
-        .collect();
     let migration = kind == EventKind::Migration;
     let placement = kind == EventKind::Placement;
     Some(DetailEvent {
@@ -116,7 +120,7 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
         mono_ns: e.ts,
         pid: e.pid,
         tgid: e.tgid,
-        comm: String::from_utf8_lossy(&comm).into_owned(),
+        comm: comm_string(&e.comm),
         from_cpu: e.from_cpu,
         to_cpu: e.to_cpu,
         distance: migration.then(|| distance(u32::from(e.dist))).flatten(),

@@ -37,9 +37,15 @@ use self::layout::{MAX_CPUS, NR_PC, parse_event, skel, types};
 use self::read::Cumulative;
 use super::Source;
 use crate::preferred::PreferredLlc;
-use crate::snapshot::{DetailEvent, EventKind, EventLog, Snapshot, SourceState, SourceStatus};
+use crate::snapshot::{
+    DetailEvent, EventKind, EventLog, ProcessStats, Snapshot, SourceState, SourceStatus,
+};
 use crate::source::perf::{GroupReader, PerfSource};
 use crate::topology::Topology;
+
+/// Reads between two sweeps for exited processes the exit hook could not report (its
+/// map full): each sweep checks the unchanged, unheld processes with `kill(tgid, 0)`.
+const SWEEP_EVERY: u64 = 64;
 
 /// Detail events kept per snapshot; the rest count as dropped.
 const EVENTS_PER_SNAPSHOT: usize = 256;
@@ -155,6 +161,11 @@ pub struct BpfSource {
     fading: std::collections::HashSet<u32>,
     /// Processes forgotten since attach.
     forgotten: u64,
+    /// Exited processes not yet forgotten, with their names (empty when only the sweep
+    /// found them gone).
+    gone: std::collections::HashMap<u32, String>,
+    /// Reads since attach (the sweep runs every [`SWEEP_EVERY`]).
+    reads: u64,
     preferred: PreferredLlc,
     /// The kernel's id of each LLC (`p->preferred_llc`'s id space).
     kernel_llc: Vec<Option<u32>>,
@@ -208,6 +219,8 @@ impl BpfSource {
                             prev: None,
                             fading: Default::default(),
                             forgotten: 0,
+                            gone: Default::default(),
+                            reads: 0,
                             preferred: PreferredLlc::new(),
                             kernel_llc: crate::preferred::kernel_llc_ids(topo),
                             top,
@@ -455,40 +468,82 @@ impl BpfSource {
 
     /// Delete the map entries of processes that have exited once what they did has been
     /// counted (issue "Scale": per-process state bounded by the processes alive, not by
-    /// every process seen). A process goes when, at two reads in a row, it no longer
-    /// exists (`kill(tgid, 0)`: ESRCH), its counts did not change and no CPU held it (in
-    /// an accumulator slot or running): its last slice was flushed before the first of
-    /// the two reads, so the entries hold everything and the deltas have counted it. Its
-    /// entries gone, the next read does not see it: no row, nothing kept.
+    /// every process seen). The exit hook reports each process whose last thread exited
+    /// (the `exited` map, taken at every read; a sweep every [`SWEEP_EVERY`] reads finds
+    /// any it could not report, by `kill(tgid, 0)`: ESRCH). An exited process goes when,
+    /// at two reads in a row, its counts did not change and no CPU held it (in an
+    /// accumulator slot or running): its last slice was flushed before the first of the
+    /// two reads, so the entries hold everything and the deltas have counted it. Its
+    /// entries gone, the next read does not see it: no row, nothing kept. The deletions
+    /// are two batch calls, whatever the number of processes.
     fn forget_exited(&mut self, prev: &Cumulative) {
         let Some(cur) = self.prev.as_ref() else {
             return;
         };
+        self.reads += 1;
+        let sweep = self.reads.is_multiple_of(SWEEP_EVERY);
         let mut now = std::collections::HashSet::new();
         for (&tgid, p) in &cur.procs {
             if tgid == 0 || cur.held.contains(&tgid) || prev.procs.get(&tgid) != Some(p) {
                 continue;
             }
-            // SAFETY: signal 0 only checks that the process exists; no signal is sent.
-            let gone = unsafe { libc::kill(tgid as i32, 0) } == -1
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-            if gone {
+            if !self.gone.contains_key(&tgid) && sweep && process_gone(tgid) {
+                self.gone.insert(tgid, String::new());
+            }
+            if self.gone.contains_key(&tgid) {
                 now.insert(tgid);
             }
         }
+        let forget: Vec<u32> = now.intersection(&self.fading).copied().collect();
+        let stat_keys: Vec<u8> = forget
+            .iter()
+            .filter(|t| cur.stat_keys.contains(t))
+            .flat_map(|t| t.to_ne_bytes())
+            .collect();
+        let llc_keys: Vec<u8> = forget
+            .iter()
+            .flat_map(|&t| {
+                let llcs = cur.llc_keys.get(&t).map_or(&[][..], Vec::as_slice);
+                llcs.iter()
+                    .flat_map(move |l| t.to_ne_bytes().into_iter().chain(l.to_ne_bytes()))
+            })
+            .collect();
         let maps = &self.skel.maps;
-        for &tgid in now.intersection(&self.fading) {
-            let _ = maps.proc_stats.delete(&tgid.to_ne_bytes());
-            for &llc in cur.llc_keys.get(&tgid).map_or(&[][..], Vec::as_slice) {
-                let mut key = [0u8; 8];
-                key[..4].copy_from_slice(&tgid.to_ne_bytes());
-                key[4..].copy_from_slice(&llc.to_ne_bytes());
-                let _ = maps.proc_llc.delete(&key);
-            }
-            self.forgotten += 1;
-        }
+        read::delete_keys(&maps.proc_stats, &stat_keys, 4);
+        read::delete_keys(&maps.proc_llc, &llc_keys, 8);
+        self.forgotten += forget.len() as u64;
         self.fading = now.difference(&self.fading).copied().collect();
+        self.gone
+            .retain(|t, _| cur.procs.contains_key(t) && !forget.contains(t));
     }
+}
+
+/// Note the processes the exit hook reported in `gone`, and mark the rows of every
+/// exited process, named as the exit hook saw them.
+fn name_exited(
+    gone: &mut std::collections::HashMap<u32, String>,
+    exited: &[(u32, String)],
+    rows: &mut [ProcessStats],
+) {
+    gone.extend(exited.iter().cloned());
+    for r in rows {
+        if let Some(comm) = gone.get(&r.pid) {
+            r.exited = true;
+            if !comm.is_empty() {
+                r.comm.clone_from(comm);
+            }
+        }
+    }
+}
+
+/// Whether process `tgid` no longer exists (signal 0 only checks; nothing is sent).
+fn process_gone(tgid: u32) -> bool {
+    let Ok(pid) = i32::try_from(tgid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it reports whether the process exists.
+    let failed = unsafe { libc::kill(pid, 0) } == -1;
+    failed && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 impl Source for BpfSource {
@@ -517,7 +572,9 @@ impl Source for BpfSource {
             top: self.top,
             secs: snap.time.interval_secs(),
         };
-        snap.processes = Some(delta::processes(&prev, cur, &params, &mut self.preferred));
+        let mut table = delta::processes(&prev, cur, &params, &mut self.preferred);
+        name_exited(&mut self.gone, &cur.exited, &mut table.rows);
+        snap.processes = Some(table);
         let overflow = events.len().saturating_sub(EVENTS_PER_SNAPSHOT);
         if overflow > 0 {
             // New tasks' events first (a pile-up is judged on them), then migrations in

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use libbpf_rs::{MapCore, MapFlags};
 
-use super::layout::{ACC_SLOTS, NR_CAUSE, NR_DIST, NR_PC, WAIT_BUCKETS, pod, skel, types};
+use super::layout::{
+    ACC_SLOTS, NR_CAUSE, NR_DIST, NR_PC, WAIT_BUCKETS, comm_string, pod, skel, types,
+};
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
 
@@ -66,6 +68,44 @@ impl ProcCum {
             self.llc = vec![LlcCum::default(); nr_llc];
         }
         self.llc.get_mut(llc as usize)
+    }
+}
+
+/// Take every (key, value) out of the hash map `map`: read and deleted in one batch
+/// call where the kernel has them, else key by key.
+fn take_entries<M: MapCore>(map: &M) -> Vec<(Vec<u8>, Vec<u8>)> {
+    if let Ok(it) = map.lookup_and_delete_batch(4096, MapFlags::ANY, MapFlags::ANY) {
+        let taken: Vec<_> = it.collect();
+        if !taken.is_empty() {
+            return taken;
+        }
+    }
+    map.keys()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .filter_map(|k| {
+            let v = map.lookup_and_delete(&k).ok().flatten()?;
+            Some((k, v))
+        })
+        .collect()
+}
+
+/// Delete `keys` (each `key_size` bytes) from the hash map `map`: in one batch call,
+/// else — where the kernel lacks batches or a key had gone already, which stops a
+/// batch — key by key.
+pub fn delete_keys<M: MapCore>(map: &M, keys: &[u8], key_size: usize) {
+    let n = keys.len() / key_size.max(1);
+    if n == 0 {
+        return;
+    }
+    if map
+        .delete_batch(keys, n as u32, MapFlags::ANY, MapFlags::ANY)
+        .is_ok()
+    {
+        return;
+    }
+    for k in keys.chunks_exact(key_size) {
+        let _ = map.delete(k);
     }
 }
 
@@ -157,11 +197,18 @@ pub struct Cumulative {
     pub cause: [u64; NR_CAUSE],
     pub unclassified: u64,
     pub dropped: u64,
+    /// Per-process updates the program could not store (a map full).
+    pub proc_dropped: u64,
     /// `matrix[from * nr_llc + to]`.
     pub matrix: Vec<u64>,
     pub procs: HashMap<u32, ProcCum>,
     /// Each process's `proc_llc` keys (the LLCs it has an entry for).
     pub llc_keys: HashMap<u32, Vec<u32>>,
+    /// The processes with a `proc_stats` entry.
+    pub stat_keys: HashSet<u32>,
+    /// Processes whose last thread exited since the previous read, with their names
+    /// (taken out of the `exited` map: each is reported once).
+    pub exited: Vec<(u32, String)>,
     /// Processes a CPU still holds counts for (in an accumulator slot) or is running at
     /// this read: their entries may still change.
     pub held: HashSet<u32>,
@@ -213,6 +260,7 @@ pub fn read(
         {
             let tgid = pod::<u32>(&key);
             let s: types::proc_stat = pod(&bytes);
+            c.stat_keys.insert(tgid);
             c.procs.entry(tgid).or_default().kernel_pref = s.preferred_llc;
         }
     }
@@ -280,6 +328,7 @@ pub fn read(
         }
         c.unclassified += s.mig_unclassified;
         c.dropped += s.events_dropped;
+        c.proc_dropped += s.proc_dropped;
         if s.curr_pid != 0 {
             c.held.insert(s.curr_tgid);
         }
@@ -317,6 +366,13 @@ pub fn read(
             }
         }
     }
+    c.exited = take_entries(&maps.exited)
+        .into_iter()
+        .map(|(k, v)| {
+            let e: types::proc_exit = pod(&v);
+            (pod::<u32>(&k), comm_string(&e.comm))
+        })
+        .collect();
     c.kernel_preferred = maps
         .bss_data
         .as_ref()

@@ -52,8 +52,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else {
         format!(" · filter \"{}\"", app.filter_of(ViewId::Processes))
     };
+    let lost = if table.dropped > 0 {
+        format!(" · ⚠ {} updates lost: process maps full", table.dropped)
+    } else {
+        String::new()
+    };
     let title = format!(
-        "Processes — {} shown of {} · {precision} · sort {}{filter} (s sort, / filter, Enter drill)",
+        "Processes — {} shown of {} · {precision}{lost} · sort {}{filter} (s sort, / filter, Enter drill)",
         rows.len(),
         table.total,
         app.sort.label()
@@ -121,7 +126,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             let cells = vec![
                 Cell::from(r.pid.to_string()),
                 Cell::from(fit(&r.comm, COLS[1].2 as usize)),
-                Cell::from(r.threads.to_string()),
+                Cell::from(if r.exited {
+                    "exit".to_string()
+                } else {
+                    r.threads.to_string()
+                }),
                 Cell::from(pct(r.cpu_time_ns as f64 / 1e9 / secs.max(1e-9))),
                 Cell::from(pref),
                 Cell::from(or_dash(r.preferred_hit, pct)).style(hit_style),
@@ -136,6 +145,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             let row = Row::new(keep_columns(cells, &shown));
             if i == app.proc_sel {
                 row.style(selected(app))
+            } else if r.exited {
+                row.style(t.dim())
             } else {
                 row
             }
