@@ -21,7 +21,7 @@ load() {
   while :; do perf bench sched messaging -g 4 -l 2000 >/dev/null 2>&1 || sleep 1; done
 }
 load &
-target/release/llctop --interval 1s record "$out/r.jsonl.gz" 2>"$out/err" &
+target/release/llctop --interval 1s record --output "$out/r.jsonl.gz" 2>"$out/err" &
 rec=$!
 sleep 5
 tick=$(getconf CLK_TCK)
