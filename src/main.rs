@@ -99,11 +99,13 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             compare,
             json,
         }) => {
-            let rec = record::reader::open(&file)?;
             if compare {
+                let rec = record::reader::open(&file)?;
                 print!("{}", record::report::compare(&rec, json)?);
             } else {
-                print!("{}", record::report::render(&rec));
+                // Read as a stream: no bound on the recording's length.
+                let stream = record::reader::Stream::open(&file, u64::MAX)?;
+                print!("{}", record::report::render_stream(stream)?);
             }
             Ok(())
         }

@@ -255,7 +255,8 @@ fn join(lines: &[String]) -> Vec<u8> {
 
 /// Everything that reads a recording, on one.
 fn consume(bytes: &[u8], draw: bool) {
-    let Ok(rec) = llctop::record::reader::parse(Path::new("m.jsonl"), Cursor::new(bytes)) else {
+    let Ok(rec) = llctop::record::reader::parse(Path::new("m.jsonl"), Cursor::new(bytes.to_vec()))
+    else {
         return;
     };
     let _ = llctop::record::report::render(&rec);

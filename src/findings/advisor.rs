@@ -224,7 +224,12 @@ impl Trail {
 
     /// Judge with `snap` as the newest snapshot.
     pub fn push(&mut self, topo: &Topology, snap: &Snapshot) -> Vec<FindingLine> {
-        self.recent.push(snap.clone());
+        self.push_owned(topo, snap.clone())
+    }
+
+    /// [`push`](Self::push) for a snapshot the caller no longer needs (no copy).
+    pub fn push_owned(&mut self, topo: &Topology, snap: Snapshot) -> Vec<FindingLine> {
+        self.recent.push(snap);
         // Keep the newest snapshots covering the window (and its least count) and the
         // look-behind, plus one.
         let mut ns = 0u64;

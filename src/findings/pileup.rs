@@ -43,38 +43,96 @@ pub struct PileUp {
 
 /// Every pile-up in these snapshots' events, in time order.
 pub fn find<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<PileUp> {
-    let mut by_proc: BTreeMap<u32, Vec<&DetailEvent>> = BTreeMap::new();
-    let mut first_run: HashMap<u32, i32> = HashMap::new();
+    let mut f = Finder::default();
     for s in snapshots {
+        f.push(s);
+    }
+    f.finish()
+}
+
+/// A start is judged once the newest snapshot is this much later than its last
+/// placement: no later placement can join it, and its threads have had time to run.
+pub const SETTLE_NS: u64 = 10 * START_GAP_NS;
+
+/// The pile-up search fed one snapshot at a time (`llctop report` reads a recording as
+/// a stream): it keeps the placements of the starts not yet judged and the first runs
+/// they may need, not the recording.
+#[derive(Debug, Default)]
+pub struct Finder {
+    /// Placements of new threads by process, not yet judged.
+    by_proc: BTreeMap<u32, Vec<DetailEvent>>,
+    /// Where each thread first ran, and when.
+    first_run: HashMap<u32, (i32, u64)>,
+    out: Vec<PileUp>,
+}
+
+impl Finder {
+    pub fn push(&mut self, s: &Snapshot) {
         for e in s.events.iter().flat_map(|l| &l.events) {
             match e.kind {
                 // A process's own first thread is placed by its parent's fork: not one
                 // of the threads it starts.
                 EventKind::Placement if e.pid != e.tgid => {
-                    by_proc.entry(e.tgid).or_default().push(e)
+                    self.by_proc.entry(e.tgid).or_default().push(e.clone())
                 }
                 EventKind::Placement => {}
                 EventKind::FirstRun => {
-                    first_run.entry(e.pid).or_insert(e.to_cpu);
+                    self.first_run.entry(e.pid).or_insert((e.to_cpu, e.mono_ns));
                 }
                 EventKind::Migration => {}
             }
         }
+        let settled = s.time.mono_ns.saturating_sub(SETTLE_NS);
+        let done: Vec<u32> = self
+            .by_proc
+            .iter()
+            .filter(|(_, evs)| evs.iter().all(|e| e.mono_ns < settled))
+            .map(|(&t, _)| t)
+            .collect();
+        for tgid in done {
+            if let Some(evs) = self.by_proc.remove(&tgid) {
+                self.judge(evs);
+            }
+        }
+        // A first run follows its thread's placement: one older than every placement
+        // still waiting is of no use any more.
+        let oldest = self
+            .by_proc
+            .values()
+            .flatten()
+            .map(|e| e.mono_ns)
+            .min()
+            .unwrap_or(settled);
+        self.first_run.retain(|_, (_, t)| *t >= oldest.min(settled));
     }
-    let mut out = Vec::new();
-    for (_, mut evs) in by_proc {
+
+    /// Every pile-up found, in time order.
+    pub fn finish(mut self) -> Vec<PileUp> {
+        for evs in std::mem::take(&mut self.by_proc).into_values() {
+            self.judge(evs);
+        }
+        let mut out = self.out;
+        out.sort_by_key(|p| (p.first_ns, p.tgid, p.cpu));
+        out
+    }
+
+    /// The pile-ups of one process's placements: split into starts, each judged.
+    fn judge(&mut self, mut evs: Vec<DetailEvent>) {
         evs.sort_by_key(|e| e.mono_ns);
+        let first_run: HashMap<u32, i32> = evs
+            .iter()
+            .filter_map(|e| Some((e.pid, self.first_run.get(&e.pid)?.0)))
+            .collect();
+        let evs: Vec<&DetailEvent> = evs.iter().collect();
         let mut start = 0;
         for i in 1..=evs.len() {
             let ends = i == evs.len() || evs[i].mono_ns - evs[i - 1].mono_ns >= START_GAP_NS;
             if ends {
-                out.extend(in_start(&evs[start..i], &first_run));
+                self.out.extend(in_start(&evs[start..i], &first_run));
                 start = i;
             }
         }
     }
-    out.sort_by_key(|p| (p.first_ns, p.tgid, p.cpu));
-    out
 }
 
 /// The pile-ups of one start (placements of one process, in time order).

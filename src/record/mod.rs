@@ -32,7 +32,7 @@ pub const FORMAT: &str = "llctop-recording";
 /// Current format version. Readers accept this and every older version.
 pub const VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     pub format: String,
     pub version: u32,
@@ -105,7 +105,8 @@ pub enum RecordError {
 
 enum Sink {
     Plain(BufWriter<File>),
-    Gz(GzEncoder<BufWriter<File>>),
+    /// Boxed: the zlib-rs encoder's state is large.
+    Gz(Box<GzEncoder<BufWriter<File>>>),
 }
 
 impl Sink {
@@ -166,7 +167,7 @@ impl Writer {
         let buf = BufWriter::new(file);
         let gz = path.extension().is_some_and(|e| e == "gz");
         let sink = if gz {
-            Sink::Gz(GzEncoder::new(buf, Compression::default()))
+            Sink::Gz(Box::new(GzEncoder::new(buf, Compression::default())))
         } else {
             Sink::Plain(buf)
         };

@@ -1,6 +1,10 @@
 //! Reading recordings: the header, then every snapshot line. Plain or gzip (by the magic
 //! bytes, not the name). A truncated last line or gzip stream — a recording killed while
 //! writing — ends the recording where the last complete line ends, with `truncated` set.
+//! [`open`] keeps the whole recording; a [`Stream`] gives one line at a time (memory
+//! bounded by the longest line), and [`Stream::parallel`] parses on several threads while
+//! one reads — `llctop report` reads that way. Snapshot lines are parsed straight into
+//! [`Snapshot`] (no intermediate JSON value).
 //!
 //! Bounded and checked: a line longer than [`MAX_LINE`] or a file larger than
 //! [`MAX_TOTAL`] decompressed is refused (a stream of zeros is not a recording); snapshot
@@ -58,7 +62,13 @@ impl Recording {
     }
 }
 
+/// Read a whole recording (at most [`MAX_TOTAL`] bytes decompressed: it is all kept).
 pub fn open(path: &Path) -> Result<Recording, RecordError> {
+    collect(Stream::open(path, MAX_TOTAL)?)
+}
+
+/// The reader of a file, gunzipping it when it starts with gzip's magic bytes.
+fn file_reader(path: &Path) -> Result<Box<dyn BufRead + Send>, RecordError> {
     let io_err = |source| RecordError::Io {
         path: path.to_path_buf(),
         source,
@@ -67,19 +77,76 @@ pub fn open(path: &Path) -> Result<Recording, RecordError> {
     let mut magic = [0u8; 2];
     let n = file.read(&mut magic).map_err(io_err)?;
     let file = File::open(path).map_err(io_err)?;
-    let reader: Box<dyn BufRead> = if n == 2 && magic == [0x1f, 0x8b] {
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
         Box::new(BufReader::new(MultiGzDecoder::new(BufReader::new(file))))
     } else {
         Box::new(BufReader::new(file))
-    };
-    parse(path, reader)
+    })
 }
 
 /// The longest line read: a snapshot of a 16384-CPU machine with its process table is a
 /// few MiB; a longer line is not a recording's.
 pub const MAX_LINE: u64 = 64 << 20;
-/// The most decompressed bytes read (the reader keeps the lines in memory).
+/// The most decompressed bytes [`open`] reads (it keeps every snapshot in memory); a
+/// [`Stream`] read line by line may be given no bound.
 pub const MAX_TOTAL: u64 = 4 << 30;
+
+/// How every snapshot line starts as llctop writes it (serde writes the tag first):
+/// such a line is parsed straight into a [`Snapshot`] (the `type` field ignored), not
+/// through serde's buffering of internally tagged enums.
+const SNAPSHOT_PREFIX: &[u8] = br#"{"type":"snapshot","#;
+
+/// A recording read line by line: the header at once, then each line after it as it is
+/// read, checked as [`open`] checks it — memory bounded by the longest line, not by the
+/// length of the recording.
+pub struct Stream {
+    path: std::path::PathBuf,
+    reader: std::io::Take<Box<dyn BufRead + Send>>,
+    pub header: Header,
+    /// Lines read so far (the header is line 1).
+    line_no: usize,
+    buf: Vec<u8>,
+    order: Order,
+    /// The file ended in the middle of a line or of the gzip stream.
+    pub truncated: bool,
+    done: bool,
+}
+
+/// What the checks that need the lines before keep.
+#[derive(Debug, Default, Clone, Copy)]
+struct Order {
+    last_seq: Option<u64>,
+    /// Lines of types this reader does not know, skipped.
+    skipped: u64,
+}
+
+/// The checks that need the lines before: snapshot numbers increase; lines of unknown
+/// types are counted and dropped (`None`). An error is the detail of a format error.
+fn in_order(
+    o: &mut Order,
+    n: usize,
+    line: Line<Snapshot, KnobEvent, Marker>,
+) -> Result<Option<Line<Snapshot, KnobEvent, Marker>>, String> {
+    match &line {
+        Line::Snapshot(s) => {
+            if let Some(prev) = o.last_seq
+                && s.seq <= prev
+            {
+                return Err(format!(
+                    "line {n}: snapshot #{} after #{prev}: lines repeated or out of order",
+                    s.seq
+                ));
+            }
+            o.last_seq = Some(s.seq);
+        }
+        Line::Unknown => {
+            o.skipped += 1;
+            return Ok(None);
+        }
+        _ => {}
+    }
+    Ok(Some(line))
+}
 
 /// A snapshot's values that can only be fractions are fractions.
 pub fn validate(s: &Snapshot) -> Result<(), String> {
@@ -113,7 +180,243 @@ pub fn validate(s: &Snapshot) -> Result<(), String> {
     Ok(())
 }
 
-pub fn parse(path: &Path, reader: impl BufRead) -> Result<Recording, RecordError> {
+/// Read a whole recording from `reader` (`path` names it in errors).
+pub fn parse(path: &Path, reader: impl BufRead + Send + 'static) -> Result<Recording, RecordError> {
+    collect(Stream::new(path, Box::new(reader), MAX_TOTAL)?)
+}
+
+/// Every line of `stream`, kept.
+fn collect(mut stream: Stream) -> Result<Recording, RecordError> {
+    let mut rec = Recording::of(stream.header.clone(), Vec::new());
+    let mut knob_values = None;
+    for line in &mut stream {
+        match line? {
+            Line::Snapshot(s) => rec.snapshots.push(s),
+            Line::Knob(k) => rec.knobs.push(k),
+            Line::Marker(m) => rec.markers.push(m),
+            Line::Experiment(e) => rec.experiment = Some(e),
+            Line::Window(w) => rec.windows.push(w),
+            Line::Verdict(v) => rec.verdict = Some(v),
+            Line::KnobValues(k) => knob_values = Some(k),
+            Line::Finding(f) => rec.findings.push(f),
+            Line::Unknown => {}
+        }
+    }
+    if let Some(k) = knob_values.filter(|_| rec.header.knobs.is_empty()) {
+        rec.header.knobs = k;
+    }
+    rec.skipped_lines = stream.skipped_lines();
+    rec.truncated = stream.truncated;
+    Ok(rec)
+}
+
+impl Stream {
+    /// Open `path` and read its header; at most `max_total` bytes are read decompressed.
+    pub fn open(path: &Path, max_total: u64) -> Result<Stream, RecordError> {
+        Stream::new(path, file_reader(path)?, max_total)
+    }
+
+    pub fn new(
+        path: &Path,
+        reader: Box<dyn BufRead + Send>,
+        max_total: u64,
+    ) -> Result<Stream, RecordError> {
+        let mut s = Stream {
+            path: path.to_path_buf(),
+            reader: reader.take(max_total),
+            header: Header::default(),
+            line_no: 0,
+            buf: Vec::new(),
+            order: Order::default(),
+            truncated: false,
+            done: false,
+        };
+        let first = match s.read_line()? {
+            Some(()) => std::mem::take(&mut s.buf),
+            None => return Err(s.fmt("empty file: no header line".into())),
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(&first).map_err(|e| s.fmt(format!("line 1: {e}")))?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+            return Err(s.fmt(format!("line 1 is not an {FORMAT} header")));
+        }
+        let version = match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v >= 1 => v,
+            _ => {
+                return Err(s.fmt(format!(
+                    "line 1: \"version\" must be a whole number from 1, found {}",
+                    value
+                        .get("version")
+                        .map_or("none".into(), |v| v.to_string())
+                )));
+            }
+        };
+        if version > VERSION as u64 {
+            return Err(s.fmt(format!(
+                "recording format version {version}; this llctop reads versions 1 to {VERSION}: upgrade llctop"
+            )));
+        }
+        s.header = serde_json::from_value(value).map_err(|e| s.fmt(format!("line 1: {e}")))?;
+        Ok(s)
+    }
+
+    /// Lines of unknown types skipped so far.
+    pub fn skipped_lines(&self) -> u64 {
+        self.order.skipped
+    }
+
+    fn fmt(&self, detail: String) -> RecordError {
+        RecordError::Format {
+            path: self.path.clone(),
+            detail,
+        }
+    }
+
+    /// The next complete line into `buf` (without its newline); `None` at the end (a
+    /// last line cut off sets `truncated`).
+    fn read_line(&mut self) -> Result<Option<()>, RecordError> {
+        if self.done {
+            return Ok(None);
+        }
+        self.buf.clear();
+        let reader = &mut self.reader;
+        match reader.take(MAX_LINE + 1).read_until(b'\n', &mut self.buf) {
+            Ok(0) => {
+                self.done = true;
+                Ok(None)
+            }
+            Ok(_) => {
+                self.line_no += 1;
+                if self.buf.len() as u64 > MAX_LINE {
+                    return Err(self.fmt(format!(
+                        "line {} is longer than {} MiB: not an llctop recording",
+                        self.line_no,
+                        MAX_LINE >> 20
+                    )));
+                }
+                if self.buf.last() == Some(&b'\n') {
+                    self.buf.pop();
+                    return Ok(Some(()));
+                }
+                self.done = true;
+                if self.reader.limit() == 0 {
+                    return Err(self.fmt(format!(
+                        "larger than {} GiB decompressed: not read",
+                        self.reader.limit().max(MAX_TOTAL) >> 30
+                    )));
+                }
+                // The last line without its newline: whole if it parses.
+                if serde_json::from_slice::<serde::de::IgnoredAny>(&self.buf).is_ok() {
+                    Ok(Some(()))
+                } else {
+                    self.truncated = true;
+                    Ok(None)
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::UnexpectedEof
+                    || e.kind() == std::io::ErrorKind::InvalidInput =>
+            {
+                self.truncated = true; // gzip stream cut off
+                self.done = true;
+                Ok(None)
+            }
+            Err(e) => Err(RecordError::Io {
+                path: self.path.clone(),
+                source: e,
+            }),
+        }
+    }
+
+    /// The next line after the header, parsed and checked; `None` at the end. Blank lines
+    /// and lines of unknown types are skipped (the latter counted).
+    fn next_line(&mut self) -> Result<Option<Line<Snapshot, KnobEvent, Marker>>, RecordError> {
+        loop {
+            if self.read_line()?.is_none() {
+                return Ok(None);
+            }
+            let Some(line) = parse_line(&self.path, self.line_no, &self.buf)? else {
+                continue;
+            };
+            if let Some(line) =
+                in_order(&mut self.order, self.line_no, line).map_err(|d| self.fmt(d))?
+            {
+                return Ok(Some(line));
+            }
+        }
+    }
+
+    /// The lines, parsed by `workers` threads while another reads (and gunzips) the file
+    /// and the caller's thread takes them in order: for reading a long recording in one
+    /// pass on several CPUs. At most a few lines per worker are held at a time. The
+    /// stream's `truncated` and `skipped_lines` are in the [`Parallel`] when it ends.
+    pub fn parallel(mut self, workers: usize) -> Parallel {
+        use std::sync::mpsc::sync_channel;
+        let workers = workers.max(1);
+        let path = self.path.clone();
+        let mut to_workers = Vec::new();
+        let mut from_workers = Vec::new();
+        for _ in 0..workers {
+            let (tx, rx) = sync_channel::<(usize, Vec<u8>)>(4);
+            let (otx, orx) = sync_channel(4);
+            let path = path.clone();
+            std::thread::spawn(move || {
+                for (n, buf) in rx {
+                    if otx.send((n, parse_line(&path, n, &buf))).is_err() {
+                        break;
+                    }
+                }
+            });
+            to_workers.push(tx);
+            from_workers.push(orx);
+        }
+        let reader = std::thread::spawn(move || {
+            let mut i = 0;
+            let mut failed = None;
+            loop {
+                match self.read_line() {
+                    Ok(Some(())) => {
+                        let buf = std::mem::take(&mut self.buf);
+                        if to_workers[i % to_workers.len()]
+                            .send((self.line_no, buf))
+                            .is_err()
+                        {
+                            break;
+                        }
+                        i += 1;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            drop(to_workers);
+            (self, failed)
+        });
+        Parallel {
+            path,
+            from_workers,
+            reader: Some(reader),
+            next: 0,
+            order: Order::default(),
+            truncated: false,
+            done: false,
+        }
+    }
+}
+
+/// Parse one line of a recording (line `n` of `path`, for errors): `None` for a blank
+/// line. Snapshot lines go straight into a [`Snapshot`] and are validated.
+fn parse_line(
+    path: &Path,
+    n: usize,
+    buf: &[u8],
+) -> Result<Option<Line<Snapshot, KnobEvent, Marker>>, RecordError> {
+    if buf.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
     let fmt = |detail: String| RecordError::Format {
         path: path.to_path_buf(),
         detail,
@@ -123,132 +426,223 @@ pub fn parse(path: &Path, reader: impl BufRead) -> Result<Recording, RecordError
     } else {
         ""
     };
-    let mut reader = reader.take(MAX_TOTAL);
-    let mut truncated = false;
-    let mut lines: Vec<String> = Vec::new();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match (&mut reader).take(MAX_LINE + 1).read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {
-                if buf.len() as u64 > MAX_LINE {
-                    return Err(fmt(format!(
-                        "line {} is longer than {} MiB: not an llctop recording",
-                        lines.len() + 1,
-                        MAX_LINE >> 20
-                    )));
-                }
-                if buf.last() != Some(&b'\n') {
-                    if reader.limit() == 0 {
-                        return Err(fmt(format!(
-                            "larger than {} GiB decompressed: not read",
-                            MAX_TOTAL >> 30
-                        )));
-                    }
-                    // The last line without its newline: whole if it parses.
-                    let text = String::from_utf8_lossy(&buf).into_owned();
-                    if serde_json::from_str::<serde_json::Value>(&text).is_ok() {
-                        lines.push(text);
-                    } else {
-                        truncated = true; // last line cut off
-                    }
-                    break;
-                }
-                lines.push(String::from_utf8_lossy(&buf).into_owned());
-            }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::UnexpectedEof
-                    || e.kind() == std::io::ErrorKind::InvalidInput =>
+    let parsed = if buf.starts_with(SNAPSHOT_PREFIX) {
+        serde_json::from_slice::<Snapshot>(buf).map(Line::Snapshot)
+    } else {
+        serde_json::from_slice::<Line<Snapshot, KnobEvent, Marker>>(buf)
+    };
+    let line = parsed.map_err(|e| fmt(format!("line {n}: {e}{gz_hint}")))?;
+    if let Line::Snapshot(s) = &line {
+        validate(s).map_err(|e| fmt(format!("line {n}: {e}")))?;
+    }
+    Ok(Some(line))
+}
+
+/// A [`Stream`] read by several threads ([`Stream::parallel`]): the lines in file order.
+pub struct Parallel {
+    path: std::path::PathBuf,
+    from_workers: Vec<std::sync::mpsc::Receiver<(usize, ParsedLine)>>,
+    reader: Option<std::thread::JoinHandle<(Stream, Option<RecordError>)>>,
+    /// Index of the next line to take (round robin over the workers).
+    next: usize,
+    order: Order,
+    truncated: bool,
+    done: bool,
+}
+
+type ParsedLine = Result<Option<Line<Snapshot, KnobEvent, Marker>>, RecordError>;
+
+impl Parallel {
+    /// The file ended in the middle of a line or of the gzip stream (known at the end).
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// Lines of unknown types skipped.
+    pub fn skipped_lines(&self) -> u64 {
+        self.order.skipped
+    }
+
+    fn next_line(&mut self) -> Result<Option<Line<Snapshot, KnobEvent, Marker>>, RecordError> {
+        loop {
+            let w = self.next % self.from_workers.len();
+            let Ok((n, parsed)) = self.from_workers[w].recv() else {
+                // The worker ended: the reader has read everything it will.
+                let (stream, failed) =
+                    self.reader
+                        .take()
+                        .and_then(|r| r.join().ok())
+                        .ok_or_else(|| RecordError::Format {
+                            path: self.path.clone(),
+                            detail: "the reading thread ended unexpectedly".into(),
+                        })?;
+                self.truncated = stream.truncated;
+                return match failed {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                };
+            };
+            self.next += 1;
+            let Some(line) = parsed? else {
+                continue;
+            };
+            let path = &self.path;
+            if let Some(line) =
+                in_order(&mut self.order, n, line).map_err(|detail| RecordError::Format {
+                    path: path.clone(),
+                    detail,
+                })?
             {
-                truncated = true; // gzip stream cut off
-                break;
+                return Ok(Some(line));
+            }
+        }
+    }
+}
+
+impl Iterator for Parallel {
+    type Item = Result<Line<Snapshot, KnobEvent, Marker>, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_line() {
+            Ok(Some(l)) => Some(Ok(l)),
+            Ok(None) => {
+                self.done = true;
+                None
             }
             Err(e) => {
-                return Err(RecordError::Io {
-                    path: path.to_path_buf(),
-                    source: e,
-                });
+                self.done = true;
+                Some(Err(e))
             }
         }
     }
-    let mut it = lines.iter().enumerate();
-    let (_, first) = it
-        .next()
-        .ok_or_else(|| fmt("empty file: no header line".into()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(first).map_err(|e| fmt(format!("line 1: {e}")))?;
-    if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
-        return Err(fmt(format!("line 1 is not an {FORMAT} header")));
-    }
-    let version = match value.get("version").and_then(|v| v.as_u64()) {
-        Some(v) if v >= 1 => v,
-        _ => {
-            return Err(fmt(format!(
-                "line 1: \"version\" must be a whole number from 1, found {}",
-                value
-                    .get("version")
-                    .map_or("none".into(), |v| v.to_string())
-            )));
-        }
-    };
-    if version > VERSION as u64 {
-        return Err(fmt(format!(
-            "recording format version {version}; this llctop reads versions 1 to {VERSION}: upgrade llctop"
-        )));
-    }
-    let header: Header = serde_json::from_value(value).map_err(|e| fmt(format!("line 1: {e}")))?;
-    let mut snapshots = Vec::new();
-    let mut knobs = Vec::new();
-    let mut markers = Vec::new();
-    let mut skipped_lines = 0;
-    let (mut experiment, mut windows, mut verdict) = (None, Vec::new(), None);
-    let mut knob_values = None;
-    let mut findings = Vec::new();
-    for (i, line) in it {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed: Line<Snapshot, KnobEvent, Marker> = serde_json::from_str(line)
-            .map_err(|e| fmt(format!("line {}: {e}{}", i + 1, gz_hint)))?;
-        match parsed {
-            Line::Snapshot(s) => {
-                if let Some(prev) = snapshots.last().map(|p: &Snapshot| p.seq)
-                    && s.seq <= prev
-                {
-                    return Err(fmt(format!(
-                        "line {}: snapshot #{} after #{prev}: lines repeated or out of order",
-                        i + 1,
-                        s.seq
-                    )));
-                }
-                validate(&s).map_err(|e| fmt(format!("line {}: {e}", i + 1)))?;
-                snapshots.push(s)
+}
+
+impl Iterator for Stream {
+    type Item = Result<Line<Snapshot, KnobEvent, Marker>, RecordError>;
+
+    /// The next line; after an error, none.
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_line() {
+            Ok(l) => l.map(Ok),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
             }
-            Line::Knob(k) => knobs.push(k),
-            Line::Marker(m) => markers.push(m),
-            Line::Experiment(e) => experiment = Some(e),
-            Line::Window(w) => windows.push(w),
-            Line::Verdict(v) => verdict = Some(v),
-            Line::KnobValues(k) => knob_values = Some(k),
-            Line::Finding(f) => findings.push(f),
-            Line::Unknown => skipped_lines += 1,
         }
     }
-    let mut header = header;
-    if let Some(k) = knob_values.filter(|_| header.knobs.is_empty()) {
-        header.knobs = k;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recording's text: header, `n` snapshots (a marker after the second, a line of
+    /// an unknown type after the third, a blank line), then `tail` as the last line.
+    fn text(n: u64, tail: &str) -> Vec<u8> {
+        let topo = crate::topology::synthetic(1, 2, 2);
+        let header = Header::new(
+            (None, None),
+            std::time::Duration::from_secs(1),
+            topo.clone(),
+            Vec::new(),
+        );
+        let mut out = serde_json::to_string(&header).unwrap() + "\n";
+        for seq in 0..n {
+            let mut s = crate::collect::empty_snapshot(&topo);
+            s.seq = seq;
+            s.time.interval_ns = 1_000_000_000;
+            s.time.mono_ns = (seq + 1) * 1_000_000_000;
+            out += &serde_json::to_string(&Line::<_, &KnobEvent, &Marker>::Snapshot(&s)).unwrap();
+            out += "\n";
+            if seq == 1 {
+                out += r#"{"type":"marker","after_seq":1,"unix_ns":5,"mono_ns":2500000000,"label":"here"}"#;
+                out += "\n";
+            }
+            if seq == 2 {
+                out += "{\"type\":\"from_the_future\",\"x\":1}\n\n";
+            }
+        }
+        out += tail;
+        out.into_bytes()
     }
-    Ok(Recording {
-        header,
-        snapshots,
-        knobs,
-        markers,
-        experiment,
-        windows,
-        verdict,
-        findings,
-        skipped_lines,
-        truncated,
-    })
+
+    fn stream(bytes: Vec<u8>) -> Stream {
+        Stream::new(
+            Path::new("t.jsonl"),
+            Box::new(std::io::Cursor::new(bytes)),
+            MAX_TOTAL,
+        )
+        .unwrap()
+    }
+
+    /// (snapshot seqs and marker labels in order, truncated, skipped) or the error.
+    fn summary(
+        lines: impl Iterator<Item = Result<Line<Snapshot, KnobEvent, Marker>, RecordError>>,
+    ) -> Result<Vec<String>, String> {
+        lines
+            .map(|l| match l.map_err(|e| e.to_string())? {
+                Line::Snapshot(s) => Ok(format!("#{}", s.seq)),
+                Line::Marker(m) => Ok(m.label),
+                _ => Ok("other".into()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_parallel_reader_gives_the_lines_and_verdicts_of_the_plain_one() {
+        let cut = r#"{"type":"snapshot","seq":99,"#; // a last line cut off
+        for (bytes, workers) in [
+            (text(40, ""), 1),
+            (text(40, ""), 3),
+            (text(40, cut), 2),
+            (text(5, ""), 4),
+        ] {
+            let mut plain = stream(bytes.clone());
+            let a = summary(&mut plain);
+            let mut par = stream(bytes).parallel(workers);
+            let b = summary(&mut par);
+            assert_eq!(a, b);
+            assert_eq!(
+                (plain.truncated, plain.skipped_lines()),
+                (par.truncated(), par.skipped_lines())
+            );
+            let a = a.unwrap();
+            assert_eq!(a[..4], ["#0", "#1", "here", "#2"]);
+            assert_eq!(plain.skipped_lines(), 1);
+        }
+        assert!(stream(text(40, cut)).parallel(2).by_ref().count() > 0);
+        let mut p = stream(text(40, cut)).parallel(2);
+        for _ in &mut p {}
+        assert!(p.truncated(), "the cut line is noticed");
+    }
+
+    #[test]
+    fn the_parallel_reader_stops_at_the_first_bad_line_as_the_plain_one_does() {
+        let repeated = r#"{"type":"snapshot","seq":3,"#.to_string();
+        let mut bytes = text(10, "");
+        // Snapshot #3 again (out of order), then a line that is not JSON.
+        let third = String::from_utf8(bytes.clone()).unwrap();
+        let line3 = third
+            .lines()
+            .find(|l| l.starts_with(&repeated))
+            .unwrap()
+            .to_string();
+        bytes.extend(format!("{line3}\nnot json\n").into_bytes());
+        let a = summary(stream(bytes.clone()));
+        let b = summary(stream(bytes).parallel(3));
+        assert_eq!(a, b);
+        assert!(a.unwrap_err().contains("snapshot #3 after #9"));
+        let mut bad = text(10, "");
+        bad.extend(b"not json\n");
+        let a = summary(stream(bad.clone()));
+        let b = summary(stream(bad).parallel(2));
+        assert_eq!(a, b);
+        assert!(
+            a.unwrap_err().contains("line 15"),
+            "after the header, 10 snapshots, a marker, an unknown line and a blank one"
+        );
+    }
 }

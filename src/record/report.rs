@@ -8,176 +8,162 @@ use std::fmt::Write as _;
 
 use super::Recording;
 use crate::cpulist;
-use crate::findings::advisor::{Advisor, State};
+use crate::findings::advisor::{State, Trail};
 use crate::findings::{Kind, pileup};
-use crate::snapshot::SatSum;
-use crate::snapshot::{ByDistance, EventKind, Precision, SourceState};
+use crate::snapshot::{ByDistance, EventKind, Precision, Snapshot, SourceState};
 use crate::topology::Distance;
 
 fn pct(x: f64) -> String {
     format!("{:5.1}%", x * 100.0)
 }
 
-/// Mean of the `Some` values, or None.
-fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let (s, n) = v.flatten().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    (n > 0).then(|| s / n as f64)
+/// Per-process totals over the recording.
+#[derive(Default)]
+struct ProcTotal {
+    comm: String,
+    cpu: u64,
+    migs: u64,
+    xllc: u64,
+    hit_num: f64,
+    hit_den: f64,
 }
 
-pub fn render(rec: &Recording) -> String {
-    let h = &rec.header;
-    let snaps = &rec.snapshots;
-    let mut out = String::new();
-    let secs: f64 = snaps.iter().map(|s| s.time.interval_secs()).sum();
-    let _ = writeln!(
-        out,
-        "llctop recording v{}: host {} · kernel {} · {}",
-        h.version,
-        h.host.as_deref().unwrap_or("?"),
-        h.kernel.as_deref().unwrap_or("?"),
-        h.topology.summary()
-    );
-    let _ = writeln!(
-        out,
-        "{} snapshots over {:.1} s (interval {:.3} s){}{}",
-        snaps.len(),
-        secs,
-        h.interval_ns as f64 / 1e9,
-        if rec.truncated {
-            " · file truncated after the last complete line"
-        } else {
-            ""
-        },
-        if rec.skipped_lines > 0 {
-            format!(" · {} lines of unknown type skipped", rec.skipped_lines)
-        } else {
-            String::new()
+/// A domain level's name and load-balance totals: ok and failed per kind (busy, idle,
+/// newidle), then gained per kind.
+type LevelTotals = (Option<String>, [u64; 9]);
+
+/// One stretch between markers: length, busy and migrations by distance.
+#[derive(Default, Clone)]
+struct Stretch {
+    snapshots: usize,
+    secs: f64,
+    busy: (f64, usize),
+    migs: [u64; 4],
+    /// Every snapshot of the stretch had migration counts.
+    all_migs: bool,
+}
+
+/// A recording's report, built one line at a time: what the report prints, folded as
+/// the lines come (`llctop report` reads a recording as a stream, so its memory does not
+/// grow with the recording's length), rendered at the end.
+pub struct Summary {
+    header: super::Header,
+    knobs: Vec<crate::knobs::session::KnobEvent>,
+    markers: Vec<super::Marker>,
+    recorded_findings: Vec<crate::findings::advisor::FindingLine>,
+    truncated: bool,
+    skipped_lines: u64,
+    snapshots: usize,
+    secs: f64,
+    /// (seq, end on CLOCK_MONOTONIC) of every snapshot, and the recording's start.
+    ends: Vec<(u64, u64)>,
+    t0: Option<u64>,
+    /// Source → its last state other than active.
+    notes: BTreeMap<String, String>,
+    trail: Trail,
+    busy_all: (f64, usize),
+    busy_llc: Vec<(f64, usize)>,
+    migs: Option<(ByDistance, u64, bool)>,
+    /// schedstat version, and per level: name and ok/failed per kind, then gained.
+    balance: Option<(u32, BTreeMap<u32, LevelTotals>)>,
+    stretches: Vec<Stretch>,
+    piles: pileup::Finder,
+    placed: usize,
+    events_dropped: u64,
+    any_events: bool,
+    procs: BTreeMap<u32, ProcTotal>,
+    precision: Option<Precision>,
+}
+
+impl Summary {
+    pub fn new(header: super::Header) -> Summary {
+        Summary {
+            busy_llc: vec![(0.0, 0); header.topology.llcs.len()],
+            header,
+            knobs: Vec::new(),
+            markers: Vec::new(),
+            recorded_findings: Vec::new(),
+            truncated: false,
+            skipped_lines: 0,
+            snapshots: 0,
+            secs: 0.0,
+            ends: Vec::new(),
+            t0: None,
+            notes: BTreeMap::new(),
+            trail: Trail::new(),
+            busy_all: (0.0, 0),
+            migs: None,
+            balance: None,
+            stretches: Vec::new(),
+            piles: pileup::Finder::default(),
+            placed: 0,
+            events_dropped: 0,
+            any_events: false,
+            procs: BTreeMap::new(),
+            precision: None,
         }
-    );
-    if !rec.knobs.is_empty() {
-        let _ = writeln!(out, "\nKnob changes (seconds from the start)");
-        for k in &rec.knobs {
-            let at = k.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
-            let _ = writeln!(
-                out,
-                "  {:+7.1}s {:?} {}: {} -> {} (read back {}){}",
-                at,
-                k.action,
-                k.id,
-                k.old,
-                k.new,
-                k.read_back,
-                k.label
-                    .as_deref()
-                    .map(|l| format!(" [{l}]"))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    if !rec.markers.is_empty() {
-        let _ = writeln!(out, "\nMarkers (seconds from the start)");
-        for m in &rec.markers {
-            let at = m.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
-            let after = m.after_seq.map_or_else(
-                || "before the first snapshot".into(),
-                |s| format!("after #{s}"),
-            );
-            let _ = writeln!(out, "  {at:+7.1}s {:<24} {after}", m.label);
-        }
-    }
-    if snaps.is_empty() {
-        return out;
     }
 
-    // Sources that were not fully active at some point.
-    let mut notes: BTreeMap<String, String> = BTreeMap::new();
-    for s in snaps {
+    /// Fold one line of the recording in.
+    pub fn add(
+        &mut self,
+        line: super::Line<Snapshot, crate::knobs::session::KnobEvent, super::Marker>,
+    ) {
+        use super::Line;
+        match line {
+            Line::Snapshot(s) => {
+                self.snapshot(&s);
+                self.trail.push_owned(&self.header.topology, s);
+            }
+            Line::Knob(k) => self.knobs.push(k),
+            Line::Marker(m) => self.markers.push(m),
+            Line::KnobValues(k) => {
+                if self.header.knobs.is_empty() {
+                    self.header.knobs = k;
+                }
+            }
+            Line::Finding(f) => self.recorded_findings.push(f),
+            Line::Experiment(_) | Line::Window(_) | Line::Verdict(_) | Line::Unknown => {}
+        }
+    }
+
+    /// Fold a snapshot in (all but the advisor, which the caller feeds).
+    fn snapshot(&mut self, s: &Snapshot) {
+        self.snapshots += 1;
+        self.secs += s.time.interval_secs();
+        self.t0
+            .get_or_insert(s.time.mono_ns.saturating_sub(s.time.interval_ns));
+        self.ends.push((s.seq, s.time.mono_ns));
         for st in &s.sources {
             if st.state != SourceState::Active {
                 let state = format!("{:?}", st.state).to_lowercase();
-                notes.insert(
+                self.notes.insert(
                     st.name.clone(),
                     format!("{state}: {}", st.reason.as_deref().unwrap_or("")),
                 );
             }
         }
-    }
-    for (name, n) in &notes {
-        let _ = writeln!(out, "  source {name}: {n}");
-    }
-
-    out.push_str(&findings(rec));
-
-    let _ = writeln!(out, "\nBusy by LLC (mean over the recording)");
-    let sys = mean(snaps.iter().map(|s| s.system.busy));
-    if let Some(b) = sys {
-        let _ = writeln!(out, "  all     {}", pct(b));
-    }
-    for llc in &h.topology.llcs {
-        let b = mean(
-            snaps
-                .iter()
-                .map(|s| s.llcs.get(llc.id as usize).and_then(|g| g.busy)),
-        );
-        let node = llc.node.map_or("-".into(), |n| n.to_string());
-        let _ = writeln!(
-            out,
-            "  llc{:<4}{}  node {}  cpus {}",
-            llc.id,
-            b.map_or("     -".into(), pct),
-            node,
-            cpulist::format(&llc.cpus)
-        );
-    }
-
-    let migs: Vec<_> = snaps.iter().filter_map(|s| s.migrations.as_ref()).collect();
-    if !migs.is_empty() {
-        let mut total = ByDistance::default();
-        let mut unclassified = 0;
-        for m in &migs {
+        let add = |m: &mut (f64, usize), v: Option<f64>| {
+            if let Some(v) = v {
+                m.0 += v;
+                m.1 += 1;
+            }
+        };
+        add(&mut self.busy_all, s.system.busy);
+        for (i, m) in self.busy_llc.iter_mut().enumerate() {
+            add(m, s.llcs.get(i).and_then(|g| g.busy));
+        }
+        if let Some(m) = &s.migrations {
+            let (total, unclassified, sampled) =
+                self.migs.get_or_insert((ByDistance::default(), 0, false));
             for d in Distance::ALL {
                 total.add(d, m.by_distance.get(d));
             }
-            unclassified = u64::saturating_add(unclassified, m.unclassified);
+            *unclassified = unclassified.saturating_add(m.unclassified);
+            *sampled |= m.precision == Precision::Sampled;
         }
-        let sampled = migs.iter().any(|m| m.precision == Precision::Sampled);
-        let _ = writeln!(
-            out,
-            "\nMigrations by distance ({})",
-            if sampled {
-                "SAMPLED: CPU changes seen between scans, a lower bound"
-            } else {
-                "exact"
-            }
-        );
-        for d in Distance::ALL {
-            let n = total.get(d);
-            let _ = writeln!(
-                out,
-                "  {:<6}{:>10}  {:>9.1}/s",
-                d.label(),
-                n,
-                n as f64 / secs.max(1e-9)
-            );
-        }
-        if unclassified > 0 {
-            let _ = writeln!(out, "  unclassified {unclassified}");
-        }
-    }
-
-    let bal: Vec<_> = snaps.iter().filter_map(|s| s.balance.as_ref()).collect();
-    if let Some(first) = bal.first() {
-        let _ = writeln!(
-            out,
-            "\nLoad balancing (/proc/schedstat v{}), totals",
-            first.version
-        );
-        let _ = writeln!(
-            out,
-            "  level name    busy(ok/fail)   idle(ok/fail)  newidle(ok/fail)  gained(b/i/n)"
-        );
-        let mut levels: BTreeMap<u32, (Option<String>, [u64; 9])> = BTreeMap::new();
-        for b in &bal {
+        if let Some(b) = &s.balance {
+            let (_, levels) = self.balance.get_or_insert((b.version, BTreeMap::new()));
             for d in &b.domains {
                 let e = levels.entry(d.level).or_insert((d.name.clone(), [0; 9]));
                 for (i, lb) in [d.busy, d.idle, d.newidle].iter().enumerate() {
@@ -190,88 +176,47 @@ pub fn render(rec: &Recording) -> String {
                 }
             }
         }
-        for (lvl, (name, v)) in levels {
-            let _ = writeln!(
-                out,
-                "  {:<5} {:<6} {:>7}/{:<7} {:>7}/{:<7} {:>7}/{:<7} {}/{}/{}",
-                lvl,
-                name.unwrap_or_else(|| "?".into()),
-                v[0],
-                v[1],
-                v[2],
-                v[3],
-                v[4],
-                v[5],
-                v[6],
-                v[7],
-                v[8]
+        // Stretch i holds the snapshots after marker i-1 and up to marker i.
+        let i = self
+            .markers
+            .iter()
+            .filter(|m| m.mono_ns < s.time.mono_ns)
+            .count();
+        if self.stretches.len() <= i {
+            self.stretches.resize(
+                i + 1,
+                Stretch {
+                    all_migs: true,
+                    ..Stretch::default()
+                },
             );
         }
-    }
-
-    if bal.is_empty() {
-        let why = notes
-            .iter()
-            .find(|(n, _)| n.contains("schedstat"))
-            .map_or("no source recorded it", |(_, r)| r.as_str());
-        let _ = writeln!(out, "\nLoad balancing: not recorded ({why})");
-    }
-
-    out.push_str(&segments(rec));
-
-    let piles = pileup::find(snaps);
-    let placed = snaps
-        .iter()
-        .filter_map(|s| s.events.as_ref())
-        .flat_map(|l| &l.events)
-        .filter(|e| e.kind == EventKind::Placement)
-        .count();
-    let dropped: u64 = snaps
-        .iter()
-        .filter_map(|s| s.events.as_ref())
-        .map(|l| l.dropped)
-        .sat_sum();
-    if piles.is_empty() {
-        if snaps.iter().any(|s| s.events.is_some()) {
-            let _ = writeln!(out, "\nPlacements: {placed} new tasks, no pile-up");
+        let st = &mut self.stretches[i];
+        st.snapshots += 1;
+        st.secs += s.time.interval_secs();
+        add(&mut st.busy, s.system.busy);
+        match &s.migrations {
+            Some(m) => {
+                for (a, d) in st.migs.iter_mut().zip(Distance::ALL) {
+                    *a = a.saturating_add(m.by_distance.get(d));
+                }
+            }
+            None => st.all_migs = false,
         }
-    } else {
-        let _ = writeln!(out, "\nPlacements: {placed} new tasks");
-        for p in &piles {
-            let at = p.first_ns.saturating_sub(
-                snaps[0]
-                    .time
-                    .mono_ns
-                    .saturating_sub(snaps[0].time.interval_ns),
-            ) as f64
-                / 1e9;
-            let _ = writeln!(out, "  {:+.1}s {}", at, p.describe());
+        self.piles.push(s);
+        if let Some(l) = &s.events {
+            self.any_events = true;
+            self.placed += l
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Placement)
+                .count();
+            self.events_dropped = self.events_dropped.saturating_add(l.dropped);
         }
-    }
-    if dropped > 0 {
-        let _ = writeln!(
-            out,
-            "  {dropped} detail events dropped (rate limit or full buffer): a thread without its placement and first run is not judged"
-        );
-    }
-
-    // Top processes by CPU time over the recording.
-    #[derive(Default)]
-    struct P {
-        comm: String,
-        cpu: u64,
-        migs: u64,
-        xllc: u64,
-        hit_num: f64,
-        hit_den: f64,
-    }
-    let mut procs: BTreeMap<u32, P> = BTreeMap::new();
-    let mut precision = None;
-    for s in snaps {
         if let Some(t) = &s.processes {
-            precision = Some(t.precision);
+            self.precision = Some(t.precision);
             for r in &t.rows {
-                let p = procs.entry(r.pid).or_default();
+                let p = self.procs.entry(r.pid).or_default();
                 p.comm.clone_from(&r.comm);
                 p.cpu = p.cpu.saturating_add(r.cpu_time_ns);
                 p.migs = p.migs.saturating_add(r.migrations);
@@ -283,199 +228,393 @@ pub fn render(rec: &Recording) -> String {
             }
         }
     }
-    if !procs.is_empty() {
-        let mut v: Vec<_> = procs.into_iter().collect();
-        v.sort_by(|a, b| b.1.cpu.cmp(&a.1.cpu).then(a.0.cmp(&b.0)));
+
+    /// Seconds from the recording's start to the end of snapshot `seq`.
+    fn at(&self, seq: u64) -> f64 {
+        let t0 = self.t0.unwrap_or(0);
+        self.ends
+            .binary_search_by_key(&seq, |e| e.0)
+            .ok()
+            .map_or(0.0, |i| self.ends[i].1.saturating_sub(t0) as f64 / 1e9)
+    }
+
+    /// The report.
+    pub fn render(self) -> String {
+        let h = &self.header;
+        let mut out = String::new();
+        let secs = self.secs;
         let _ = writeln!(
             out,
-            "\nTop processes by CPU time{}",
-            if precision == Some(Precision::Sampled) {
-                " (migrations sampled)"
+            "llctop recording v{}: host {} · kernel {} · {}",
+            h.version,
+            h.host.as_deref().unwrap_or("?"),
+            h.kernel.as_deref().unwrap_or("?"),
+            h.topology.summary()
+        );
+        let _ = writeln!(
+            out,
+            "{} snapshots over {:.1} s (interval {:.3} s){}{}",
+            self.snapshots,
+            secs,
+            h.interval_ns as f64 / 1e9,
+            if self.truncated {
+                " · file truncated after the last complete line"
             } else {
                 ""
+            },
+            if self.skipped_lines > 0 {
+                format!(" · {} lines of unknown type skipped", self.skipped_lines)
+            } else {
+                String::new()
             }
         );
-        let _ = writeln!(
-            out,
-            "  {:>8} {:<16} {:>9} {:>7} {:>6} {:>6}",
-            "pid", "comm", "cpu s", "pref%", "migs", "xllc"
-        );
-        for (pid, p) in v.into_iter().take(10) {
-            let hit = if p.hit_den > 0.0 {
-                format!("{:5.1}%", 100.0 * p.hit_num / p.hit_den)
-            } else {
-                "-".into()
-            };
+        if !self.knobs.is_empty() {
+            let _ = writeln!(out, "\nKnob changes (seconds from the start)");
+            for k in &self.knobs {
+                let at = k.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
+                let _ = writeln!(
+                    out,
+                    "  {:+7.1}s {:?} {}: {} -> {} (read back {}){}",
+                    at,
+                    k.action,
+                    k.id,
+                    k.old,
+                    k.new,
+                    k.read_back,
+                    k.label
+                        .as_deref()
+                        .map(|l| format!(" [{l}]"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        if !self.markers.is_empty() {
+            let _ = writeln!(out, "\nMarkers (seconds from the start)");
+            for m in &self.markers {
+                let at = m.unix_ns.saturating_sub(h.start_unix_ns) as f64 / 1e9;
+                let after = m.after_seq.map_or_else(
+                    || "before the first snapshot".into(),
+                    |s| format!("after #{s}"),
+                );
+                let _ = writeln!(out, "  {at:+7.1}s {:<24} {after}", m.label);
+            }
+        }
+        if self.snapshots == 0 {
+            return out;
+        }
+        for (name, n) in &self.notes {
+            let _ = writeln!(out, "  source {name}: {n}");
+        }
+
+        out.push_str(&self.findings());
+
+        let _ = writeln!(out, "\nBusy by LLC (mean over the recording)");
+        let mean = |m: (f64, usize)| (m.1 > 0).then(|| m.0 / m.1 as f64);
+        if let Some(b) = mean(self.busy_all) {
+            let _ = writeln!(out, "  all     {}", pct(b));
+        }
+        for llc in &h.topology.llcs {
+            let b = self.busy_llc.get(llc.id as usize).copied().and_then(mean);
+            let node = llc.node.map_or("-".into(), |n| n.to_string());
             let _ = writeln!(
                 out,
-                "  {:>8} {:<16} {:>9.2} {:>7} {:>6} {:>6}",
-                pid,
-                p.comm.chars().take(16).collect::<String>(),
-                p.cpu as f64 / 1e9,
-                hit,
-                p.migs,
-                p.xllc
+                "  llc{:<4}{}  node {}  cpus {}",
+                llc.id,
+                b.map_or("     -".into(), pct),
+                node,
+                cpulist::format(&llc.cpus)
             );
         }
-    }
-    out
-}
 
-/// The recording split at its markers: per stretch between two markers (or the start
-/// and end), its length, mean busy and migrations by distance per second — what changed
-/// at each marker. Empty without markers.
-fn segments(rec: &Recording) -> String {
-    let snaps = &rec.snapshots;
-    if rec.markers.is_empty() || snaps.is_empty() {
-        return String::new();
-    }
-    // Stretch i holds the snapshots after marker i-1 and up to marker i.
-    let mut cuts: Vec<(u64, &str)> = rec
-        .markers
-        .iter()
-        .map(|m| (m.mono_ns, m.label.as_str()))
-        .collect();
-    cuts.sort_by_key(|c| c.0);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\nSplit at the markers (per second; busy is the mean)\n  {:<28} {:>7} {:>6} {}",
-        "stretch",
-        "secs",
-        "busy",
-        Distance::ALL
-            .iter()
-            .map(|d| format!("{:>8}", d.label()))
-            .collect::<String>()
-    );
-    let mut from = "start".to_string();
-    for i in 0..=cuts.len() {
-        let lo = i.checked_sub(1).map(|j| cuts[j].0);
-        let hi = cuts.get(i).map(|c| c.0);
-        let part: Vec<_> = snaps
-            .iter()
-            .filter(|s| {
-                lo.is_none_or(|l| s.time.mono_ns > l) && hi.is_none_or(|h| s.time.mono_ns <= h)
-            })
-            .collect();
-        let to = cuts.get(i).map_or("end".to_string(), |c| c.1.to_string());
-        let name: String = format!("{from} → {to}").chars().take(28).collect();
-        from = to;
-        if part.is_empty() {
-            let _ = writeln!(out, "  {name:<28} no snapshots");
-            continue;
+        if let Some((total, unclassified, sampled)) = &self.migs {
+            let _ = writeln!(
+                out,
+                "\nMigrations by distance ({})",
+                if *sampled {
+                    "SAMPLED: CPU changes seen between scans, a lower bound"
+                } else {
+                    "exact"
+                }
+            );
+            for d in Distance::ALL {
+                let n = total.get(d);
+                let _ = writeln!(
+                    out,
+                    "  {:<6}{:>10}  {:>9.1}/s",
+                    d.label(),
+                    n,
+                    n as f64 / secs.max(1e-9)
+                );
+            }
+            if *unclassified > 0 {
+                let _ = writeln!(out, "  unclassified {unclassified}");
+            }
         }
-        let secs: f64 = part.iter().map(|s| s.time.interval_secs()).sum();
-        let busy = mean(part.iter().map(|s| s.system.busy));
-        let migs: Vec<String> = Distance::ALL
-            .iter()
-            .map(|&d| {
-                let n: Option<u64> = part
+
+        match &self.balance {
+            Some((version, levels)) => {
+                let _ = writeln!(out, "\nLoad balancing (/proc/schedstat v{version}), totals");
+                let _ = writeln!(
+                    out,
+                    "  level name    busy(ok/fail)   idle(ok/fail)  newidle(ok/fail)  gained(b/i/n)"
+                );
+                for (lvl, (name, v)) in levels {
+                    let _ = writeln!(
+                        out,
+                        "  {:<5} {:<6} {:>7}/{:<7} {:>7}/{:<7} {:>7}/{:<7} {}/{}/{}",
+                        lvl,
+                        name.clone().unwrap_or_else(|| "?".into()),
+                        v[0],
+                        v[1],
+                        v[2],
+                        v[3],
+                        v[4],
+                        v[5],
+                        v[6],
+                        v[7],
+                        v[8]
+                    );
+                }
+            }
+            None => {
+                let why = self
+                    .notes
                     .iter()
-                    .map(|s| s.migrations.as_ref().map(|m| m.by_distance.get(d)))
-                    .collect::<Option<Vec<u64>>>()
-                    .map(|v| v.into_iter().sat_sum());
-                n.map_or(format!("{:>8}", "-"), |n| {
-                    format!("{:>8.1}", n as f64 / secs.max(1e-9))
-                })
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "  {name:<28} {secs:>7.1} {:>6} {}",
-            busy.map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
-            migs.join("")
-        );
-    }
-    out
-}
-
-/// Seconds from the recording's start to the end of snapshot `seq`.
-fn at(rec: &Recording, seq: u64) -> f64 {
-    let Some(first) = rec.snapshots.first() else {
-        return 0.0;
-    };
-    let t0 = first.time.mono_ns.saturating_sub(first.time.interval_ns);
-    rec.snapshots
-        .iter()
-        .find(|s| s.seq == seq)
-        .map_or(0.0, |s| s.time.mono_ns.saturating_sub(t0) as f64 / 1e9)
-}
-
-/// The advisor's episodes over the recording's snapshots (findings::advisor), with their
-/// evidence and what to try; the blind spots last.
-pub fn findings(rec: &Recording) -> String {
-    let adv = Advisor::over(&rec.header.topology, &rec.snapshots);
-    let mut out = String::new();
-    let problems: Vec<_> = adv.problems().collect();
-    let _ = writeln!(out, "\nFindings ({})", problems.len());
-    if problems.is_empty() {
-        let _ = writeln!(out, "  none");
-    }
-    for e in &problems {
-        let f = e.latest();
-        let until = e
-            .cleared_seq
-            .map_or("end".to_string(), |c| format!("{:+.1}s", at(rec, c)));
-        let _ = writeln!(
-            out,
-            "  {:+.1}s..{until} {} {}{}",
-            at(rec, e.fired_seq),
-            e.worst().label().to_uppercase(),
-            f.kind.title(),
-            f.kind
-                .seed()
-                .map(|s| format!(" [seed {s}]"))
-                .unwrap_or_default()
-        );
-        let _ = writeln!(out, "      {}", f.summary);
-        let facts: Vec<String> = f
-            .facts
-            .iter()
-            .map(|x| format!("{} {}", x.label, x.shown()))
-            .collect();
-        let _ = writeln!(
-            out,
-            "      evidence (snapshots {}..={}): {}",
-            f.first_seq,
-            f.last_seq,
-            facts.join(" · ")
-        );
-        if let Some(s) = &f.suggestion {
-            let _ = writeln!(out, "      try: {} — {}", s.command, s.why);
+                    .find(|(n, _)| n.contains("schedstat"))
+                    .map_or("no source recorded it", |(_, r)| r.as_str());
+                let _ = writeln!(out, "\nLoad balancing: not recorded ({why})");
+            }
         }
+
+        out.push_str(&self.segments());
+
+        let t0 = self.t0.unwrap_or(0);
+        let (placed, dropped) = (self.placed, self.events_dropped);
+        let piles = self.piles.finish();
+        if piles.is_empty() {
+            if self.any_events {
+                let _ = writeln!(out, "\nPlacements: {placed} new tasks, no pile-up");
+            }
+        } else {
+            let _ = writeln!(out, "\nPlacements: {placed} new tasks");
+            for p in &piles {
+                let at = p.first_ns.saturating_sub(t0) as f64 / 1e9;
+                let _ = writeln!(out, "  {:+.1}s {}", at, p.describe());
+            }
+        }
+        if dropped > 0 {
+            let _ = writeln!(
+                out,
+                "  {dropped} detail events dropped (rate limit or full buffer): a thread without its placement and first run is not judged"
+            );
+        }
+
+        // Top processes by CPU time over the recording.
+        if !self.procs.is_empty() {
+            let mut v: Vec<_> = self.procs.into_iter().collect();
+            v.sort_by(|a, b| b.1.cpu.cmp(&a.1.cpu).then(a.0.cmp(&b.0)));
+            let _ = writeln!(
+                out,
+                "\nTop processes by CPU time{}",
+                if self.precision == Some(Precision::Sampled) {
+                    " (migrations sampled)"
+                } else {
+                    ""
+                }
+            );
+            let _ = writeln!(
+                out,
+                "  {:>8} {:<16} {:>9} {:>7} {:>6} {:>6}",
+                "pid", "comm", "cpu s", "pref%", "migs", "xllc"
+            );
+            for (pid, p) in v.into_iter().take(10) {
+                let hit = if p.hit_den > 0.0 {
+                    format!("{:5.1}%", 100.0 * p.hit_num / p.hit_den)
+                } else {
+                    "-".into()
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:>8} {:<16} {:>9.2} {:>7} {:>6} {:>6}",
+                    pid,
+                    p.comm.chars().take(16).collect::<String>(),
+                    p.cpu as f64 / 1e9,
+                    hit,
+                    p.migs,
+                    p.xllc
+                );
+            }
+        }
+        out
     }
-    let blind: Vec<&str> = adv
-        .episodes
-        .iter()
-        .filter(|e| e.kind() == Kind::BlindSpots)
-        .map(|e| e.latest().summary.as_str())
-        .collect();
-    if let Some(b) = blind.last() {
-        let _ = writeln!(out, "  cannot be judged here: {b}");
+
+    /// The recording split at its markers: per stretch between two markers (or the start
+    /// and end), its length, mean busy and migrations by distance per second — what
+    /// changed at each marker. Empty without markers.
+    fn segments(&self) -> String {
+        if self.markers.is_empty() || self.snapshots == 0 {
+            return String::new();
+        }
+        let mut cuts: Vec<&str> = Vec::new();
+        let mut sorted: Vec<&super::Marker> = self.markers.iter().collect();
+        sorted.sort_by_key(|m| m.mono_ns);
+        cuts.extend(sorted.iter().map(|m| m.label.as_str()));
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\nSplit at the markers (per second; busy is the mean)\n  {:<28} {:>7} {:>6} {}",
+            "stretch",
+            "secs",
+            "busy",
+            Distance::ALL
+                .iter()
+                .map(|d| format!("{:>8}", d.label()))
+                .collect::<String>()
+        );
+        let mut from = "start".to_string();
+        for i in 0..=cuts.len() {
+            let to = cuts.get(i).map_or("end".to_string(), |c| c.to_string());
+            let name: String = format!("{from} → {to}").chars().take(28).collect();
+            from = to;
+            let Some(part) = self.stretches.get(i).filter(|p| p.snapshots > 0) else {
+                let _ = writeln!(out, "  {name:<28} no snapshots");
+                continue;
+            };
+            let busy = (part.busy.1 > 0).then(|| part.busy.0 / part.busy.1 as f64);
+            let migs: Vec<String> = part
+                .migs
+                .iter()
+                .map(|&n| {
+                    if part.all_migs {
+                        format!("{:>8.1}", n as f64 / part.secs.max(1e-9))
+                    } else {
+                        format!("{:>8}", "-")
+                    }
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {name:<28} {:>7.1} {:>6} {}",
+                part.secs,
+                busy.map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
+                migs.join("")
+            );
+        }
+        out
     }
-    if !rec.findings.is_empty() {
-        let recorded: Vec<(u64, Kind, &str)> = rec
-            .findings
-            .iter()
-            .filter(|l| l.state == State::Fired)
-            .map(|l| (l.seq, l.finding.kind, l.finding.key.as_str()))
-            .collect();
-        let found: Vec<(u64, Kind, &str)> = adv
+
+    /// The advisor's episodes over the recording's snapshots (findings::advisor), with
+    /// their evidence and what to try; the blind spots last.
+    fn findings(&self) -> String {
+        let adv = &self.trail.advisor;
+        let mut out = String::new();
+        let problems: Vec<_> = adv.problems().collect();
+        let _ = writeln!(out, "\nFindings ({})", problems.len());
+        if problems.is_empty() {
+            let _ = writeln!(out, "  none");
+        }
+        for e in &problems {
+            let f = e.latest();
+            let until = e
+                .cleared_seq
+                .map_or("end".to_string(), |c| format!("{:+.1}s", self.at(c)));
+            let _ = writeln!(
+                out,
+                "  {:+.1}s..{until} {} {}{}",
+                self.at(e.fired_seq),
+                e.worst().label().to_uppercase(),
+                f.kind.title(),
+                f.kind
+                    .seed()
+                    .map(|s| format!(" [seed {s}]"))
+                    .unwrap_or_default()
+            );
+            let _ = writeln!(out, "      {}", f.summary);
+            let facts: Vec<String> = f
+                .facts
+                .iter()
+                .map(|x| format!("{} {}", x.label, x.shown()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "      evidence (snapshots {}..={}): {}",
+                f.first_seq,
+                f.last_seq,
+                facts.join(" · ")
+            );
+            if let Some(s) = &f.suggestion {
+                let _ = writeln!(out, "      try: {} — {}", s.command, s.why);
+            }
+        }
+        let blind: Vec<&str> = adv
             .episodes
             .iter()
-            .map(|e| (e.fired_seq, e.kind(), e.updates[0].key.as_str()))
+            .filter(|e| e.kind() == Kind::BlindSpots)
+            .map(|e| e.latest().summary.as_str())
             .collect();
-        if recorded != found {
-            let _ = writeln!(
-                out,
-                "  note: the findings written while recording ({}) differ from these ({})",
-                recorded.len(),
-                found.len()
-            );
+        if let Some(b) = blind.last() {
+            let _ = writeln!(out, "  cannot be judged here: {b}");
         }
+        if !self.recorded_findings.is_empty() {
+            let recorded: Vec<(u64, Kind, &str)> = self
+                .recorded_findings
+                .iter()
+                .filter(|l| l.state == State::Fired)
+                .map(|l| (l.seq, l.finding.kind, l.finding.key.as_str()))
+                .collect();
+            let found: Vec<(u64, Kind, &str)> = adv
+                .episodes
+                .iter()
+                .map(|e| (e.fired_seq, e.kind(), e.updates[0].key.as_str()))
+                .collect();
+            if recorded != found {
+                let _ = writeln!(
+                    out,
+                    "  note: the findings written while recording ({}) differ from these ({})",
+                    recorded.len(),
+                    found.len()
+                );
+            }
+        }
+        out
     }
-    out
+}
+
+/// The report of a recording read as a stream (constant memory in its length): one
+/// thread reads and gunzips the file, others parse the lines, this one folds them in.
+pub fn render_stream(stream: super::reader::Stream) -> Result<String, super::RecordError> {
+    let mut sum = Summary::new(stream.header.clone());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+    let mut lines = stream.parallel(workers);
+    for line in &mut lines {
+        sum.add(line?);
+    }
+    sum.truncated = lines.truncated();
+    sum.skipped_lines = lines.skipped_lines();
+    Ok(sum.render())
+}
+
+/// The report of a recording in memory (the same fold: markers first, so that each
+/// snapshot's stretch is known).
+pub fn render(rec: &Recording) -> String {
+    use super::Line;
+    let mut sum = Summary::new(rec.header.clone());
+    sum.truncated = rec.truncated;
+    sum.skipped_lines = rec.skipped_lines;
+    for m in &rec.markers {
+        sum.add(Line::Marker(m.clone()));
+    }
+    for s in &rec.snapshots {
+        sum.snapshot(s);
+        sum.trail.push(&sum.header.topology, s);
+    }
+    for k in &rec.knobs {
+        sum.add(Line::Knob(k.clone()));
+    }
+    for f in &rec.findings {
+        sum.add(Line::Finding(f.clone()));
+    }
+    sum.render()
 }
 
 /// `llctop report --compare`: the verdict of an `llctop ab` recording, recomputed from its
