@@ -4,7 +4,7 @@
 //! functions over data: no kernel, unit-tested here. Names, thread counts and cgroups of
 //! the rows are the enrichment stage's (src/enrich.rs).
 
-use super::layout::{self, NR_PC};
+use super::layout::{self, NR_DIST, NR_PC};
 use super::read::{Cumulative, LlcCum, ProcCum};
 use crate::counters;
 use crate::preferred::PreferredLlc;
@@ -128,10 +128,9 @@ pub fn processes(
         if p.pc_mask == 0 {
             return Vec::new();
         }
-        (0..p.nr_llc)
+        (0..p.nr_llc as u32)
             .map(|l| {
-                let x = a.llc.get(l).copied().unwrap_or_default();
-                let y = b.llc.get(l).copied().unwrap_or_default();
+                let (x, y) = (a.at(l), b.at(l));
                 counters_between(p.pc_mask, &x, &y, p.secs).filter(|_| d(x.running, y.running) > 0)
             })
             .collect()
@@ -141,8 +140,30 @@ pub fn processes(
         counters::derive(&mut c, p.secs);
         Some(c)
     };
+    // Each process's runtime per LLC, dense, into `into` (zeroed first).
+    let runtime_of = |a: &ProcCum, b: &ProcCum, into: &mut Vec<u64>| {
+        into.clear();
+        into.resize(p.nr_llc, 0);
+        for &(l, x) in &a.llc {
+            if let Some(r) = into.get_mut(l as usize) {
+                *r = d(x.runtime, b.at(l).runtime);
+            }
+        }
+    };
     let mut idle_counters = None;
-    let mut rows = Vec::with_capacity(cur.procs.len());
+    let mut runtime = Vec::with_capacity(p.nr_llc);
+    // Every process's figures first (the emulated preference follows them all), the
+    // rows only for the busiest: a machine may run thousands of processes.
+    struct Candidate<'c> {
+        tgid: u32,
+        a: &'c ProcCum,
+        b: &'c ProcCum,
+        cpu_time_ns: u64,
+        preferred: (Option<u32>, Option<f64>, PreferredKind),
+        counters_per_llc: Vec<Option<Counters>>,
+        counters: Option<Counters>,
+    }
+    let mut cands = Vec::with_capacity(cur.procs.len());
     for (&tgid, a) in &cur.procs {
         let b = prev.procs.get(&tgid).unwrap_or(&empty);
         let counters_per_llc = llc_counters(a, b);
@@ -150,16 +171,8 @@ pub fn processes(
             idle_counters = total_of(&counters_per_llc);
             continue;
         }
-        let runtime: Vec<u64> = (0..p.nr_llc)
-            .map(|l| {
-                d(
-                    a.llc.get(l).map_or(0, |x| x.runtime),
-                    b.llc.get(l).map_or(0, |x| x.runtime),
-                )
-            })
-            .collect();
-        let dist = layout::by_distance(|i| d(a.dist[i], b.dist[i]));
-        let (preferred_llc, preferred_hit, preferred_kind) = if cur.kernel_preferred {
+        runtime_of(a, b, &mut runtime);
+        let preferred = if cur.kernel_preferred {
             let hits = d(a.pref_hit, b.pref_hit);
             let misses = d(a.pref_miss, b.pref_miss);
             let llc = kernel_llc_to_llc(a.kernel_pref, p.kernel_llc);
@@ -170,33 +183,53 @@ pub fn processes(
             (pref.preferred_llc, pref.hit, PreferredKind::Emulated)
         };
         let cpu_time_ns: u64 = runtime.iter().sum();
-        let migrations = dist.total() + d(a.unclassified, b.unclassified);
+        let migrations = (0..NR_DIST).map(|i| d(a.dist[i], b.dist[i])).sum::<u64>()
+            + d(a.unclassified, b.unclassified);
         let counters = total_of(&counters_per_llc);
         if cpu_time_ns == 0 && migrations == 0 && counters.is_none() {
             continue;
         }
-        rows.push(ProcessStats {
-            pid: tgid,
+        cands.push(Candidate {
+            tgid,
+            a,
+            b,
             cpu_time_ns,
-            llc_spread: runtime.iter().filter(|&&r| r > 0).count() as u32,
-            runtime_per_llc_ns: runtime,
-            preferred_llc,
-            preferred_kind,
-            preferred_hit,
-            migrations,
-            cross_llc_migrations: dist.cross_llc + dist.cross_node,
-            migrations_by_distance: Some(dist),
-            rq_wait_ns: d(a.wait_ns, b.wait_ns),
-            counters,
+            preferred,
             counters_per_llc,
-            ..ProcessStats::default()
+            counters,
         });
     }
+    cands.sort_by(|x, y| y.cpu_time_ns.cmp(&x.cpu_time_ns).then(x.tgid.cmp(&y.tgid)));
+    let rest = cands.split_off(p.top.min(cands.len()));
+    let other_counters = total_of(&rest.iter().map(|c| c.counters.clone()).collect::<Vec<_>>());
+    let rows = cands
+        .into_iter()
+        .map(|c| {
+            let (a, b) = (c.a, c.b);
+            let mut runtime = Vec::new();
+            runtime_of(a, b, &mut runtime);
+            let dist = layout::by_distance(|i| d(a.dist[i], b.dist[i]));
+            let (preferred_llc, preferred_hit, preferred_kind) = c.preferred;
+            ProcessStats {
+                pid: c.tgid,
+                cpu_time_ns: c.cpu_time_ns,
+                llc_spread: runtime.iter().filter(|&&r| r > 0).count() as u32,
+                runtime_per_llc_ns: runtime,
+                preferred_llc,
+                preferred_kind,
+                preferred_hit,
+                migrations: dist.total() + d(a.unclassified, b.unclassified),
+                cross_llc_migrations: dist.cross_llc + dist.cross_node,
+                migrations_by_distance: Some(dist),
+                rq_wait_ns: d(a.wait_ns, b.wait_ns),
+                counters: c.counters,
+                counters_per_llc: c.counters_per_llc,
+                ..ProcessStats::default()
+            }
+        })
+        .collect();
     let total = cur.procs.keys().filter(|&&t| t != 0).count() as u32;
     preferred.retain(|pid| cur.procs.contains_key(&pid));
-    rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
-    let rest = rows.split_off(p.top.min(rows.len()));
-    let other_counters = total_of(&rest.iter().map(|r| r.counters.clone()).collect::<Vec<_>>());
     ProcessTable {
         precision: Precision::Exact,
         total,
@@ -221,9 +254,15 @@ mod tests {
             dist,
             llc: runtime
                 .iter()
-                .map(|&r| LlcCum {
-                    runtime: r,
-                    ..LlcCum::default()
+                .enumerate()
+                .map(|(l, &r)| {
+                    (
+                        l as u32,
+                        LlcCum {
+                            runtime: r,
+                            ..LlcCum::default()
+                        },
+                    )
                 })
                 .collect(),
             kernel_pref: -1,
@@ -338,14 +377,14 @@ mod tests {
         p.pref_miss = 1;
         // The kernel numbered llctop's LLC 1 as 3.
         p.kernel_pref = 3;
-        p.llc[1].pc = [1000, 2000, 10, 5, 1];
-        p.llc[1].enabled = 100;
-        p.llc[1].running = 50; // multiplexed half the time: scaled ×2
+        p.llc[1].1.pc = [1000, 2000, 10, 5, 1];
+        p.llc[1].1.enabled = 100;
+        p.llc[1].1.running = 50; // multiplexed half the time: scaled ×2
         cur.procs.insert(20, p);
         let mut idle = proc(&[0; 4], [0; 4]);
-        idle.llc[0].pc = [10, 0, 0, 0, 0];
-        idle.llc[0].enabled = 7;
-        idle.llc[0].running = 7;
+        idle.llc[0].1.pc = [10, 0, 0, 0, 0];
+        idle.llc[0].1.enabled = 7;
+        idle.llc[0].1.running = 7;
         cur.procs.insert(0, idle);
         let params = ProcessParams {
             topo: &t,

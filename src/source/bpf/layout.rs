@@ -91,6 +91,15 @@ pub fn pod<T: Copy + Default>(b: &[u8]) -> T {
     v
 }
 
+/// The bytes of `v`, to write into a map. Only for the generated types made of whole
+/// integers with no padding between or after them (keys and values the program and
+/// userspace share: `proc_stat`, `proc_llc_key`, `proc_llc_val`).
+pub(crate) fn bytes_of<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is one of the padding-free #[repr(C)] integer structs named above, so
+    // every byte of it is initialised; the slice borrows `v` for its lifetime.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
 /// A kernel task name (`char comm[16]`, NUL-terminated unless full) as a string.
 pub fn comm_string(comm: &[std::ffi::c_char]) -> String {
     let bytes: Vec<u8> = comm

@@ -443,6 +443,41 @@ impl BpfSource {
 }
 
 impl BpfSource {
+    /// Benchmark support (examples/scale_bench.rs): store processes `first..first + n`
+    /// in the per-process maps as a busy machine's would be, each on `llcs_each` LLCs
+    /// with `runtime_ns` of runtime (and a wait and a migration) on each. Real map
+    /// updates, one `bpf()` call per entry; the maps' limits apply.
+    pub fn fill_processes(
+        &self,
+        first: u32,
+        n: u32,
+        llcs_each: u32,
+        runtime_ns: u64,
+    ) -> Result<(), libbpf_rs::Error> {
+        let maps = &self.skel.maps;
+        for tgid in first..first.saturating_add(n) {
+            let stat = types::proc_stat { preferred_llc: -1 };
+            maps.proc_stats
+                .update(&tgid.to_ne_bytes(), layout::bytes_of(&stat), MapFlags::ANY)?;
+            for i in 0..llcs_each.min(self.nr_llc as u32) {
+                let key = types::proc_llc_key {
+                    tgid,
+                    llc: (tgid + i) % self.nr_llc as u32,
+                };
+                let mut val = types::proc_llc_val::default();
+                val.c.runtime_ns = runtime_ns;
+                val.c.wait_ns = runtime_ns / 10;
+                val.c.mig_dist[0] = runtime_ns / 1_000_000;
+                maps.proc_llc.update(
+                    layout::bytes_of(&key),
+                    layout::bytes_of(&val),
+                    MapFlags::ANY,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     /// Processes forgotten since attach (exited, counted, their map entries deleted).
     pub fn forgotten(&self) -> u64 {
         self.forgotten

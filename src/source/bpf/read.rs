@@ -31,8 +31,9 @@ pub struct ProcCum {
     pub pref_miss: u64,
     /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
     pub kernel_pref: i64,
-    /// Indexed by LLC id (empty until the process ran somewhere).
-    pub llc: Vec<LlcCum>,
+    /// The LLCs it ran on (llctop's ids, ascending) and what it did on each: a process
+    /// runs on a few of a machine's LLCs, so only those are kept.
+    pub llc: Vec<(u32, LlcCum)>,
 }
 
 /// A process first seen in a map other than `proc_stats` has no kernel preference.
@@ -63,11 +64,26 @@ impl ProcCum {
         self.unclassified += c.mig_unclassified;
     }
 
+    /// Its figures on LLC `llc`, to add to (`None` for an LLC id beyond `nr_llc`).
     pub fn on_llc(&mut self, llc: u32, nr_llc: usize) -> Option<&mut LlcCum> {
-        if self.llc.is_empty() {
-            self.llc = vec![LlcCum::default(); nr_llc];
+        if llc as usize >= nr_llc {
+            return None;
         }
-        self.llc.get_mut(llc as usize)
+        let i = match self.llc.binary_search_by_key(&llc, |e| e.0) {
+            Ok(i) => i,
+            Err(i) => {
+                self.llc.insert(i, (llc, LlcCum::default()));
+                i
+            }
+        };
+        Some(&mut self.llc[i].1)
+    }
+
+    /// Its figures on LLC `llc` (zero where it never ran).
+    pub fn at(&self, llc: u32) -> LlcCum {
+        self.llc
+            .binary_search_by_key(&llc, |e| e.0)
+            .map_or_else(|_| LlcCum::default(), |i| self.llc[i].1)
     }
 }
 
@@ -167,22 +183,65 @@ fn percpu_at<M: MapCore>(map: &M, batch: Option<&[Vec<Vec<u8>>]>, i: u32) -> Opt
     }
 }
 
-/// Every (key, value) of the hash map `map`: in batches of 4096 where the kernel has
-/// batch lookups, else key by key.
-fn hash_entries<M: MapCore>(map: &M) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let batched: Vec<_> = map
-        .lookup_batch(4096, MapFlags::ANY, MapFlags::ANY)
-        .map(|it| it.collect())
-        .unwrap_or_default();
-    if !batched.is_empty() {
-        return batched;
+/// Every (key, value) of the hash map `map`, each passed to `each`: read with
+/// `BPF_MAP_LOOKUP_BATCH` into two flat buffers, [`BATCH`] entries per call, with no
+/// allocation per entry (libbpf-rs's batch iterator makes two per entry: 50,000 entries
+/// are read each interval on a busy machine). Where the kernel refuses batch lookups,
+/// key by key. A batch refused after the first (a map changed under the walk so that a
+/// bucket outgrew a batch) ends the walk: those entries are counted at the next read.
+fn hash_each<M: MapCore>(map: &M, mut each: impl FnMut(&[u8], &[u8])) {
+    use std::os::fd::AsRawFd;
+    const BATCH: usize = 4096;
+    let (ks, vs) = (map.key_size() as usize, map.value_size() as usize);
+    let mut keys = vec![0u8; ks * BATCH];
+    let mut vals = vec![0u8; vs * BATCH];
+    // The batch token of a hash map is a bucket index (at least 4 bytes).
+    let mut tok_in = vec![0u8; ks.max(4)];
+    let mut tok_out = vec![0u8; ks.max(4)];
+    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    let mut first = true;
+    loop {
+        let mut count = BATCH as u32;
+        // SAFETY: the buffers hold BATCH keys and BATCH values of the map's sizes and a
+        // token of the size the kernel writes for hash maps; the fd is the map's.
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                map.as_fd().as_raw_fd(),
+                if first {
+                    std::ptr::null_mut()
+                } else {
+                    tok_in.as_mut_ptr().cast()
+                },
+                tok_out.as_mut_ptr().cast(),
+                keys.as_mut_ptr().cast(),
+                vals.as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        if ret != 0 && ret != -libc::ENOENT {
+            if first {
+                for k in map.keys() {
+                    if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
+                        each(&k, &v);
+                    }
+                }
+            }
+            return;
+        }
+        let n = (count as usize).min(BATCH);
+        for (k, v) in keys.chunks_exact(ks).zip(vals.chunks_exact(vs)).take(n) {
+            each(k, v);
+        }
+        if ret == -libc::ENOENT {
+            return;
+        }
+        tok_in.copy_from_slice(&tok_out);
+        first = false;
     }
-    map.keys()
-        .filter_map(|k| {
-            let v = map.lookup(&k, MapFlags::ANY).ok().flatten()?;
-            Some((k, v))
-        })
-        .collect()
 }
 
 /// Every counter of the program, cumulative since attach.
@@ -256,31 +315,27 @@ pub fn read(
     // The processes' completed slices first, then each CPU's running slice: a slice that
     // ends between the two reads is then missed once (and counted at the next read),
     // never counted twice — which would make the next read's total go backwards.
-    for (key, bytes) in hash_entries(&maps.proc_stats) {
-        {
-            let tgid = pod::<u32>(&key);
-            let s: types::proc_stat = pod(&bytes);
-            c.stat_keys.insert(tgid);
-            c.procs.entry(tgid).or_default().kernel_pref = s.preferred_llc;
-        }
-    }
-    for (key, bytes) in hash_entries(&maps.proc_llc) {
-        {
-            let k: types::proc_llc_key = pod(&key);
-            let v: types::proc_llc_val = pod(&bytes);
-            c.llc_keys.entry(k.tgid).or_default().push(k.llc);
-            let p = c.procs.entry(k.tgid).or_default();
-            p.add_counts(&v.c);
-            if let Some(l) = p.on_llc(k.llc, nr_llc) {
-                l.runtime += v.c.runtime_ns;
-                for (a, b) in l.pc.iter_mut().zip(v.pc) {
-                    *a += b;
-                }
-                l.enabled += v.pc_enabled;
-                l.running += v.pc_running;
+    hash_each(&maps.proc_stats, |key, bytes| {
+        let tgid = pod::<u32>(key);
+        let s: types::proc_stat = pod(bytes);
+        c.stat_keys.insert(tgid);
+        c.procs.entry(tgid).or_default().kernel_pref = s.preferred_llc;
+    });
+    hash_each(&maps.proc_llc, |key, bytes| {
+        let k: types::proc_llc_key = pod(key);
+        let v: types::proc_llc_val = pod(bytes);
+        c.llc_keys.entry(k.tgid).or_default().push(k.llc);
+        let p = c.procs.entry(k.tgid).or_default();
+        p.add_counts(&v.c);
+        if let Some(l) = p.on_llc(k.llc, nr_llc) {
+            l.runtime += v.c.runtime_ns;
+            for (a, b) in l.pc.iter_mut().zip(v.pc) {
+                *a += b;
             }
+            l.enabled += v.pc_enabled;
+            l.running += v.pc_running;
         }
-    }
+    });
     // Then what the CPUs' accumulator slots hold unflushed (a slot flushed since
     // proc_llc was read is missed once, never counted twice), and only then the running
     // slices (a slice that completes into a slot after the slots were read is counted
