@@ -354,6 +354,8 @@ impl Stream {
         use std::sync::mpsc::sync_channel;
         let workers = workers.max(1);
         let path = self.path.clone();
+        // The order checks go on from the lines already taken.
+        let order = self.order;
         let mut to_workers = Vec::new();
         let mut from_workers = Vec::new();
         for _ in 0..workers {
@@ -400,7 +402,7 @@ impl Stream {
             from_workers,
             reader: Some(reader),
             next: 0,
-            order: Order::default(),
+            order,
             truncated: false,
             done: false,
         }

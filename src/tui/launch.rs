@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::app::ViewId;
 use super::theme::{self, Theme};
-use super::{App, MakeSources};
+use super::{App, MakeSources, Msg};
 use crate::knobs::{Access, Knob, Session, profile};
 use crate::kroot::KernelRoot;
 use crate::record;
@@ -157,12 +157,49 @@ pub fn live(
 pub fn replay(look: &Look, file: &Path) -> Result<(), Error> {
     need_terminal()?;
     let stop = run::stop_flag()?;
-    let rec = record::reader::open(file)?;
-    if rec.snapshots.is_empty() {
+    // The header and the lines up to the first snapshot here (an empty recording is
+    // refused before the screen is taken); the rest loads while it plays.
+    let mut stream = record::reader::Stream::open(file, u64::MAX)?;
+    let mut first = Vec::new();
+    for line in &mut stream {
+        let line = line?;
+        let snapshot = matches!(line, record::Line::Snapshot(_));
+        first.push(line);
+        if snapshot {
+            break;
+        }
+    }
+    if !first.iter().any(|l| matches!(l, record::Line::Snapshot(_))) {
         return Err(format!("{}: no snapshots to replay", file.display()).into());
     }
-    let mut app = App::replay(rec, &file.display().to_string(), themes(&look.theme)?);
+    let mut app = App::replay_loading(
+        &stream.header,
+        &file.display().to_string(),
+        themes(&look.theme)?,
+    );
+    for line in first {
+        app.handle(Msg::Replayed(Box::new(line)));
+    }
     look.apply(&mut app)?;
-    let (_tx, rx) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 3));
+    std::thread::Builder::new()
+        .name("llctop-replay".into())
+        .spawn(move || {
+            let mut lines = stream.parallel(workers);
+            for line in &mut lines {
+                let msg = match line {
+                    Ok(l) => Msg::Replayed(Box::new(l)),
+                    Err(e) => Msg::FeedError(e.to_string()),
+                };
+                let failed = matches!(msg, Msg::FeedError(_));
+                if tx.send(msg).is_err() || failed {
+                    return;
+                }
+            }
+            let _ = tx.send(Msg::ReplayLoaded {
+                truncated: lines.truncated(),
+            });
+        })?;
     super::run(&mut app, rx, &stop).map_err(|e| format!("terminal: {e}").into())
 }

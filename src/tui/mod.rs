@@ -89,6 +89,9 @@ pub fn spawn_feed(
 
 /// Run the UI until the operator quits or `stop` is set (SIGINT/SIGTERM). The terminal
 /// is put back on return, on error and on panic (ratatui's hook).
+/// Messages taken from the feed between two looks at the keyboard.
+const MSGS_PER_TURN: usize = 256;
+
 pub fn run(app: &mut App, rx: Receiver<Msg>, stop: &AtomicBool) -> std::io::Result<()> {
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
@@ -158,7 +161,9 @@ fn event_loop(
                 return Err(std::io::Error::other("the terminal went away"));
             }
         }
-        while let Ok(m) = rx.try_recv() {
+        // A bounded batch per turn: a replay's loader can send faster than this loop
+        // takes, and keys must still be read.
+        for m in rx.try_iter().take(MSGS_PER_TURN) {
             app.handle(m);
             dirty = true;
         }

@@ -216,6 +216,12 @@ pub enum Msg {
     FeedPanic(String),
     /// Wall time passed (replay playback).
     Elapsed(Duration),
+    /// The next line of the recording being replayed (it loads while it plays).
+    Replayed(Box<crate::record::Line<Snapshot, KnobEvent, Marker>>),
+    /// The recording being replayed is loaded; whether it ended in a cut-off line.
+    ReplayLoaded {
+        truncated: bool,
+    },
 }
 
 /// What [`App::update`] asks the runtime to do: every file and kernel write of the TUI.
@@ -368,22 +374,39 @@ impl App {
 
     /// A replay model over a recording, starting at its first snapshot, playing.
     pub fn replay(rec: Recording, file: &str, themes: Vec<Theme>) -> App {
-        let interval = Duration::from_nanos(rec.header.interval_ns.max(1));
-        let mut app = App::live(rec.header.topology.clone(), interval, themes);
-        app.host = rec.header.host.clone();
-        app.kernel = rec.header.kernel.clone();
-        app.pos = (!rec.snapshots.is_empty()).then_some(0);
-        app.advisor = Advisor::over(&rec.header.topology, &rec.snapshots);
-        app.snaps = rec.snapshots;
-        app.knob_log = rec.knobs;
-        app.markers = rec.markers;
-        app.early_sources = rec.header.sources;
+        use crate::record::Line;
+        let mut app = App::replay_loading(&rec.header, file, themes);
+        for m in rec.markers {
+            app.handle(Msg::Replayed(Box::new(Line::Marker(m))));
+        }
+        for k in rec.knobs {
+            app.handle(Msg::Replayed(Box::new(Line::Knob(k))));
+        }
+        for s in rec.snapshots {
+            app.handle(Msg::Replayed(Box::new(Line::Snapshot(s))));
+        }
+        app.handle(Msg::ReplayLoaded {
+            truncated: rec.truncated,
+        });
+        app
+    }
+
+    /// A replay model for a recording whose lines arrive as [`Msg::Replayed`] while it
+    /// plays (`llctop replay` shows the first snapshot before the file is read), until
+    /// [`Msg::ReplayLoaded`].
+    pub fn replay_loading(header: &crate::record::Header, file: &str, themes: Vec<Theme>) -> App {
+        let interval = Duration::from_nanos(header.interval_ns.max(1));
+        let mut app = App::live(header.topology.clone(), interval, themes);
+        app.host = header.host.clone();
+        app.kernel = header.kernel.clone();
+        app.early_sources = header.sources.clone();
         app.replay = Some(Replay {
             file: file.to_string(),
             speed: 1.0,
             playing: true,
             carry: Duration::ZERO,
-            truncated: rec.truncated,
+            truncated: false,
+            loading: true,
         });
         app
     }
@@ -571,6 +594,13 @@ impl App {
                 self.quit = true;
             }
             Msg::Elapsed(d) => self.elapsed(d),
+            Msg::Replayed(line) => self.replayed(*line),
+            Msg::ReplayLoaded { truncated } => {
+                if let Some(r) = self.replay.as_mut() {
+                    r.loading = false;
+                    r.truncated = truncated;
+                }
+            }
         }
         std::mem::take(&mut self.effects)
     }
@@ -681,6 +711,44 @@ mod tests {
         );
         a.handle(key(KeyCode::Char('r')));
         assert!(a.recording.is_none());
+    }
+
+    #[test]
+    fn a_replay_plays_while_it_loads_and_waits_for_the_rest_at_its_end() {
+        use crate::record::Line;
+        let header = crate::record::Header {
+            interval_ns: 1_000_000_000,
+            ..Default::default()
+        };
+        let mut a = App::replay_loading(&header, "x", vec![]);
+        assert_eq!(a.pos, None);
+        for i in 0..3 {
+            a.handle(Msg::Replayed(Box::new(Line::Snapshot(snap(i)))));
+        }
+        assert_eq!(a.pos, Some(0), "the first snapshot is shown at once");
+        a.handle(Msg::Elapsed(Duration::from_secs(10)));
+        assert_eq!(a.pos, Some(2));
+        assert!(
+            a.replay.as_ref().is_some_and(|r| r.playing && r.loading),
+            "at the end of what is loaded: still playing"
+        );
+        for i in 3..6 {
+            a.handle(Msg::Replayed(Box::new(Line::Snapshot(snap(i)))));
+        }
+        a.handle(Msg::Elapsed(Duration::from_millis(1500)));
+        assert_eq!(a.pos, Some(3), "goes on from where it waited, no jump");
+        a.handle(Msg::ReplayLoaded { truncated: true });
+        a.handle(Msg::Elapsed(Duration::from_secs(10)));
+        assert_eq!(a.pos, Some(5));
+        assert!(
+            a.replay
+                .as_ref()
+                .is_some_and(|r| !r.playing && !r.loading && r.truncated),
+            "loaded: stops at the end"
+        );
+        // The advisor judged each snapshot as it came, as over the whole recording.
+        let whole = Advisor::over(&a.topo, &a.snaps);
+        assert_eq!(a.advisor.episodes.len(), whole.episodes.len());
     }
 
     #[test]

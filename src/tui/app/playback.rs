@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use super::{App, Effect, HISTORY, Level};
+use crate::knobs::session::KnobEvent;
+use crate::record::Marker;
 use crate::snapshot::Snapshot;
 
 pub struct Replay {
@@ -13,6 +15,8 @@ pub struct Replay {
     /// Replay time accumulated towards the next snapshot.
     pub(super) carry: Duration,
     pub truncated: bool,
+    /// The recording is still being read (its snapshots arrive as it plays).
+    pub loading: bool,
 }
 
 impl App {
@@ -59,11 +63,33 @@ impl App {
             p += 1;
         }
         if p + 1 >= self.snaps.len() {
-            r.playing = false;
             r.carry = Duration::ZERO;
-            self.paused = true;
+            // Still loading: wait for the next snapshot rather than stop.
+            if !r.loading {
+                r.playing = false;
+                self.paused = true;
+            }
         }
         self.pos = Some(p);
+    }
+
+    /// One line of the recording being replayed: a snapshot joins the others and is
+    /// judged by the advisor as `Advisor::over` judges a whole recording (the same
+    /// trailing window at each snapshot); knob changes and markers join theirs.
+    pub(super) fn replayed(&mut self, line: crate::record::Line<Snapshot, KnobEvent, Marker>) {
+        use crate::record::Line;
+        match line {
+            Line::Snapshot(s) => {
+                self.snaps.push(s);
+                self.advisor.observe(&self.topo, &self.snaps);
+                if self.pos.is_none() {
+                    self.pos = Some(0);
+                }
+            }
+            Line::Knob(k) => self.knob_log.push(k),
+            Line::Marker(m) => self.markers.push(m),
+            _ => {}
+        }
     }
 
     pub(super) fn toggle_pause(&mut self) {

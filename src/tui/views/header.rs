@@ -174,6 +174,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
             ),
             t.accent(),
         ));
+        if r.loading {
+            first.push(Span::styled(" (loading…)", t.dim()));
+        }
         if r.truncated {
             first.push(Span::styled(" (truncated file)", t.warn()));
         }
