@@ -165,7 +165,7 @@ fn group(id: u32, cpus: &[&CpuStats]) -> GroupStats {
         ctx_switches: sum_opt(cpus.iter().map(|c| c.ctx_switches)),
         rq_wait_ns: sum_opt(cpus.iter().map(|c| c.rq_wait_ns)),
         runnable: sum_opt(cpus.iter().map(|c| c.runnable)),
-        counters: crate::counters::sum(cpus.iter().filter_map(|c| c.counters.as_ref())),
+        counters: crate::counters::sum(cpus.iter().filter_map(|c| c.counters.as_deref())),
         ..GroupStats::default()
     }
 }

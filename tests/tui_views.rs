@@ -98,7 +98,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         });
         c.runnable = Some(if c.cpu == 3 % n_cpu { 4 } else { 0 });
         c.rq_wait_hist = Some(vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 2]);
-        c.counters = Some(counters(2_000_000_000, 3_000_000_000, 3_000_000));
+        c.counters = Some(Box::new(counters(2_000_000_000, 3_000_000_000, 3_000_000)));
     }
     let matrix: Vec<Vec<u64>> = (0..n_llc)
         .map(|a| {

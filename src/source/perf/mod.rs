@@ -487,8 +487,8 @@ impl Source for PerfSource {
                 let raw = delta(prev, &cur);
                 let mut c = crate::counters::scaled(&raw);
                 crate::counters::derive(&mut c, secs);
-                cs.counters = Some(c);
-                cs.counters_raw = Some(raw);
+                cs.counters = Some(Box::new(c));
+                cs.counters_raw = Some(Box::new(raw));
             }
             g.prev = Some(cur);
         }
