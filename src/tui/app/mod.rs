@@ -49,6 +49,14 @@ pub fn matches(filter: &str, fields: &[&str]) -> bool {
 /// Snapshots kept in live mode for history and sparklines (10 minutes at 1 s).
 pub const HISTORY: usize = 600;
 
+/// The live history's memory bound ([`crate::snapshot::Snapshot::approx_bytes`] summed):
+/// on a large machine it holds fewer than [`HISTORY`] snapshots, never fewer than
+/// [`HISTORY_MIN`].
+pub const HISTORY_MIB: usize = 32;
+/// Snapshots the live history keeps whatever their size (the advisor's window and the
+/// graphs' span need them).
+pub const HISTORY_MIN: usize = 60;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ViewId {
     Overview,
@@ -256,8 +264,11 @@ pub struct App {
     pub host: Option<String>,
     pub kernel: Option<String>,
     pub interval: Duration,
-    /// Live: the last [`HISTORY`] snapshots; replay: the whole recording.
+    /// Live: the last [`HISTORY`] snapshots, within [`HISTORY_MIB`]; replay: the whole
+    /// recording.
     pub snaps: Vec<Snapshot>,
+    /// Live: each kept snapshot's [`Snapshot::approx_bytes`].
+    snap_bytes: Vec<usize>,
     /// Index of the snapshot shown (`None` before the first one).
     pub pos: Option<usize>,
     /// Live display frozen (history browsing) / replay stopped.
@@ -329,6 +340,7 @@ impl App {
             kernel: None,
             interval,
             snaps: Vec::new(),
+            snap_bytes: Vec::new(),
             pos: None,
             paused: false,
             view: ViewId::Overview,

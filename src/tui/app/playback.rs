@@ -3,10 +3,26 @@
 
 use std::time::Duration;
 
-use super::{App, Effect, HISTORY, Level};
+use super::{App, Effect, HISTORY, HISTORY_MIB, HISTORY_MIN, Level};
 use crate::knobs::session::KnobEvent;
 use crate::record::Marker;
 use crate::snapshot::Snapshot;
+
+/// How many of the oldest snapshots (sizes in bytes, oldest first) go so that the rest
+/// are at most [`HISTORY`] and within [`HISTORY_MIB`], keeping at least [`HISTORY_MIN`].
+pub fn history_excess(sizes: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) -> usize {
+    let len = sizes.len();
+    let mut total = 0usize;
+    let mut keep = 0usize;
+    for b in sizes.rev() {
+        total = total.saturating_add(b);
+        if keep >= HISTORY || (keep >= HISTORY_MIN && total > HISTORY_MIB << 20) {
+            break;
+        }
+        keep += 1;
+    }
+    len - keep
+}
 
 pub struct Replay {
     pub file: String,
@@ -20,7 +36,8 @@ pub struct Replay {
 }
 
 impl App {
-    /// A live snapshot: kept (history bounded to [`HISTORY`]), shown unless paused,
+    /// A live snapshot: kept (history bounded to [`HISTORY`] snapshots and
+    /// [`HISTORY_MIB`]), shown unless paused,
     /// recorded when recording; the knobs are re-read at the same interval.
     pub(super) fn snapshot(&mut self, s: Snapshot) {
         self.snaps.push(s);
@@ -32,9 +49,16 @@ impl App {
             self.effect(Effect::RefreshKnobs);
             self.ab_snapshot();
         }
-        if self.snaps.len() > HISTORY {
-            let n = self.snaps.len() - HISTORY;
+        if self.snap_bytes.len() + 1 == self.snaps.len() {
+            self.snap_bytes
+                .push(self.snaps.last().map_or(0, Snapshot::approx_bytes));
+        } else {
+            self.snap_bytes = self.snaps.iter().map(Snapshot::approx_bytes).collect();
+        }
+        let n = history_excess(self.snap_bytes.iter().copied());
+        if n > 0 {
             self.snaps.drain(..n);
+            self.snap_bytes.drain(..n);
             self.pos = self.pos.map(|p| p.saturating_sub(n));
         }
         if !self.paused || self.pos.is_none() {
@@ -171,5 +195,50 @@ impl App {
         };
         let s = r.speed;
         self.say(Level::Info, format!("replay speed ×{s}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_is_bounded_in_count_and_in_mib_but_keeps_its_minimum() {
+        // Small snapshots: the count bounds it.
+        assert_eq!(history_excess(vec![1_000; HISTORY + 5].into_iter()), 5);
+        assert_eq!(history_excess(vec![1_000; 10].into_iter()), 0);
+        // 1 MiB each: HISTORY_MIB of them stay.
+        let mib = 1 << 20;
+        assert_eq!(
+            history_excess(vec![mib; 100].into_iter()),
+            100 - HISTORY_MIB.max(HISTORY_MIN)
+        );
+        // Huge ones: never fewer than HISTORY_MIN.
+        assert_eq!(
+            history_excess(vec![64 * mib; 100].into_iter()),
+            100 - HISTORY_MIN
+        );
+        // The newest are kept: a big old one goes first.
+        let mut sizes = vec![mib / 4; HISTORY_MIN + 10];
+        sizes[0] = 40 * mib;
+        assert_eq!(history_excess(sizes.into_iter()), 1);
+    }
+
+    #[test]
+    fn a_snapshots_estimate_grows_with_the_machine() {
+        use crate::collect::empty_snapshot;
+        use crate::topology::synthetic;
+        let small = empty_snapshot(&synthetic(1, 1, 2)).approx_bytes();
+        let mut big = empty_snapshot(&synthetic(4, 16, 8));
+        let bare = big.approx_bytes();
+        for c in &mut big.cpus {
+            c.rq_wait_hist = Some(vec![1; 32]);
+        }
+        assert!(small < bare, "{small} vs {bare}");
+        assert_eq!(
+            big.approx_bytes() - bare,
+            512 * 32 * 8,
+            "each CPU's histogram"
+        );
     }
 }
