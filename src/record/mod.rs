@@ -9,6 +9,7 @@
 pub mod diff;
 pub mod reader;
 pub mod report;
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::fs::File;

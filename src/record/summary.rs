@@ -1,0 +1,222 @@
+//! The fold behind `llctop report`: a recording's lines taken one at a time into the
+//! totals the report prints ([`Summary`]); report.rs renders them.
+
+use std::collections::BTreeMap;
+
+use crate::findings::advisor::Trail;
+use crate::findings::pileup;
+use crate::snapshot::{ByDistance, EventKind, Precision, Snapshot, SourceState};
+use crate::topology::Distance;
+
+/// Per-process totals over the recording.
+#[derive(Default)]
+pub(super) struct ProcTotal {
+    pub(super) comm: String,
+    pub(super) cpu: u64,
+    pub(super) migs: u64,
+    pub(super) xllc: u64,
+    pub(super) hit_num: f64,
+    pub(super) hit_den: f64,
+}
+
+/// A domain level's name and load-balance totals: ok and failed per kind (busy, idle,
+/// newidle), then gained per kind.
+pub(super) type LevelTotals = (Option<String>, [u64; 9]);
+
+/// One stretch between markers: length, busy and migrations by distance.
+#[derive(Default, Clone)]
+pub(super) struct Stretch {
+    pub(super) snapshots: usize,
+    pub(super) secs: f64,
+    pub(super) busy: (f64, usize),
+    pub(super) migs: [u64; 4],
+    /// Every snapshot of the stretch had migration counts.
+    pub(super) all_migs: bool,
+}
+
+/// A recording's report, built one line at a time: what the report prints, folded as
+/// the lines come (`llctop report` reads a recording as a stream, so its memory does not
+/// grow with the recording's length), rendered at the end.
+pub struct Summary {
+    pub(super) header: super::Header,
+    pub(super) knobs: Vec<crate::knobs::session::KnobEvent>,
+    pub(super) markers: Vec<super::Marker>,
+    pub(super) recorded_findings: Vec<crate::findings::advisor::FindingLine>,
+    pub(super) truncated: bool,
+    pub(super) skipped_lines: u64,
+    pub(super) snapshots: usize,
+    pub(super) secs: f64,
+    /// (seq, end on CLOCK_MONOTONIC) of every snapshot, and the recording's start.
+    pub(super) ends: Vec<(u64, u64)>,
+    pub(super) t0: Option<u64>,
+    /// Source → its last state other than active.
+    pub(super) notes: BTreeMap<String, String>,
+    pub(super) trail: Trail,
+    pub(super) busy_all: (f64, usize),
+    pub(super) busy_llc: Vec<(f64, usize)>,
+    pub(super) migs: Option<(ByDistance, u64, bool)>,
+    /// schedstat version, and per level: name and ok/failed per kind, then gained.
+    pub(super) balance: Option<(u32, BTreeMap<u32, LevelTotals>)>,
+    pub(super) stretches: Vec<Stretch>,
+    pub(super) piles: pileup::Finder,
+    pub(super) placed: usize,
+    pub(super) events_dropped: u64,
+    pub(super) any_events: bool,
+    pub(super) procs: BTreeMap<u32, ProcTotal>,
+    pub(super) precision: Option<Precision>,
+}
+
+impl Summary {
+    pub fn new(header: super::Header) -> Summary {
+        Summary {
+            busy_llc: vec![(0.0, 0); header.topology.llcs.len()],
+            header,
+            knobs: Vec::new(),
+            markers: Vec::new(),
+            recorded_findings: Vec::new(),
+            truncated: false,
+            skipped_lines: 0,
+            snapshots: 0,
+            secs: 0.0,
+            ends: Vec::new(),
+            t0: None,
+            notes: BTreeMap::new(),
+            trail: Trail::new(),
+            busy_all: (0.0, 0),
+            migs: None,
+            balance: None,
+            stretches: Vec::new(),
+            piles: pileup::Finder::default(),
+            placed: 0,
+            events_dropped: 0,
+            any_events: false,
+            procs: BTreeMap::new(),
+            precision: None,
+        }
+    }
+
+    /// Fold one line of the recording in.
+    pub fn add(
+        &mut self,
+        line: super::Line<Snapshot, crate::knobs::session::KnobEvent, super::Marker>,
+    ) {
+        use super::Line;
+        match line {
+            Line::Snapshot(s) => {
+                self.snapshot(&s);
+                self.trail.push_owned(&self.header.topology, s);
+            }
+            Line::Knob(k) => self.knobs.push(k),
+            Line::Marker(m) => self.markers.push(m),
+            Line::KnobValues(k) => {
+                if self.header.knobs.is_empty() {
+                    self.header.knobs = k;
+                }
+            }
+            Line::Finding(f) => self.recorded_findings.push(f),
+            Line::Experiment(_) | Line::Window(_) | Line::Verdict(_) | Line::Unknown => {}
+        }
+    }
+
+    /// Fold a snapshot in (all but the advisor, which the caller feeds).
+    pub(super) fn snapshot(&mut self, s: &Snapshot) {
+        self.snapshots += 1;
+        self.secs += s.time.interval_secs();
+        self.t0
+            .get_or_insert(s.time.mono_ns.saturating_sub(s.time.interval_ns));
+        self.ends.push((s.seq, s.time.mono_ns));
+        for st in &s.sources {
+            if st.state != SourceState::Active {
+                let state = format!("{:?}", st.state).to_lowercase();
+                self.notes.insert(
+                    st.name.clone(),
+                    format!("{state}: {}", st.reason.as_deref().unwrap_or("")),
+                );
+            }
+        }
+        let add = |m: &mut (f64, usize), v: Option<f64>| {
+            if let Some(v) = v {
+                m.0 += v;
+                m.1 += 1;
+            }
+        };
+        add(&mut self.busy_all, s.system.busy);
+        for (i, m) in self.busy_llc.iter_mut().enumerate() {
+            add(m, s.llcs.get(i).and_then(|g| g.busy));
+        }
+        if let Some(m) = &s.migrations {
+            let (total, unclassified, sampled) =
+                self.migs.get_or_insert((ByDistance::default(), 0, false));
+            for d in Distance::ALL {
+                total.add(d, m.by_distance.get(d));
+            }
+            *unclassified = unclassified.saturating_add(m.unclassified);
+            *sampled |= m.precision == Precision::Sampled;
+        }
+        if let Some(b) = &s.balance {
+            let (_, levels) = self.balance.get_or_insert((b.version, BTreeMap::new()));
+            for d in &b.domains {
+                let e = levels.entry(d.level).or_insert((d.name.clone(), [0; 9]));
+                for (i, lb) in [d.busy, d.idle, d.newidle].iter().enumerate() {
+                    let ok = lb
+                        .count
+                        .saturating_sub(lb.balanced.saturating_add(lb.failed));
+                    e.1[i * 2] = e.1[i * 2].saturating_add(ok);
+                    e.1[i * 2 + 1] = e.1[i * 2 + 1].saturating_add(lb.failed);
+                    e.1[6 + i] = e.1[6 + i].saturating_add(lb.gained);
+                }
+            }
+        }
+        // Stretch i holds the snapshots after marker i-1 and up to marker i.
+        let i = self
+            .markers
+            .iter()
+            .filter(|m| m.mono_ns < s.time.mono_ns)
+            .count();
+        if self.stretches.len() <= i {
+            self.stretches.resize(
+                i + 1,
+                Stretch {
+                    all_migs: true,
+                    ..Stretch::default()
+                },
+            );
+        }
+        let st = &mut self.stretches[i];
+        st.snapshots += 1;
+        st.secs += s.time.interval_secs();
+        add(&mut st.busy, s.system.busy);
+        match &s.migrations {
+            Some(m) => {
+                for (a, d) in st.migs.iter_mut().zip(Distance::ALL) {
+                    *a = a.saturating_add(m.by_distance.get(d));
+                }
+            }
+            None => st.all_migs = false,
+        }
+        self.piles.push(s);
+        if let Some(l) = &s.events {
+            self.any_events = true;
+            self.placed += l
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Placement)
+                .count();
+            self.events_dropped = self.events_dropped.saturating_add(l.dropped);
+        }
+        if let Some(t) = &s.processes {
+            self.precision = Some(t.precision);
+            for r in &t.rows {
+                let p = self.procs.entry(r.pid).or_default();
+                p.comm.clone_from(&r.comm);
+                p.cpu = p.cpu.saturating_add(r.cpu_time_ns);
+                p.migs = p.migs.saturating_add(r.migrations);
+                p.xllc = p.xllc.saturating_add(r.cross_llc_migrations);
+                if let Some(h) = r.preferred_hit {
+                    p.hit_num += h * r.cpu_time_ns as f64;
+                    p.hit_den += r.cpu_time_ns as f64;
+                }
+            }
+        }
+    }
+}
