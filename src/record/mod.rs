@@ -7,6 +7,7 @@
 //! line is a sync-flushed deflate block, readable up to the point of a kill).
 
 pub mod diff;
+pub mod parallel;
 pub mod reader;
 pub mod report;
 pub mod summary;

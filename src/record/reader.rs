@@ -2,8 +2,8 @@
 //! bytes, not the name). A truncated last line or gzip stream — a recording killed while
 //! writing — ends the recording where the last complete line ends, with `truncated` set.
 //! [`open`] keeps the whole recording; a [`Stream`] gives one line at a time (memory
-//! bounded by the longest line), and [`Stream::parallel`] parses on several threads while
-//! one reads — `llctop report` reads that way. Snapshot lines are parsed straight into
+//! bounded by the longest line), and `Stream::parallel` (parallel.rs) parses on several
+//! threads while one reads — `llctop report` reads that way. Snapshot lines are parsed straight into
 //! [`Snapshot`] (no intermediate JSON value).
 //!
 //! Bounded and checked: a line longer than [`MAX_LINE`] or a file larger than
@@ -100,13 +100,13 @@ const SNAPSHOT_PREFIX: &[u8] = br#"{"type":"snapshot","#;
 /// read, checked as [`open`] checks it — memory bounded by the longest line, not by the
 /// length of the recording.
 pub struct Stream {
-    path: std::path::PathBuf,
+    pub(super) path: std::path::PathBuf,
     reader: std::io::Take<Box<dyn BufRead + Send>>,
     pub header: Header,
     /// Lines read so far (the header is line 1).
-    line_no: usize,
-    buf: Vec<u8>,
-    order: Order,
+    pub(super) line_no: usize,
+    pub(super) buf: Vec<u8>,
+    pub(super) order: Order,
     /// The file ended in the middle of a line or of the gzip stream.
     pub truncated: bool,
     done: bool,
@@ -114,15 +114,15 @@ pub struct Stream {
 
 /// What the checks that need the lines before keep.
 #[derive(Debug, Default, Clone, Copy)]
-struct Order {
-    last_seq: Option<u64>,
+pub(super) struct Order {
+    pub(super) last_seq: Option<u64>,
     /// Lines of types this reader does not know, skipped.
-    skipped: u64,
+    pub(super) skipped: u64,
 }
 
 /// The checks that need the lines before: snapshot numbers increase; lines of unknown
 /// types are counted and dropped (`None`). An error is the detail of a format error.
-fn in_order(
+pub(super) fn in_order(
     o: &mut Order,
     n: usize,
     line: Line<Snapshot, KnobEvent, Marker>,
@@ -274,7 +274,7 @@ impl Stream {
 
     /// The next complete line into `buf` (without its newline); `None` at the end (a
     /// last line cut off sets `truncated`).
-    fn read_line(&mut self) -> Result<Option<()>, RecordError> {
+    pub(super) fn read_line(&mut self) -> Result<Option<()>, RecordError> {
         if self.done {
             return Ok(None);
         }
@@ -345,73 +345,11 @@ impl Stream {
             }
         }
     }
-
-    /// The lines, parsed by `workers` threads while another reads (and gunzips) the file
-    /// and the caller's thread takes them in order: for reading a long recording in one
-    /// pass on several CPUs. At most a few lines per worker are held at a time. The
-    /// stream's `truncated` and `skipped_lines` are in the [`Parallel`] when it ends.
-    pub fn parallel(mut self, workers: usize) -> Parallel {
-        use std::sync::mpsc::sync_channel;
-        let workers = workers.max(1);
-        let path = self.path.clone();
-        // The order checks go on from the lines already taken.
-        let order = self.order;
-        let mut to_workers = Vec::new();
-        let mut from_workers = Vec::new();
-        for _ in 0..workers {
-            let (tx, rx) = sync_channel::<(usize, Vec<u8>)>(4);
-            let (otx, orx) = sync_channel(4);
-            let path = path.clone();
-            std::thread::spawn(move || {
-                for (n, buf) in rx {
-                    if otx.send((n, parse_line(&path, n, &buf))).is_err() {
-                        break;
-                    }
-                }
-            });
-            to_workers.push(tx);
-            from_workers.push(orx);
-        }
-        let reader = std::thread::spawn(move || {
-            let mut i = 0;
-            let mut failed = None;
-            loop {
-                match self.read_line() {
-                    Ok(Some(())) => {
-                        let buf = std::mem::take(&mut self.buf);
-                        if to_workers[i % to_workers.len()]
-                            .send((self.line_no, buf))
-                            .is_err()
-                        {
-                            break;
-                        }
-                        i += 1;
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            drop(to_workers);
-            (self, failed)
-        });
-        Parallel {
-            path,
-            from_workers,
-            reader: Some(reader),
-            next: 0,
-            order,
-            truncated: false,
-            done: false,
-        }
-    }
 }
 
 /// Parse one line of a recording (line `n` of `path`, for errors): `None` for a blank
 /// line. Snapshot lines go straight into a [`Snapshot`] and are validated.
-fn parse_line(
+pub(super) fn parse_line(
     path: &Path,
     n: usize,
     buf: &[u8],
@@ -438,88 +376,6 @@ fn parse_line(
         validate(s).map_err(|e| fmt(format!("line {n}: {e}")))?;
     }
     Ok(Some(line))
-}
-
-/// A [`Stream`] read by several threads ([`Stream::parallel`]): the lines in file order.
-pub struct Parallel {
-    path: std::path::PathBuf,
-    from_workers: Vec<std::sync::mpsc::Receiver<(usize, ParsedLine)>>,
-    reader: Option<std::thread::JoinHandle<(Stream, Option<RecordError>)>>,
-    /// Index of the next line to take (round robin over the workers).
-    next: usize,
-    order: Order,
-    truncated: bool,
-    done: bool,
-}
-
-type ParsedLine = Result<Option<Line<Snapshot, KnobEvent, Marker>>, RecordError>;
-
-impl Parallel {
-    /// The file ended in the middle of a line or of the gzip stream (known at the end).
-    pub fn truncated(&self) -> bool {
-        self.truncated
-    }
-
-    /// Lines of unknown types skipped.
-    pub fn skipped_lines(&self) -> u64 {
-        self.order.skipped
-    }
-
-    fn next_line(&mut self) -> Result<Option<Line<Snapshot, KnobEvent, Marker>>, RecordError> {
-        loop {
-            let w = self.next % self.from_workers.len();
-            let Ok((n, parsed)) = self.from_workers[w].recv() else {
-                // The worker ended: the reader has read everything it will.
-                let (stream, failed) =
-                    self.reader
-                        .take()
-                        .and_then(|r| r.join().ok())
-                        .ok_or_else(|| RecordError::Format {
-                            path: self.path.clone(),
-                            detail: "the reading thread ended unexpectedly".into(),
-                        })?;
-                self.truncated = stream.truncated;
-                return match failed {
-                    Some(e) => Err(e),
-                    None => Ok(None),
-                };
-            };
-            self.next += 1;
-            let Some(line) = parsed? else {
-                continue;
-            };
-            let path = &self.path;
-            if let Some(line) =
-                in_order(&mut self.order, n, line).map_err(|detail| RecordError::Format {
-                    path: path.clone(),
-                    detail,
-                })?
-            {
-                return Ok(Some(line));
-            }
-        }
-    }
-}
-
-impl Iterator for Parallel {
-    type Item = Result<Line<Snapshot, KnobEvent, Marker>, RecordError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.next_line() {
-            Ok(Some(l)) => Some(Ok(l)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
-    }
 }
 
 impl Iterator for Stream {
