@@ -94,25 +94,37 @@ u64 numa_marks = 0;
 
 /* How often (rq clock ns) a CPU pairs its rq clock with CLOCK_MONOTONIC for userspace. */
 #define CAL_NS 50000000ULL
-/* acc_slot.pref before this CPU stored a preference for the slot's process. */
-#define PREF_UNSET (-2)
+/* acc_slot.pref before this CPU stored a preference for the slot's process;
+ * cpu_stat.curr_pref when the switch-in read none. */
+enum llctop_pref { PREF_UNSET = -2 };
+/* cpu_stat.curr_hit: the running task's switch-in on or off its kernel-preferred LLC. */
+enum llctop_curr_hit { CURR_NONE, CURR_HIT, CURR_MISS };
 
 struct cpu_stat {
+	/* What every switch touches first, together. */
 	u64 last_switch_ns;   /* when the current slice began (rq clock, or CLOCK_MONOTONIC) */
 	/* An rq clock reading and CLOCK_MONOTONIC taken with it (both 0 when last_switch_ns
 	 * is CLOCK_MONOTONIC): userspace puts last_switch_ns on its own clock with them. */
 	u64 cal_clock;
-	u64 cal_mono;
 	/* This CPU's run queue (its address, taken at a switch here; 0 until then): the
 	 * placement hook reads other CPUs' idle state from it. */
 	u64 rq_addr;
 	u64 switches;
 	u64 rq_wait_ns;
 	u64 rq_wait_cnt;
-	/* Run-queue waits by log2 bucket: [i] counts waits in [2^i, 2^(i+1)) ns. */
-	u64 wait_hist[WAIT_BUCKETS];
 	u32 curr_pid;         /* running since last_switch_ns (0 = idle) */
 	u32 curr_tgid;
+	/* What curr's switch-in found, owed to its process and added to its accumulator
+	 * slot when it switches out (one slot per switch): the run-queue wait that ended
+	 * then, whether it began on its kernel-preferred LLC (CURR_HIT / CURR_MISS, 0 no
+	 * preference), and that preference (PREF_UNSET: not read). Userspace adds them to
+	 * curr_tgid like the running slice. */
+	u64 curr_wait;
+	s32 curr_pref;
+	u32 curr_hit;
+	u64 cal_mono;
+	/* Run-queue waits by log2 bucket: [i] counts waits in [2^i, 2^(i+1)) ns. */
+	u64 wait_hist[WAIT_BUCKETS];
 	u64 mig_dist[NR_DIST];
 	u64 mig_cause[NR_CAUSE];
 	u64 mig_unclassified;
@@ -309,6 +321,8 @@ const volatile struct {
 	enum llctop_dist dist;
 	enum llctop_cause cause;
 	enum llctop_event_kind kind;
+	enum llctop_pref pref;
+	enum llctop_curr_hit curr_hit;
 	struct event event;
 	struct acc_slot acc_slot;
 } layout;
@@ -482,8 +496,8 @@ static long idle_scan_cpu(u64 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void emit(struct cpu_stat *cs, u8 kind, struct task_struct *p,
-				 s32 from, s32 to, u8 dist, u8 cause, const bool direct)
+static __always_inline void emit_body(struct cpu_stat *cs, u8 kind, struct task_struct *p,
+				      s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
 	/* Events carry CLOCK_MONOTONIC (userspace's clock), read only when one is made. */
 	u64 now = bpf_ktime_get_ns();
@@ -519,6 +533,30 @@ static __always_inline void emit(struct cpu_stat *cs, u8 kind, struct task_struc
 	bpf_ringbuf_submit(e, 0);
 }
 
+/*
+ * Detail events are rare next to the events counted (a first run, a placement, a
+ * migration within the budget): made out of line, one copy per kind of pointer read, so
+ * the hooks' common path stays short (BPF subprograms take five arguments: kind, distance
+ * and cause travel packed in one).
+ */
+#define EV_PACK(kind, dist, cause) ((u32)(kind) | (u32)(dist) << 8 | (u32)(cause) << 16)
+
+static __noinline void emit_direct(struct cpu_stat *cs, struct task_struct *p, s32 from, s32 to,
+				   u32 packed)
+{
+	emit_body(cs, packed & 0xff, p, from, to, (packed >> 8) & 0xff, (packed >> 16) & 0xff, true);
+}
+
+static __noinline void emit_probe(struct cpu_stat *cs, struct task_struct *p, s32 from, s32 to,
+				  u32 packed)
+{
+	emit_body(cs, packed & 0xff, p, from, to, (packed >> 8) & 0xff, (packed >> 16) & 0xff, false);
+}
+
+#define emit(cs, kind, p, from, to, dist, cause, direct)                                    \
+	((direct) ? emit_direct(cs, p, from, to, EV_PACK(kind, dist, cause)) :                  \
+		    emit_probe(cs, p, from, to, EV_PACK(kind, dist, cause)))
+
 struct pc_delta {
 	u64 pc[NR_PC];
 	u64 enabled;
@@ -530,7 +568,7 @@ struct pc_delta {
  * return the deltas since the previous switch in *out. False when attribution is off,
  * nothing could be read, or this is the first reading on this CPU (baseline only).
  */
-static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct pc_delta *out)
+static __noinline bool read_counters_on(struct cpu_stat *cs, u32 cpu, struct pc_delta *out)
 {
 	u32 mask = pc_mask;
 	if (!mask || cpu >= MAX_CPUS)
@@ -564,16 +602,19 @@ static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct p
 	return any && had;
 }
 
-/* The accumulator slot of process tgid on this CPU: the slot it maps to, flushed to
- * proc_llc (this CPU's LLC) and taken over when it holds another process. */
-static __always_inline struct acc_slot *acc_of(u32 tgid, const volatile struct cpu_topo *t)
+/* Out of line but for the check that attribution is on at all. */
+static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct pc_delta *out)
 {
-	u32 i = tgid & (ACC_SLOTS - 1);
-	struct acc_slot *a = bpf_map_lookup_elem(&acc, &i);
-	if (!a || a->tgid == tgid)
-		return a;
+	return pc_mask && read_counters_on(cs, cpu, out);
+}
+
+/* Hand slot a to process tgid: what it holds for another process is flushed to
+ * proc_llc (LLC llc, this CPU's) first. Out of line: a process takes a slot over rarely
+ * next to the switches that find theirs. */
+static __noinline void acc_take(struct acc_slot *a, u32 tgid, u32 llc)
+{
 	if (a->tgid) {
-		struct proc_llc_val *v = llc_of(a->tgid, t ? t->llc : 0);
+		struct proc_llc_val *v = llc_of(a->tgid, llc);
 		if (v) {
 			u64 *from = (u64 *)&a->c;
 			u64 *to = (u64 *)&v->c;
@@ -586,7 +627,45 @@ static __always_inline struct acc_slot *acc_of(u32 tgid, const volatile struct c
 	__builtin_memset(a, 0, sizeof(*a));
 	a->tgid = tgid;
 	a->pref = PREF_UNSET;
+}
+
+/* The accumulator slot of process tgid on this CPU: the slot it maps to, taken over
+ * (acc_take) when it holds another process. */
+static __always_inline struct acc_slot *acc_of(u32 tgid, const volatile struct cpu_topo *t)
+{
+	u32 i = tgid & (ACC_SLOTS - 1);
+	struct acc_slot *a = bpf_map_lookup_elem(&acc, &i);
+	if (a && a->tgid != tgid)
+		acc_take(a, tgid, t ? t->llc : 0);
 	return a;
+}
+
+/* Store process tgid's kernel-preferred LLC (-1: none) in proc_stats. No preference
+ * needs storing only for a process that had one. */
+static __noinline void store_pref(u32 tgid, s32 pref)
+{
+	struct proc_stat *ps = pref >= 0 ? proc_of(tgid) : bpf_map_lookup_elem(&proc_stats, &tgid);
+	if (ps && ps->preferred_llc != pref)
+		ps->preferred_llc = pref;
+}
+
+/* Add a completed slice to process tgid on LLC llc in proc_llc: its runtime and, with
+ * counters, their deltas (kept together: they scale each other). */
+static __noinline void slice_to_llc(u32 tgid, u32 llc, u64 ran, struct pc_delta *pd, bool have_pc)
+{
+	struct proc_llc_val *v = llc_of(tgid, llc);
+	if (!v)
+		return;
+	if (ran)
+		__sync_fetch_and_add(&v->c.runtime_ns, ran);
+	if (have_pc) {
+#pragma unroll
+		for (int i = 0; i < NR_PC; i++)
+			if (pd->pc[i])
+				__sync_fetch_and_add(&v->pc[i], pd->pc[i]);
+		__sync_fetch_and_add(&v->pc_enabled, pd->enabled);
+		__sync_fetch_and_add(&v->pc_running, pd->running);
+	}
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -599,6 +678,19 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	const bool has_rq = bpf_core_field_exists(((struct cfs_rq *)0)->rq) &&
 			    bpf_core_field_exists(prev->se);
 	const bool kq = sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info);
+	/* prev is the task this CPU's last switch brought in, kept in cs (before the first
+	 * switch seen here it counts as idle: no slice has a start yet). */
+	u32 prev_pid = cs->curr_pid;
+	u32 prev_tgid = prev_pid ? cs->curr_tgid : 0;
+	u32 next_pid = RD(direct, next, pid);
+	u64 start = 0;
+	bool first = false;
+	if (kq && next_pid) {
+		/* The kernel's own: enqueued at last_queued (0: not waiting), never run
+		 * before when pcount is 0 (both change only after this tracepoint). */
+		start = RD(direct, next, sched_info.last_queued);
+		first = RD(direct, next, sched_info.pcount) == 0;
+	}
 	struct rq *rq = NULL;
 	if (has_rq) {
 		rq = direct ? prev->se.cfs_rq->rq : BPF_CORE_READ(prev, se.cfs_rq, rq);
@@ -616,43 +708,39 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		now = bpf_ktime_get_ns();
 	}
 	u32 cpu = bpf_get_smp_processor_id();
-	/* prev is the task this CPU's last switch brought in, kept in cs (before the first
-	 * switch seen here it counts as idle: no slice has a start yet). */
-	u32 prev_pid = cs->curr_pid;
-	u32 next_pid = RD(direct, next, pid);
 	const volatile struct cpu_topo *t = topo_of(cpu);
 
-	/* Close the slice that just ended: its runtime and counter deltas go to prev's
-	 * process on this LLC (the idle task's counters to tgid 0) — the runtime through
-	 * the process's accumulator slot when there are no counters to add with it. */
+	/* Close the slice that just ended. prev's process gets, in its accumulator slot
+	 * on this CPU, the runtime and what its switch-in found (the wait that ended then,
+	 * its preferred-LLC verdict); with counters, the runtime and counter deltas go
+	 * straight to proc_llc together (the idle task's counters to tgid 0). */
 	struct pc_delta pd;
 	bool have_pc = read_counters(cs, cpu, &pd);
 	u64 ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0 ?
 			  now - cs->last_switch_ns : 0;
-	if (t && (ran || have_pc)) {
-		u32 prev_tgid = prev_pid ? cs->curr_tgid : 0;
-		struct acc_slot *pa = have_pc ? NULL : acc_of(prev_tgid, t);
-		if (pa) {
+	struct acc_slot *pa = t && prev_pid ? acc_of(prev_tgid, t) : NULL;
+	if (pa) {
+		if (!have_pc)
 			pa->c.runtime_ns += ran;
-		} else {
-			struct proc_llc_val *v = llc_of(prev_tgid, t->llc);
-			if (v) {
-				if (ran)
-					__sync_fetch_and_add(&v->c.runtime_ns, ran);
-				if (have_pc) {
-#pragma unroll
-					for (int i = 0; i < NR_PC; i++)
-						if (pd.pc[i])
-							__sync_fetch_and_add(&v->pc[i], pd.pc[i]);
-					__sync_fetch_and_add(&v->pc_enabled, pd.enabled);
-					__sync_fetch_and_add(&v->pc_running, pd.running);
-				}
-			}
+		pa->c.wait_ns += cs->curr_wait;
+		if (cs->curr_hit == CURR_HIT)
+			pa->c.pref_hit++;
+		else if (cs->curr_hit == CURR_MISS)
+			pa->c.pref_miss++;
+		s32 pref = cs->curr_pref;
+		if (pref != PREF_UNSET && pref != pa->pref) {
+			store_pref(prev_tgid, pref);
+			pa->pref = pref;
 		}
 	}
+	if (t && (have_pc || (ran && !pa)))
+		slice_to_llc(prev_tgid, t->llc, ran, &pd, have_pc);
 	cs->last_switch_ns = now;
 	cs->curr_pid = next_pid;
 	cs->curr_tgid = next_pid ? RD(direct, next, tgid) : 0;
+	cs->curr_wait = 0;
+	cs->curr_hit = 0;
+	cs->curr_pref = PREF_UNSET;
 	cs->switches++;
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
@@ -664,16 +752,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 	if (next_pid == 0)
 		return 0;
-	u32 next_tgid = cs->curr_tgid;
-	struct acc_slot *na = t ? acc_of(next_tgid, t) : NULL;
-	u64 start;
-	bool first;
-	if (kq) {
-		/* The kernel's own: enqueued at last_queued (0: not waiting), never run
-		 * before when pcount is 0 (both change only after this tracepoint). */
-		start = RD(direct, next, sched_info.last_queued);
-		first = RD(direct, next, sched_info.pcount) == 0;
-	} else {
+	if (!kq) {
 		start = wait_end(next, next_pid, direct);
 		first = start & 1;
 	}
@@ -687,34 +766,27 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		if (b >= WAIT_BUCKETS)
 			b = WAIT_BUCKETS - 1;
 		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
-		if (na)
-			na->c.wait_ns += d;
+		if (t)
+			cs->curr_wait = d;
 	}
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): a hit is a
 	 * switch-in on the LLC whose kernel id is the preference; -1 (none, or dropped) is
-	 * stored too, so a cleared preference does not linger. */
-	if (bpf_core_field_exists(next->preferred_llc) && na) {
+	 * kept too, so a cleared preference does not linger. */
+	if (bpf_core_field_exists(next->preferred_llc) && t) {
 		if (!kernel_preferred_llc)
 			kernel_preferred_llc = 1;
 		int pref = RD(direct, next, preferred_llc);
 		if (pref >= 0) {
 			if ((u32)pref == t->kernel_llc) {
 				cs->pref_hit++;
-				na->c.pref_hit++;
+				cs->curr_hit = CURR_HIT;
 			} else {
 				cs->pref_miss++;
-				na->c.pref_miss++;
+				cs->curr_hit = CURR_MISS;
 			}
 		}
-		if (pref != na->pref) {
-			/* No preference: only a process that had one needs to hear of it. */
-			struct proc_stat *ps = pref >= 0 ? proc_of(next_tgid) :
-					       bpf_map_lookup_elem(&proc_stats, &next_tgid);
-			if (ps && ps->preferred_llc != pref)
-				ps->preferred_llc = pref;
-			na->pref = pref;
-		}
+		cs->curr_pref = pref;
 	}
 	return 0;
 }

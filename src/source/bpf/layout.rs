@@ -20,7 +20,10 @@ use crate::snapshot::{ByCause, ByDistance, Cause, DetailEvent, EventKind};
 use crate::source::perf::Slot;
 use crate::topology::Distance;
 
-use types::{llctop_cause as BpfCause, llctop_dist as BpfDist, llctop_limits as BpfLimits};
+use types::{
+    llctop_cause as BpfCause, llctop_curr_hit as BpfCurrHit, llctop_dist as BpfDist,
+    llctop_limits as BpfLimits, llctop_pref as BpfPref,
+};
 
 /// Size of the program's per-CPU arrays (`topo`, `cpu_mig`).
 pub const MAX_CPUS: usize = BpfLimits::MAX_CPUS.0 as usize;
@@ -32,6 +35,22 @@ pub const ACC_SLOTS: usize = BpfLimits::ACC_SLOTS.0 as usize;
 pub const NR_PC: usize = BpfLimits::NR_PC.0 as usize;
 pub const NR_DIST: usize = BpfDist::NR_DIST.0 as usize;
 pub const NR_CAUSE: usize = BpfCause::NR_CAUSE.0 as usize;
+
+/// `cpu_stat.curr_pref` when the running task's switch-in read no preference.
+pub const PREF_UNSET: i32 = BpfPref::PREF_UNSET.0 as i32;
+
+/// What the running task's switch-in found and the CPU still owes its process (added to
+/// the process's accumulator slot when it switches out): its run-queue wait and its
+/// preferred-LLC verdict, as the counts a slot holds.
+pub fn pending_counts(s: &types::cpu_stat) -> types::proc_counts {
+    let hit = BpfCurrHit(s.curr_hit);
+    types::proc_counts {
+        wait_ns: s.curr_wait,
+        pref_hit: u64::from(hit == BpfCurrHit::CURR_HIT),
+        pref_miss: u64::from(hit == BpfCurrHit::CURR_MISS),
+        ..Default::default()
+    }
+}
 
 const _: () = assert!(NR_PC == Slot::ALL.len(), "a perf slot per BPF counter slot");
 const _: () = assert!(NR_DIST == Distance::ALL.len(), "a Distance per BPF class");
@@ -143,6 +162,27 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pending_switch_in_counts_as_the_slot_would() {
+        let mut s = types::cpu_stat {
+            curr_wait: 1_500,
+            curr_hit: BpfCurrHit::CURR_MISS.0,
+            ..Default::default()
+        };
+        let c = pending_counts(&s);
+        assert_eq!((c.wait_ns, c.pref_hit, c.pref_miss), (1_500, 0, 1));
+        assert_eq!(
+            c.runtime_ns, 0,
+            "the running slice is added on its own clock"
+        );
+        s.curr_hit = BpfCurrHit::CURR_HIT.0;
+        assert_eq!(pending_counts(&s).pref_hit, 1);
+        s.curr_hit = BpfCurrHit::CURR_NONE.0;
+        let c = pending_counts(&s);
+        assert_eq!((c.pref_hit, c.pref_miss), (0, 0));
+        assert_eq!(PREF_UNSET, -2);
+    }
 
     #[test]
     fn every_class_and_cause_decodes_once() {

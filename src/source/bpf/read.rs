@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::layout::{
-    ACC_SLOTS, NR_CAUSE, NR_DIST, NR_PC, WAIT_BUCKETS, comm_string, pod, skel, types,
+    ACC_SLOTS, NR_CAUSE, NR_DIST, NR_PC, PREF_UNSET, WAIT_BUCKETS, comm_string, pending_counts,
+    pod, skel, types,
 };
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
@@ -386,6 +387,13 @@ pub fn read(
         c.proc_dropped += s.proc_dropped;
         if s.curr_pid != 0 {
             c.held.insert(s.curr_tgid);
+            // What its switch-in found, still pending on this CPU (read after the
+            // slots it moves into: missed once at worst, never counted twice).
+            let p = c.procs.entry(s.curr_tgid).or_default();
+            p.add_counts(&pending_counts(&s));
+            if s.curr_pref != PREF_UNSET {
+                p.kernel_pref = i64::from(s.curr_pref);
+            }
         }
         inflight.push(Inflight {
             cpu: cpu as u32,
