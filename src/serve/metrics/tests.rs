@@ -1,0 +1,129 @@
+//! Snapshots folded into series, read back as OpenMetrics: counters, the process cap, knobs.
+
+use super::*;
+
+fn snap(topo: &Topology, seq: u64) -> Snapshot {
+    let mut s = crate::findings::testing::snap(topo, seq, 0.5);
+    s.time.unix_ns = 1_800_000_000_000_000_000 + seq * 1_000_000_000;
+    let mut m = crate::snapshot::Migrations {
+        llc_matrix: vec![vec![0; topo.llcs.len()]; topo.llcs.len()],
+        precision: Precision::Exact,
+        ..Default::default()
+    };
+    m.by_distance.cross_llc = 10;
+    m.by_distance.smt = 4;
+    s.migrations = Some(m);
+    s
+}
+
+#[test]
+fn counters_accumulate_snapshots_and_read_as_openmetrics() {
+    let topo = crate::topology::synthetic(1, 2, 2);
+    let mut e = Exporter::new(&topo);
+    for seq in 0..3 {
+        e.update(&snap(&topo, seq));
+    }
+    let om = e.openmetrics();
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(om.contains("# TYPE llctop_migrations counter"), "{om}");
+    assert!(
+        om.contains("llctop_migrations_total{distance=\"xllc\"} 30"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_migrations_total{distance=\"smt\"} 12"),
+        "{om}"
+    );
+    assert!(om.contains("llctop_migrations_exact 1"), "{om}");
+    // Busy: 0.5 of 1 s on each of 2 CPUs, 3 times: 3 CPU-seconds per LLC.
+    assert!(
+        om.contains("llctop_llc_busy_seconds_total{llc=\"0\",node=\"0\"} 3.0"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_llc_cpus{llc=\"1\",node=\"0\"} 2"),
+        "{om}"
+    );
+    assert!(
+        om.contains("# UNIT llctop_llc_busy_seconds seconds"),
+        "{om}"
+    );
+    let c = classic(&om);
+    assert!(!c.contains("# EOF") && !c.contains("# UNIT"), "{c}");
+    assert!(c.contains("# TYPE llctop_migrations_total counter"), "{c}");
+    assert!(
+        c.contains("# HELP llctop_migrations_total Task migrations"),
+        "{c}"
+    );
+}
+
+#[test]
+fn process_series_are_capped_and_forget_processes_that_leave() {
+    let topo = crate::topology::synthetic(1, 1, 2);
+    let mut e = Exporter::new(&topo).with_process_series(2);
+    let table = |pids: &[(u32, u64)]| crate::snapshot::ProcessTable {
+        rows: pids
+            .iter()
+            .map(|&(pid, ms)| crate::snapshot::ProcessStats {
+                pid,
+                comm: format!("p{pid}"),
+                cpu_time_ns: ms * 1_000_000,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let mut s = snap(&topo, 0);
+    s.processes = Some(table(&[(1, 500), (2, 300), (3, 100)]));
+    e.update(&s);
+    let om = e.openmetrics();
+    assert!(
+        om.contains("llctop_process_cpu_seconds_total{pid=\"1\",comm=\"p1\"} 0.5"),
+        "{om}"
+    );
+    assert!(!om.contains("pid=\"3\""), "over the cap: {om}");
+    assert!(om.contains("llctop_process_series_dropped 1"), "{om}");
+    assert!(om.contains("llctop_process_series_limit 2"), "{om}");
+    // Process 1 exits: its series go; 3 comes in with its own.
+    s.processes = Some(table(&[(2, 300), (3, 200)]));
+    e.update(&s);
+    let om = e.openmetrics();
+    assert!(
+        !om.contains("pid=\"1\""),
+        "an exited process keeps nothing: {om}"
+    );
+    assert!(
+        om.contains("llctop_process_cpu_seconds_total{pid=\"2\",comm=\"p2\"} 0.6"),
+        "{om}"
+    );
+    assert!(om.contains("pid=\"3\""), "{om}");
+}
+
+#[test]
+fn a_knob_keeps_one_info_series_whatever_its_history() {
+    let topo = crate::topology::synthetic(1, 1, 2);
+    let mut e = Exporter::new(&topo);
+    let mut v = BTreeMap::new();
+    v.insert("numa_balancing".to_string(), "0".to_string());
+    v.insert("feature.TTWU_QUEUE".to_string(), "on".to_string());
+    e.knobs(&v);
+    v.insert("numa_balancing".to_string(), "1".to_string());
+    e.knobs(&v);
+    let om = e.openmetrics();
+    assert!(
+        om.contains("llctop_knob_value{knob=\"numa_balancing\"} 1"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_knob_value{knob=\"feature.TTWU_QUEUE\"} 1"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_knob{knob=\"numa_balancing\",value=\"1\"} 1"),
+        "{om}"
+    );
+    assert!(
+        !om.contains("value=\"0\""),
+        "the old value's series is gone: {om}"
+    );
+}
