@@ -10,7 +10,12 @@
 //!
 //! New fields are added with `#[serde(default)]` so older recordings keep loading.
 
+mod events;
+mod process;
 mod size;
+
+pub use events::{Cause, DetailEvent, EventKind, EventLog};
+pub use process::{PreferredKind, ProcessStats, ProcessTable};
 
 use std::collections::BTreeMap;
 
@@ -293,152 +298,6 @@ impl Migrations {
     pub fn total(&self) -> u64 {
         self.by_distance.total() + self.unclassified
     }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventLog {
-    /// Events not delivered (rate limit or full ring buffer) in the interval.
-    pub dropped: u64,
-    pub events: Vec<DetailEvent>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    /// A new task's first CPU (`sched_wakeup_new`); `from_cpu` is the parent's CPU.
-    Placement,
-    /// A cross-LLC or cross-node migration.
-    Migration,
-    /// A new task ran for the first time; `to_cpu` is where (`from_cpu` -1).
-    FirstRun,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    Wakeup,
-    LoadBalance,
-    ActiveBalance,
-    Numa,
-    Other,
-}
-
-impl Cause {
-    pub const ALL: [Cause; 5] = [
-        Cause::Wakeup,
-        Cause::LoadBalance,
-        Cause::ActiveBalance,
-        Cause::Numa,
-        Cause::Other,
-    ];
-
-    /// The one label of a cause, on screen and in reports: its JSON name.
-    pub fn label(self) -> &'static str {
-        match self {
-            Cause::Wakeup => "wakeup",
-            Cause::LoadBalance => "load_balance",
-            Cause::ActiveBalance => "active_balance",
-            Cause::Numa => "numa",
-            Cause::Other => "other",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DetailEvent {
-    pub kind: EventKind,
-    /// CLOCK_MONOTONIC, ns.
-    pub mono_ns: u64,
-    pub pid: u32,
-    pub tgid: u32,
-    pub comm: String,
-    pub from_cpu: i32,
-    pub to_cpu: i32,
-    pub distance: Option<Distance>,
-    pub cause: Option<Cause>,
-    /// How many CPUs the task may run on.
-    pub nr_cpus_allowed: u32,
-    /// Placements: how many CPUs the task may use, other than `to_cpu`, were running
-    /// their idle task at that moment (BPF; absent in older recordings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_allowed: Option<u32>,
-    /// Placements: the lowest of those idle allowed CPUs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_cpu: Option<i32>,
-}
-
-/// Where a preferred LLC comes from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PreferredKind {
-    /// The kernel's own `p->preferred_llc` (cache-aware scheduling, v7.2+).
-    Kernel,
-    /// llctop's emulation from decayed per-LLC runtime.
-    #[default]
-    Emulated,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProcessTable {
-    /// Precision of runtime-per-LLC, migrations and wait in the rows.
-    pub precision: Precision,
-    /// Processes alive at the end of the interval (the rows are the top ones by CPU
-    /// time); the enrichment stage counts them.
-    pub total: u32,
-    pub rows: Vec<ProcessStats>,
-    /// Per-process updates the BPF program could not store in the interval because a
-    /// per-process map was full: counts missing from the rows (the per-CPU figures still
-    /// have them). 0 from sources without such maps.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub dropped: u64,
-    /// Hardware counters while CPUs ran their idle task (BPF attribution only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_counters: Option<Counters>,
-    /// Hardware counters of the processes not in `rows` (BPF attribution only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub other_counters: Option<Counters>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProcessStats {
-    pub pid: u32,
-    pub comm: String,
-    pub threads: u32,
-    /// Its last thread exited by the end of the interval (the BPF exit hook, or its
-    /// `/proc/PID` gone): `comm` is the name it had, `threads` 0.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub exited: bool,
-    /// CPU time of all threads in the interval, ns.
-    pub cpu_time_ns: u64,
-    /// `cpu_time_ns` split by the LLC it ran on, indexed by LLC id.
-    pub runtime_per_llc_ns: Vec<u64>,
-    pub preferred_llc: Option<u32>,
-    pub preferred_kind: PreferredKind,
-    /// Fraction of the interval's runtime spent on the preferred LLC.
-    pub preferred_hit: Option<f64>,
-    /// Number of LLCs the process ran on in the interval.
-    pub llc_spread: u32,
-    pub migrations: u64,
-    pub cross_llc_migrations: u64,
-    /// Migrations of its threads by distance (exact sources only).
-    #[serde(default)]
-    pub migrations_by_distance: Option<ByDistance>,
-    pub rq_wait_ns: u64,
-    /// cgroup v2 path (or the v1 memory-controller path), when known.
-    #[serde(default)]
-    pub cgroup: Option<String>,
-    /// Hardware counters of its threads' slices in the interval (BPF attribution of the
-    /// per-CPU counters at every context switch), scaled and derived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counters: Option<Counters>,
-    /// The same split by the LLC the slices ran on, indexed by LLC id (empty without
-    /// attribution).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub counters_per_llc: Vec<Option<Counters>>,
 }
 
 /// Load-balance activity from /proc/schedstat, aggregated over CPUs by domain level.
