@@ -5,14 +5,19 @@
 #      tracepoints loaded in the same window (bpf/floor.bpf.c), with the ratios of issue
 #      "Overhead": sched_switch / empty and the whole per-switch cost / empty
 #      (kernel.bpf_stats_enabled is switched on for the run and restored on exit);
+#      then WINDOWS-1 more windows (a fresh llctop each) and the median of each ratio,
+#      since this VM's state moves one window's ratio by ±10%; then, in a window of its
+#      own, a copy with per-process counter attribution on (software events standing in
+#      for hardware ones: its cost is known before it runs on a PMU);
 #  (b) llctop's own CPU time (utime+stime) and peak RSS at a 1 s interval while
 #      `perf bench sched messaging` runs;
 #  (c) that benchmark's run time with llctop live vs without, alternating (ABAB),
 #      as the median of the paired ratios with min/max.
-# usage: scripts/overhead.sh [PAIRS]   (default 10)
+# usage: scripts/overhead.sh [PAIRS] [WINDOWS]   (defaults 10 and 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-10}
+windows=${2:-3}
 cargo build --release --locked -q --bins
 L=target/release/llctop
 W=target/release/llctop-workload
@@ -45,6 +50,42 @@ echo "(a) BPF run time per event, llctop (pid $pid) beside empty programs, one w
 sed 1d "$out/floor.txt"
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 kill -INT "$pid"; wait "$pid" || true
+# The two ratios of a window's bpf-floor output: "sched_switch: 4.12x ..." and
+# "per context switch ...: 262.1 ns, 4.55x ...".
+ratios_of() {
+  awk '/^sched_switch:/ && !s {s = $2} /^per context switch/ && !p {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+x$/) {p = $i; break}}
+       END {gsub("x", "", s); gsub("x", "", p); print s, p}' "$1"
+}
+ratios_of "$out/floor.txt" > "$out/ratios.txt"
+for w in $(seq 2 "$windows"); do
+  "$L" record --source bpf -o "$out/w.jsonl" --interval 1s 2>/dev/null &
+  wp=$!
+  sleep 2
+  "$W" bpf-floor 12 "$wp" > "$out/wfloor.txt" 2>&1 &
+  wf=$!
+  sleep 1
+  wend=$(( $(date +%s) + 11 ))
+  while [ "$(date +%s)" -lt "$wend" ]; do bench >/dev/null; done
+  wait "$wf" || true
+  kill -INT "$wp"; wait "$wp" || true
+  ratios_of "$out/wfloor.txt" >> "$out/ratios.txt"
+done
+echo
+echo "(a) over $windows windows (a fresh llctop each), llctop's programs / the empty ones:"
+median() { sort -n | awk '{v[NR] = $1} END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m}'; }
+sw=$(awk '{printf "%s ", $1}' "$out/ratios.txt")
+ps=$(awk '{printf "%s ", $2}' "$out/ratios.txt")
+echo "  sched_switch: ${sw}-> median $(awk '{print $1}' "$out/ratios.txt" | median)x (target <= 2.5x)"
+echo "  per context switch, every hook: ${ps}-> median $(awk '{print $2}' "$out/ratios.txt" | median)x (target <= 3.5x)"
+echo
+echo "(a) with per-process counter attribution on: a copy of llctop's programs beside the empty ones, in a window of its own"
+"$W" bpf-floor-counters 12 > "$out/cfloor.txt" 2>&1 &
+cf=$!
+sleep 2
+cend=$(( $(date +%s) + 11 ))
+while [ "$(date +%s)" -lt "$cend" ]; do bench >/dev/null; done
+wait "$cf" || true
+grep -v '^floor attached' "$out/cfloor.txt"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 echo
 awk -v c0="$cpu0" -v c1="$cpu1" -v t0="$t0" -v t1="$t1" -v tck="$tck" -v hwm="$hwm" 'BEGIN {

@@ -29,9 +29,11 @@
 //!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
 //! - `bpf-floor SECS PID`: loads the empty programs of bpf/floor.bpf.c (the floor), keeps
 //!   them attached SECS seconds, then prints llctop's programs — only those process PID
-//!   holds — against them: ns/event and ratios (needs `kernel.bpf_stats_enabled=1`);
-//!   then the same for a second copy of llctop's programs it loads itself with
-//!   per-process counter attribution on (software events standing in for hardware ones).
+//!   holds — against them: ns/event and ratios (needs `kernel.bpf_stats_enabled=1`).
+//! - `bpf-floor-counters SECS`: the same for a copy of llctop's programs it loads itself
+//!   with per-process counter attribution on (software events standing in for hardware
+//!   ones), in a window of its own: a second copy running on the same events would make
+//!   the other's memory colder and its ratio higher.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -398,42 +400,51 @@ fn attributed_source() -> Result<(llctop::source::bpf::BpfSource, usize), String
     Ok((bpf, cpus))
 }
 
-fn bpf_floor(secs: u64, pid: u32) -> Result<(), String> {
+/// Compare the programs `held` by a process (by their ids) with the empty programs of
+/// this process, after `secs` seconds of the floor attached.
+fn floor_report(
+    secs: u64,
+    theirs: impl Fn() -> Result<std::collections::BTreeSet<u32>, String>,
+) -> Result<String, String> {
     use llctop::source::bpf::floor::{self, ProgStats};
     let _floor = floor::load().map_err(|e| format!("loading the empty programs: {e}"))?;
-    let attributed = attributed_source();
     println!("floor attached for {secs} s");
     std::thread::sleep(Duration::from_secs(secs));
-    let theirs = prog_ids_of(pid)?;
+    let theirs = theirs()?;
     let own = prog_ids_of(std::process::id())?;
-    let (mut llctop, mut with_counters, mut empty) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut measured, mut empty) = (Vec::new(), Vec::new());
     for p in libbpf_rs::query::ProgInfoIter::default() {
         let s = ProgStats {
             name: p.name.to_string_lossy().into_owned(),
             run_cnt: p.run_cnt,
             run_time_ns: p.run_time_ns,
         };
-        if theirs.contains(&p.id) {
-            llctop.push(s);
-        } else if own.contains(&p.id) && s.name.starts_with("floor_") {
+        if own.contains(&p.id) && s.name.starts_with("floor_") {
             empty.push(s);
-        } else if own.contains(&p.id) {
-            with_counters.push(s);
+        } else if theirs.contains(&p.id) {
+            measured.push(s);
         }
     }
-    if llctop.is_empty() {
-        return Err(format!("process {pid} holds no BPF program"));
+    if measured.is_empty() {
+        return Err("no llctop BPF program to measure".into());
     }
-    print!("{}", floor::compare(&llctop, &empty).0);
-    match attributed {
-        Ok((_bpf, cpus)) => {
-            println!(
-                "with per-process counters on ({cpus} CPUs; software stand-ins: cpu-clock, task-clock, context-switches), a second copy in the same window:"
-            );
-            print!("{}", floor::compare(&with_counters, &empty).0);
-        }
-        Err(e) => println!("with per-process counters: not measured: {e}"),
-    }
+    Ok(floor::compare(&measured, &empty).0)
+}
+
+fn bpf_floor(secs: u64, pid: u32) -> Result<(), String> {
+    print!("{}", floor_report(secs, || prog_ids_of(pid))?);
+    Ok(())
+}
+
+/// The floor beside a copy of llctop's programs with per-process counters on, loaded by
+/// this process (its programs other than the floor's are that copy's).
+fn bpf_floor_counters(secs: u64) -> Result<(), String> {
+    let (_bpf, cpus) = attributed_source()?;
+    println!(
+        "per-process counters on ({cpus} CPUs; software stand-ins: cpu-clock, task-clock, context-switches)"
+    );
+    let own = || prog_ids_of(std::process::id());
+    print!("{}", floor_report(secs, own)?);
     Ok(())
 }
 
@@ -470,8 +481,12 @@ fn main() -> ExitCode {
             (Ok(s), Ok(p)) => bpf_floor(s, p),
             _ => Err("bpf-floor SECS PID".into()),
         },
+        ["bpf-floor-counters", s] => s
+            .parse()
+            .map_err(|_| "bpf-floor-counters SECS".to_string())
+            .and_then(bpf_floor_counters),
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | bpf-stats | bpf-floor SECS PID"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
                 .into(),
         ),
     };
