@@ -10,7 +10,7 @@
 //! hooks, tp_btf without them, then the same with raw_tp; a permission error stops the
 //! attempts at once. Run-queue waits come from the kernel's own `sched_info` where it
 //! keeps it, with no sched_wakeup hook ([`Waits`]). The maps hold cumulative values since
-//! attach; each tick reads them with the per-CPU accumulator slots not yet flushed, adds
+//! attach; each tick reads them with the CPUs' accumulator slots not yet flushed, adds
 //! the slice still running on each CPU and what its switch-in found (so a task that
 //! never switches is still counted), and takes the difference with the previous read.
 //!
@@ -293,6 +293,9 @@ impl BpfSource {
             }
         }
         open.maps.cpu_mig.set_max_entries(nr_cpus as u32)?;
+        open.maps
+            .acc
+            .set_max_entries((nr_cpus * layout::ACC_SLOTS) as u32)?;
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
             .llc_matrix

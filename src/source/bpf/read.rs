@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::layout::{
-    ACC_SLOTS, NR_CAUSE, NR_DIST, NR_PC, PREF_UNSET, WAIT_BUCKETS, comm_string, pending_counts,
-    pod, skel, types,
+    ACC_SLOTS, MAX_CPUS, NR_CAUSE, NR_DIST, NR_PC, PREF_UNSET, WAIT_BUCKETS, comm_string,
+    pending_counts, pod, skel, types,
 };
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
@@ -132,21 +132,59 @@ pub fn delete_keys<M: MapCore>(map: &M, keys: &[u8], key_size: usize) {
 /// only, so this calls libbpf's own `bpf_map_lookup_batch`. `None` where the kernel
 /// refuses it or answers part of the map: the caller then reads key by key.
 fn percpu_array<M: MapCore>(map: &M, n: u32) -> Option<Vec<Vec<Vec<u8>>>> {
-    use std::os::fd::AsRawFd;
     let ncpu = libbpf_rs::num_possible_cpus().ok()?;
     let size = map.value_size() as usize;
     let stride = size.next_multiple_of(8);
+    let (keys, vals) = array_batch(map, n, ncpu)?;
+    let mut out = vec![Vec::new(); n as usize];
+    for (i, &k) in keys.iter().enumerate() {
+        let base = i * ncpu * stride;
+        *out.get_mut(k as usize)? = (0..ncpu)
+            .map(|c| vals[base + c * stride..base + c * stride + size].to_vec())
+            .collect();
+    }
+    Some(out)
+}
+
+/// Every value of the plain array `map` (`n` keys), key by key in order: one batch call,
+/// else one lookup per key (`None` for a key that could not be read).
+fn array_values<M: MapCore>(map: &M, n: u32) -> Vec<Option<Vec<u8>>> {
+    let size = map.value_size() as usize;
+    let stride = size.next_multiple_of(8);
+    if let Some((keys, vals)) = array_batch(map, n, 1) {
+        let mut out = vec![None; n as usize];
+        for (i, &k) in keys.iter().enumerate() {
+            if let (Some(slot), Some(v)) = (
+                out.get_mut(k as usize),
+                vals.get(i * stride..i * stride + size),
+            ) {
+                *slot = Some(v.to_vec());
+            }
+        }
+        return out;
+    }
+    (0..n)
+        .map(|i| map.lookup(&i.to_ne_bytes(), MapFlags::ANY).ok().flatten())
+        .collect()
+}
+
+/// The keys and values of the array `map` (`n` keys) from one `BPF_MAP_LOOKUP_BATCH`
+/// call: `copies` values per key (the possible CPUs for a per-CPU array, 1 for a plain
+/// one), each the value size rounded up to 8 bytes, as the kernel writes them.
+fn array_batch<M: MapCore>(map: &M, n: u32, copies: usize) -> Option<(Vec<u32>, Vec<u8>)> {
+    use std::os::fd::AsRawFd;
+    let stride = (map.value_size() as usize).next_multiple_of(8);
     let mut keys = vec![0u32; n as usize];
-    let mut vals = vec![0u8; n as usize * ncpu * stride];
+    let mut vals = vec![0u8; n as usize * copies * stride];
     let mut count = n;
     let mut next: u32 = 0;
     let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
         ..Default::default()
     };
-    // SAFETY: the buffers hold `count` keys and `count` × possible CPUs values of the
-    // map's value size rounded up to 8 bytes, as the kernel writes per-CPU values; the
-    // batch token is a u32 (the array's key); the fd is the map's, alive for the call.
+    // SAFETY: the buffers hold `count` keys and `count` × `copies` values of the map's
+    // value size rounded up to 8 bytes, as the kernel writes them; the batch token is a
+    // u32 (the array's key); the fd is the map's, alive for the call.
     let ret = unsafe {
         libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
             map.as_fd().as_raw_fd(),
@@ -162,14 +200,7 @@ fn percpu_array<M: MapCore>(map: &M, n: u32) -> Option<Vec<Vec<Vec<u8>>>> {
     if (ret != 0 && ret != -libc::ENOENT) || count != n {
         return None;
     }
-    let mut out = vec![Vec::new(); n as usize];
-    for (i, &k) in keys.iter().enumerate() {
-        let base = i * ncpu * stride;
-        *out.get_mut(k as usize)? = (0..ncpu)
-            .map(|c| vals[base + c * stride..base + c * stride + size].to_vec())
-            .collect();
-    }
-    Some(out)
+    Some((keys, vals))
 }
 
 /// The per-CPU values of key `i` of `map`: from a batch read when there is one, else
@@ -341,23 +372,23 @@ pub fn read(
     // proc_llc was read is missed once, never counted twice), and only then the running
     // slices (a slice that completes into a slot after the slots were read is counted
     // once, as running).
-    let mut acc_runtime: Vec<Vec<(u32, u64)>> = Vec::new();
-    let acc = percpu_array(&maps.acc, ACC_SLOTS as u32);
-    for i in 0..ACC_SLOTS as u32 {
-        let Some(vals) = percpu_at(&maps.acc, acc.as_deref(), i) else {
+    // CPU c's slots are keys [c × ACC_SLOTS, (c + 1) × ACC_SLOTS) of one plain array.
+    let mut acc_runtime: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
+    let slots = array_values(&maps.acc, (n.min(MAX_CPUS) * ACC_SLOTS) as u32);
+    for (i, bytes) in slots.iter().enumerate() {
+        let Some(bytes) = bytes else {
             continue;
         };
-        acc_runtime.resize(acc_runtime.len().max(vals.len()), Vec::new());
-        for (cpu, bytes) in vals.iter().enumerate() {
-            let a: types::acc_slot = pod(bytes);
-            if a.tgid == 0 {
-                continue;
-            }
-            c.held.insert(a.tgid);
-            c.procs.entry(a.tgid).or_default().add_counts(&a.c);
-            if a.c.runtime_ns != 0 {
-                acc_runtime[cpu].push((a.tgid, a.c.runtime_ns));
-            }
+        let a: types::acc_slot = pod(bytes);
+        if a.tgid == 0 {
+            continue;
+        }
+        c.held.insert(a.tgid);
+        c.procs.entry(a.tgid).or_default().add_counts(&a.c);
+        if a.c.runtime_ns != 0
+            && let Some(cpu) = acc_runtime.get_mut(i / ACC_SLOTS)
+        {
+            cpu.push((a.tgid, a.c.runtime_ns));
         }
     }
     let zero = 0u32.to_ne_bytes();
