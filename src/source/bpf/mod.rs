@@ -145,6 +145,8 @@ pub const PREFERRED_EMULATED: &str = "preferred LLC emulated from each process's
 
 pub struct BpfSource {
     skel: skel::LlctopSkel<'static>,
+    /// The accumulator slots mapped into this process (`None`: read by batch calls).
+    acc: Option<read::Mapped>,
     ringbuf: RingBuffer<'static>,
     pending: Rc<RefCell<Vec<DetailEvent>>>,
     mode: Mode,
@@ -200,8 +202,11 @@ impl BpfSource {
                 match Self::try_load(topo, mode, numa, waits) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
+                        let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
+                        let acc = read::Mapped::new(&skel.maps.acc, slots as u32);
                         return Ok(BpfSource {
                             skel,
+                            acc,
                             ringbuf,
                             pending,
                             mode,
@@ -449,7 +454,13 @@ impl Source for BpfSource {
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         let _ = self.ringbuf.consume();
-        let cur = read::read(&self.skel, self.nr_cpus, self.nr_llc, &self.readers);
+        let cur = read::read(
+            &self.skel,
+            self.nr_cpus,
+            self.nr_llc,
+            &self.readers,
+            self.acc.as_ref(),
+        );
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
         snap.sources.push(self.status(cur.kernel_preferred));
         let Some(prev) = self.prev.replace(cur) else {

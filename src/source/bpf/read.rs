@@ -146,26 +146,96 @@ fn percpu_array<M: MapCore>(map: &M, n: u32) -> Option<Vec<Vec<Vec<u8>>>> {
     Some(out)
 }
 
-/// Every value of the plain array `map` (`n` keys), key by key in order: one batch call,
-/// else one lookup per key (`None` for a key that could not be read).
-fn array_values<M: MapCore>(map: &M, n: u32) -> Vec<Option<Vec<u8>>> {
+/// A plain array map created with `BPF_F_MMAPABLE`, mapped read-only into this process:
+/// its values are read with no system call and no copy by the kernel.
+pub struct Mapped {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    n: u32,
+    size: usize,
+    stride: usize,
+}
+
+impl Mapped {
+    /// Map the first `n` values of `map` (`None` where the kernel refuses: the caller
+    /// reads it with batch calls instead).
+    pub fn new<M: MapCore>(map: &M, n: u32) -> Option<Mapped> {
+        use std::os::fd::AsRawFd;
+        let size = map.value_size() as usize;
+        let stride = size.next_multiple_of(8);
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+        let len = (n as usize * stride).next_multiple_of(page.max(1));
+        // SAFETY: a read-only shared mapping of the map's fd, which the kernel sizes and
+        // checks; the result is checked for MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                map.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        Some(Mapped {
+            ptr: std::ptr::NonNull::new(ptr.cast())?,
+            len,
+            n,
+            size,
+            stride,
+        })
+    }
+
+    /// Every (key, value), each copied out of the mapping (the program writes it
+    /// meanwhile, as it does during a batch copy) and passed to `each`.
+    fn each(&self, mut each: impl FnMut(u32, &[u8])) {
+        let mut buf = vec![0u8; self.size];
+        for i in 0..self.n {
+            // SAFETY: key i < n lies within the mapping (n × stride bytes, mapped in
+            // `new`); volatile reads, since the program may write it meanwhile.
+            unsafe {
+                let src = self.ptr.as_ptr().add(i as usize * self.stride);
+                for (j, b) in buf.iter_mut().enumerate() {
+                    *b = std::ptr::read_volatile(src.add(j));
+                }
+            }
+            each(i, &buf);
+        }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// Every (key, value) of the plain array `map` (`n` keys), each passed to `each`: one
+/// batch call into a flat buffer (no allocation per entry: a 256-CPU machine has 65,536
+/// accumulator slots), else one lookup per key.
+fn array_each<M: MapCore>(map: &M, n: u32, mut each: impl FnMut(u32, &[u8])) {
     let size = map.value_size() as usize;
     let stride = size.next_multiple_of(8);
     if let Some((keys, vals)) = array_batch(map, n, 1) {
-        let mut out = vec![None; n as usize];
-        for (i, &k) in keys.iter().enumerate() {
-            if let (Some(slot), Some(v)) = (
-                out.get_mut(k as usize),
-                vals.get(i * stride..i * stride + size),
-            ) {
-                *slot = Some(v.to_vec());
+        for (&k, v) in keys.iter().zip(vals.chunks_exact(stride)) {
+            if let Some(v) = v.get(..size) {
+                each(k, v);
             }
         }
-        return out;
+        return;
     }
-    (0..n)
-        .map(|i| map.lookup(&i.to_ne_bytes(), MapFlags::ANY).ok().flatten())
-        .collect()
+    for i in 0..n {
+        if let Ok(Some(v)) = map.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
+            each(i, &v);
+        }
+    }
 }
 
 /// The keys and values of the array `map` (`n` keys) from one `BPF_MAP_LOOKUP_BATCH`
@@ -340,6 +410,7 @@ pub fn read(
     nr_cpus: usize,
     nr_llc: usize,
     readers: &[GroupReader],
+    acc: Option<&Mapped>,
 ) -> Cumulative {
     let n = nr_cpus;
     let mut c = Cumulative::zeroed(n, nr_llc);
@@ -374,22 +445,22 @@ pub fn read(
     // once, as running).
     // CPU c's slots are keys [c × ACC_SLOTS, (c + 1) × ACC_SLOTS) of one plain array.
     let mut acc_runtime: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
-    let slots = array_values(&maps.acc, (n.min(MAX_CPUS) * ACC_SLOTS) as u32);
-    for (i, bytes) in slots.iter().enumerate() {
-        let Some(bytes) = bytes else {
-            continue;
-        };
+    let mut slot = |i: u32, bytes: &[u8]| {
         let a: types::acc_slot = pod(bytes);
         if a.tgid == 0 {
-            continue;
+            return;
         }
         c.held.insert(a.tgid);
         c.procs.entry(a.tgid).or_default().add_counts(&a.c);
         if a.c.runtime_ns != 0
-            && let Some(cpu) = acc_runtime.get_mut(i / ACC_SLOTS)
+            && let Some(cpu) = acc_runtime.get_mut(i as usize / ACC_SLOTS)
         {
             cpu.push((a.tgid, a.c.runtime_ns));
         }
+    };
+    match acc {
+        Some(m) => m.each(&mut slot),
+        None => array_each(&maps.acc, (n.min(MAX_CPUS) * ACC_SLOTS) as u32, &mut slot),
     }
     let zero = 0u32.to_ne_bytes();
     let per_cpu = maps
