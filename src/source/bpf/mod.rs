@@ -24,6 +24,7 @@
 pub mod delta;
 pub mod floor;
 pub mod layout;
+mod maps;
 mod processes;
 pub mod read;
 
