@@ -31,12 +31,17 @@ trap cleanup EXIT
 
 echo "kernel $(uname -r), $(nproc) CPUs; benchmark: perf bench sched messaging -g 4 -l 1500"
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
-"$L" record --source bpf -o "$out/rec.jsonl" --interval 1s 2>/dev/null &
-pid=$!
-sleep 2
-"$W" bpf-floor 22 "$pid" > "$out/floor.txt" 2>&1 &
-fpid=$!
-sleep 1
+# A window: llctop recording (pid in $pid) and, 2 s later, the empty programs attached
+# for SECS seconds beside it (pid in $fpid), their report in FILE.
+window() {
+  "$L" record --source bpf -o "$out/rec.jsonl" --interval 1s 2>/dev/null &
+  pid=$!
+  sleep 2
+  "$W" bpf-floor "$1" "$pid" > "$2" 2>&1 &
+  fpid=$!
+  sleep 1
+}
+window 22 "$out/floor.txt"
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 t0=$(date +%s.%N)
 end=$(( $(date +%s) + 20 ))
@@ -58,16 +63,11 @@ ratios_of() {
 }
 ratios_of "$out/floor.txt" > "$out/ratios.txt"
 for w in $(seq 2 "$windows"); do
-  "$L" record --source bpf -o "$out/w.jsonl" --interval 1s 2>/dev/null &
-  wp=$!
-  sleep 2
-  "$W" bpf-floor 12 "$wp" > "$out/wfloor.txt" 2>&1 &
-  wf=$!
-  sleep 1
+  window 12 "$out/wfloor.txt"
   wend=$(( $(date +%s) + 11 ))
   while [ "$(date +%s)" -lt "$wend" ]; do bench >/dev/null; done
-  wait "$wf" || true
-  kill -INT "$wp"; wait "$wp" || true
+  wait "$fpid" || true
+  kill -INT "$pid"; wait "$pid" || true
   ratios_of "$out/wfloor.txt" >> "$out/ratios.txt"
 done
 echo
