@@ -99,10 +99,13 @@ fn main() {
         })
         .unwrap_or_else(|| "?".into());
     println!(
-        "history: 6,000 snapshots of {} at 100 ms: {} kept ({:.0} KB each by estimate), resident {} KiB",
+        "history: 6,000 snapshots of {} at 100 ms: {} kept ({:.0} KB each parsed by estimate, \
+         {:.1} KB packed), history {:.1} MiB, resident {} KiB",
         topo.summary(),
         app.snaps.len(),
-        app.snaps.last().map_or(0, |s| s.approx_bytes()) as f64 / 1e3,
+        app.newest().map_or(0, |s| s.approx_bytes()) as f64 / 1e3,
+        app.snaps.metas().last().map_or(0, |p| p.bytes()) as f64 / 1e3,
+        app.snaps.bytes() as f64 / (1 << 20) as f64,
         rss
     );
 }

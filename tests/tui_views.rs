@@ -280,11 +280,18 @@ fn themes() -> Vec<Theme> {
 }
 
 fn live_app(topo: &Topology, n: u64) -> App {
+    live_app_with(topo, n, |_| {})
+}
+
+/// [`live_app`] with each snapshot changed by `f` before it arrives.
+fn live_app_with(topo: &Topology, n: u64, f: impl Fn(&mut Snapshot)) -> App {
     let mut app = App::live(topo.clone(), Duration::from_secs(1), themes());
     app.host = Some("fixture".into());
     app.kernel = Some("7.2.0".into());
     for i in 0..n {
-        app.handle(Msg::Snapshot(Box::new(fixture_snapshot(topo, i))));
+        let mut s = fixture_snapshot(topo, i);
+        f(&mut s);
+        app.handle(Msg::Snapshot(Box::new(s)));
     }
     app
 }
@@ -596,7 +603,7 @@ fn markers_are_one_key_away_in_history() {
     let topo = topology::synthetic(1, 2, 2);
     let mut app = live_app(&topo, 8);
     for (after, label) in [(2u64, "A"), (5, "B")] {
-        let s = &app.snaps[after as usize];
+        let s = app.snaps.unpack(after as usize).expect("snapshot");
         app.markers.push(llctop::record::Marker {
             after_seq: Some(after),
             unix_ns: s.time.unix_ns,
@@ -1007,7 +1014,8 @@ fn findings_view_shows_the_evidence_and_opens_the_suggested_experiment() {
     // Replay judges the recording whole and finds the same episodes as live did.
     let header =
         llctop::record::Header::new((None, None), Duration::from_secs(1), topo.clone(), vec![]);
-    let rec = llctop::record::reader::Recording::of(header, app.snaps.clone());
+    let all = (0..app.snaps.len()).map(|i| app.snaps.unpack(i).expect("snapshot"));
+    let rec = llctop::record::reader::Recording::of(header, all.collect());
     let mut replay = App::replay(rec, "r.jsonl", themes());
     assert_eq!(replay.advisor.episodes, app.advisor.episodes);
     key(&mut replay, KeyCode::End);
@@ -1036,12 +1044,11 @@ fn overview_answers_whether_work_stays_cache_local_on_any_machine() {
         ("512cpu", topology::synthetic(2, 32, 8)),
     ];
     for (name, topo) in shapes {
-        let mut app = live_app(&topo, 5);
-        for s in &mut app.snaps {
+        let app = live_app_with(&topo, 5, |s| {
             s.system.load = Some([0.52, 0.40, 0.33]);
             s.system.user = Some(0.12);
             s.system.system = Some(0.03);
-        }
+        });
         for (w, h) in [(80, 24), (160, 45), (250, 70)] {
             let s = screen(&app, w, h);
             let what = format!("{name} {w}×{h}");

@@ -19,6 +19,11 @@ pub const CLEAR_AFTER: u32 = 3;
 /// position.
 pub const KEPT_UPDATES: usize = 120;
 
+/// Updates a cleared episode keeps (the first, the last, and evenly spaced between): the
+/// evidence at any point of it stays near, and a replay with a thousand short episodes
+/// holds a few thousand findings rather than tens of thousands.
+pub const KEPT_CLEARED_UPDATES: usize = 8;
+
 /// Cleared episodes kept (the oldest are forgotten beyond this, in steps of
 /// [`FORGET_STEP`]): a day of pile-ups must not grow the TUI without bound.
 pub const KEPT_EPISODES: usize = 1000;
@@ -84,6 +89,28 @@ impl Episode {
             .find(|f| f.last_seq <= seq)
             .unwrap_or(&self.updates[0])
     }
+}
+
+/// Keep at most `keep` (≥ 2) of `v`: the first, the last, and evenly spaced between.
+pub fn thin<T>(v: &mut Vec<T>, keep: usize) {
+    let (n, keep) = (v.len(), keep.max(2));
+    if n <= keep {
+        return;
+    }
+    // Index k of the kept ones is round(k * (n - 1) / (keep - 1)): 0 and n - 1 included.
+    let mut want = (0..keep)
+        .map(|k| (k * (n - 1) + (keep - 1) / 2) / (keep - 1))
+        .peekable();
+    let mut i = 0;
+    v.retain(|_| {
+        let kept = want.peek() == Some(&i);
+        if kept {
+            want.next();
+        }
+        i += 1;
+        kept
+    });
+    v.shrink_to_fit();
 }
 
 #[derive(Debug, Clone, Default)]
@@ -167,6 +194,7 @@ impl Advisor {
                     seq,
                     finding: ep.latest().clone(),
                 });
+                thin(&mut ep.updates, KEPT_CLEARED_UPDATES);
                 self.open.remove(&id);
             }
         }
@@ -385,5 +413,24 @@ mod tests {
         let held = BTreeSet::new();
         let w = Window::trailing(&long, &topo, &held);
         assert_eq!((w.first_seq(), w.last_seq()), (1, 3));
+    }
+
+    #[test]
+    fn thinning_keeps_the_first_the_last_and_spaced_ones() {
+        let mut v: Vec<u32> = (0..100).collect();
+        thin(&mut v, 8);
+        assert_eq!(v.len(), 8);
+        assert_eq!((v[0], v[7]), (0, 99));
+        assert!(
+            v.windows(2).all(|w| w[1] - w[0] >= 13 && w[1] - w[0] <= 15),
+            "{v:?}"
+        );
+        let mut short = vec![1, 2, 3];
+        thin(&mut short, 8);
+        assert_eq!(short, vec![1, 2, 3]);
+        let mut nine: Vec<u32> = (0..9).collect();
+        thin(&mut nine, 8);
+        assert_eq!(nine.len(), 8);
+        assert_eq!((nine[0], nine[7]), (0, 8));
     }
 }

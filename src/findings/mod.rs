@@ -276,6 +276,30 @@ pub struct Window<'a> {
     pub held: &'a BTreeSet<(Kind, String)>,
 }
 
+/// Where the trailing window over `len` snapshots (oldest first, `interval(i)` the
+/// interval of the `i`th) starts, and where its look-behind starts: the newest snapshots
+/// covering [`WINDOW_NS`], at least [`MIN_WINDOW_SNAPSHOTS`], then [`LOOK_BEHIND_NS`]
+/// before them. Only `behind_start..` is read (the TUI keeps just that much parsed).
+pub fn trailing_bounds(len: usize, interval: impl Fn(usize) -> u64) -> (usize, usize) {
+    let mut start = len;
+    let mut ns = 0u64;
+    while start > 0 {
+        let iv = interval(start - 1);
+        if len - start >= MIN_WINDOW_SNAPSHOTS && ns.saturating_add(iv) > WINDOW_NS {
+            break;
+        }
+        ns = ns.saturating_add(iv);
+        start -= 1;
+    }
+    let mut behind_start = start;
+    let mut behind = 0u64;
+    while behind_start > 0 && behind < LOOK_BEHIND_NS {
+        behind_start -= 1;
+        behind = behind.saturating_add(interval(behind_start));
+    }
+    (start, behind_start)
+}
+
 impl<'a> Window<'a> {
     /// The window ending at the last of `snaps` (all of a run so far, oldest first): the
     /// newest snapshots covering [`WINDOW_NS`], and at least [`MIN_WINDOW_SNAPSHOTS`].
@@ -284,22 +308,7 @@ impl<'a> Window<'a> {
         topo: &'a Topology,
         held: &'a BTreeSet<(Kind, String)>,
     ) -> Window<'a> {
-        let mut start = snaps.len();
-        let mut ns = 0u64;
-        while start > 0 {
-            let iv = snaps[start - 1].time.interval_ns;
-            if snaps.len() - start >= MIN_WINDOW_SNAPSHOTS && ns.saturating_add(iv) > WINDOW_NS {
-                break;
-            }
-            ns = ns.saturating_add(iv);
-            start -= 1;
-        }
-        let mut behind_start = start;
-        let mut behind = 0u64;
-        while behind_start > 0 && behind < LOOK_BEHIND_NS {
-            behind_start -= 1;
-            behind = behind.saturating_add(snaps[behind_start].time.interval_ns);
-        }
+        let (start, behind_start) = trailing_bounds(snaps.len(), |i| snaps[i].time.interval_ns);
         Window {
             snaps: &snaps[start..],
             context: &snaps[behind_start..],

@@ -119,7 +119,7 @@ impl App {
         let Some(st) = self.experiment.as_mut().filter(|s| s.running()) else {
             return;
         };
-        let Some(snap) = self.snaps.last() else {
+        let Some(snap) = self.snaps.newest() else {
             return;
         };
         let step = st.runner.on_snapshot(snap, None);

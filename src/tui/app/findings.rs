@@ -12,7 +12,7 @@ impl App {
         if self.replay.is_some() {
             return;
         }
-        let lines = self.advisor.observe(&self.topo, &self.snaps);
+        let lines = self.advisor.observe(&self.topo, self.snaps.tail());
         for l in lines
             .iter()
             .filter(|l| l.finding.kind != crate::findings::Kind::BlindSpots)

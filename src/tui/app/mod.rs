@@ -6,7 +6,8 @@
 //! position shown.
 //!
 //! The flows live beside this file: `keys.rs` (a key → an action, text input, the
-//! profile chooser), `playback.rs` (history, pause, seek, replay speed),
+//! profile chooser), `playback.rs` (history, pause, seek, replay speed), `history.rs` (the snapshots, packed
+//! and parsed where read),
 //! `recording.rs` (the `r` recording and markers), `knobs.rs` (toggle, edit, undo,
 //! profiles, refresh), `ab.rs` (the A/B experiment), `findings.rs` (the advisor's
 //! findings and trying a suggestion), `views.rs` (what the views and the sort columns
@@ -14,6 +15,7 @@
 
 pub mod ab;
 mod findings;
+pub mod history;
 mod keys;
 mod knobs;
 mod playback;
@@ -35,6 +37,7 @@ use crate::record::{Marker, Recording};
 use crate::snapshot::{ProcessStats, Snapshot, SourceStatus};
 use crate::topology::Topology;
 use ab::ExperimentLine;
+use history::History;
 
 pub use playback::Replay;
 pub use recording::Recorder;
@@ -49,12 +52,9 @@ pub fn matches(filter: &str, fields: &[&str]) -> bool {
     fields.iter().any(|x| x.to_lowercase().contains(&f))
 }
 
-/// Snapshots kept in live mode for history and sparklines (10 minutes at 1 s).
-pub const HISTORY: usize = 600;
-
-/// The live history's memory bound ([`crate::snapshot::Snapshot::approx_bytes`] summed):
-/// on a large machine it holds fewer than [`HISTORY`] snapshots, never fewer than
-/// [`HISTORY_MIN`].
+/// The live history's memory bound ([`History::bytes`]: the packed snapshots and the
+/// parsed ones): the oldest go first, never below [`HISTORY_MIN`]. A 2-CPU machine's
+/// snapshot packs to under a kilobyte, a 256-CPU one's to about 40 KB.
 pub const HISTORY_MIB: usize = 32;
 /// Snapshots the live history keeps whatever their size (the advisor's window and the
 /// graphs' span need them).
@@ -117,6 +117,8 @@ pub enum Msg {
     Elapsed(Duration),
     /// The next line of the recording being replayed (it loads while it plays).
     Replayed(Box<crate::record::Line<Snapshot, KnobEvent, Marker>>),
+    /// A replayed snapshot with its packed form (packed on the reading thread).
+    ReplayedPacked(Box<(Snapshot, history::Packed)>),
     /// The recording being replayed is loaded; whether it ended in a cut-off line.
     ReplayLoaded {
         truncated: bool,
@@ -155,11 +157,9 @@ pub struct App {
     pub host: Option<String>,
     pub kernel: Option<String>,
     pub interval: Duration,
-    /// Live: the last [`HISTORY`] snapshots, within [`HISTORY_MIB`]; replay: the whole
-    /// recording.
-    pub snaps: Vec<Snapshot>,
-    /// Live: each kept snapshot's [`Snapshot::approx_bytes`].
-    snap_bytes: Vec<usize>,
+    /// Live: the newest snapshots, within [`HISTORY_MIB`]; replay: the whole recording.
+    /// Packed, parsed around the one shown and at the newest.
+    pub snaps: History,
     /// Index of the snapshot shown (`None` before the first one).
     pub pos: Option<usize>,
     /// Live display frozen (history browsing) / replay stopped.
@@ -230,8 +230,7 @@ impl App {
             host: None,
             kernel: None,
             interval,
-            snaps: Vec::new(),
-            snap_bytes: Vec::new(),
+            snaps: History::default(),
             pos: None,
             paused: false,
             view: ViewId::Overview,
@@ -323,12 +322,15 @@ impl App {
         self.pos.and_then(|i| self.snaps.get(i))
     }
 
+    /// The newest snapshot.
+    pub fn newest(&self) -> Option<&Snapshot> {
+        self.snaps.newest()
+    }
+
     /// The shown snapshot and up to `n - 1` before it, oldest first.
+    /// (At most the span [`History::focus`] keeps parsed, [`history::MIN_SPAN`] or more.)
     pub fn history(&self, n: usize) -> &[Snapshot] {
-        match self.pos {
-            Some(p) if p < self.snaps.len() => &self.snaps[(p + 1).saturating_sub(n)..=p],
-            _ => &[],
-        }
+        self.pos.map_or(&[], |p| self.snaps.window(p, n))
     }
 
     /// The findings held at the shown snapshot, worst first.
@@ -497,13 +499,21 @@ impl App {
                 self.quit = true;
             }
             Msg::Elapsed(d) => self.elapsed(d),
-            Msg::Replayed(line) => self.replayed(*line),
+            Msg::Replayed(line) => self.replayed(*line, None),
+            Msg::ReplayedPacked(sp) => {
+                let (s, p) = *sp;
+                self.replayed(crate::record::Line::Snapshot(s), Some(p));
+            }
             Msg::ReplayLoaded { truncated } => {
                 if let Some(r) = self.replay.as_mut() {
                     r.loading = false;
                     r.truncated = truncated;
                 }
             }
+        }
+        self.snaps.focus(self.pos);
+        if let Some(e) = self.snaps.error.take() {
+            self.say(Level::Bad, e);
         }
         std::mem::take(&mut self.effects)
     }

@@ -3,20 +3,24 @@
 
 use std::time::Duration;
 
-use super::{App, Effect, HISTORY, HISTORY_MIB, HISTORY_MIN, Level};
+use super::history::Packed;
+use super::{App, Effect, HISTORY_MIB, HISTORY_MIN, Level};
 use crate::knobs::session::KnobEvent;
 use crate::record::Marker;
 use crate::snapshot::Snapshot;
 
-/// How many of the oldest snapshots (sizes in bytes, oldest first) go so that the rest
-/// are at most [`HISTORY`] and within [`HISTORY_MIB`], keeping at least [`HISTORY_MIN`].
-pub fn history_excess(sizes: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) -> usize {
-    let len = sizes.len();
-    let mut total = 0usize;
+/// How many of the oldest snapshots (packed sizes in bytes, oldest first) go so that
+/// they and `parsed` bytes are within [`HISTORY_MIB`], keeping at least [`HISTORY_MIN`].
+pub fn history_excess(
+    packed: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator,
+    parsed: usize,
+) -> usize {
+    let len = packed.len();
+    let mut total = parsed;
     let mut keep = 0usize;
-    for b in sizes.rev() {
+    for b in packed.rev() {
         total = total.saturating_add(b);
-        if keep >= HISTORY || (keep >= HISTORY_MIN && total > HISTORY_MIB << 20) {
+        if keep >= HISTORY_MIN && total > HISTORY_MIB << 20 {
             break;
         }
         keep += 1;
@@ -36,11 +40,14 @@ pub struct Replay {
 }
 
 impl App {
-    /// A live snapshot: kept (history bounded to [`HISTORY`] snapshots and
-    /// [`HISTORY_MIB`]), shown unless paused,
+    /// A live snapshot: kept (history bounded to [`HISTORY_MIB`]), shown unless paused,
     /// recorded when recording; the knobs are re-read at the same interval.
     pub(super) fn snapshot(&mut self, s: Snapshot) {
-        self.snaps.push(s);
+        if let Err(e) = self.snaps.push(s, None) {
+            self.say(Level::Bad, e);
+            return;
+        }
+        self.snaps.focus(self.pos);
         self.judge();
         if self.recording.is_some() {
             self.effect(Effect::RecordSnapshot);
@@ -49,16 +56,10 @@ impl App {
             self.effect(Effect::RefreshKnobs);
             self.ab_snapshot();
         }
-        if self.snap_bytes.len() + 1 == self.snaps.len() {
-            self.snap_bytes
-                .push(self.snaps.last().map_or(0, Snapshot::approx_bytes));
-        } else {
-            self.snap_bytes = self.snaps.iter().map(Snapshot::approx_bytes).collect();
-        }
-        let n = history_excess(self.snap_bytes.iter().copied());
+        let parsed = self.snaps.parsed_bytes();
+        let n = history_excess(self.snaps.metas().iter().map(Packed::bytes), parsed);
         if n > 0 {
-            self.snaps.drain(..n);
-            self.snap_bytes.drain(..n);
+            self.snaps.drop_oldest(n);
             self.pos = self.pos.map(|p| p.saturating_sub(n));
         }
         if !self.paused || self.pos.is_none() {
@@ -78,8 +79,8 @@ impl App {
         };
         r.carry += d.mul_f64(r.speed);
         let mut p = p;
-        while let Some(next) = self.snaps.get(p + 1) {
-            let step = Duration::from_nanos(next.time.interval_ns.max(1));
+        while let Some(next) = self.snaps.meta(p + 1) {
+            let step = Duration::from_nanos(next.interval_ns.max(1));
             if r.carry < step {
                 break;
             }
@@ -100,15 +101,23 @@ impl App {
     /// One line of the recording being replayed: a snapshot joins the others and is
     /// judged by the advisor as `Advisor::over` judges a whole recording (the same
     /// trailing window at each snapshot); knob changes and markers join theirs.
-    pub(super) fn replayed(&mut self, line: crate::record::Line<Snapshot, KnobEvent, Marker>) {
+    pub(super) fn replayed(
+        &mut self,
+        line: crate::record::Line<Snapshot, KnobEvent, Marker>,
+        packed: Option<Packed>,
+    ) {
         use crate::record::Line;
         match line {
             Line::Snapshot(s) => {
-                self.snaps.push(s);
-                self.advisor.observe(&self.topo, &self.snaps);
+                if let Err(e) = self.snaps.push(s, packed) {
+                    self.say(Level::Bad, e);
+                    return;
+                }
                 if self.pos.is_none() {
                     self.pos = Some(0);
                 }
+                self.snaps.focus(self.pos);
+                self.advisor.observe(&self.topo, self.snaps.tail());
             }
             Line::Knob(k) => self.knob_log.push(k),
             Line::Marker(m) => self.markers.push(m),
@@ -171,7 +180,7 @@ impl App {
             return;
         };
         let label = label.to_string();
-        let Some(i) = self.snaps.iter().position(|s| s.time.mono_ns > ns) else {
+        let Some(i) = self.snaps.metas().iter().position(|s| s.mono_ns > ns) else {
             self.say(
                 Level::Info,
                 format!("marker {label:?} is after the last snapshot"),
@@ -203,25 +212,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_history_is_bounded_in_count_and_in_mib_but_keeps_its_minimum() {
-        // Small snapshots: the count bounds it.
-        assert_eq!(history_excess(vec![1_000; HISTORY + 5].into_iter()), 5);
-        assert_eq!(history_excess(vec![1_000; 10].into_iter()), 0);
-        // 1 MiB each: HISTORY_MIB of them stay.
+    fn the_history_is_bounded_in_mib_but_keeps_its_minimum() {
         let mib = 1 << 20;
+        // Small packed snapshots: all stay.
+        assert_eq!(history_excess(vec![1_000; 10_000].into_iter(), 0), 0);
+        // A quarter MiB each: HISTORY_MIB of them stay, fewer with parsed ones beside them.
+        assert_eq!(history_excess(vec![mib / 4; 200].into_iter(), 0), 200 - 128);
         assert_eq!(
-            history_excess(vec![mib; 100].into_iter()),
-            100 - HISTORY_MIB.max(HISTORY_MIN)
+            history_excess(vec![mib / 4; 200].into_iter(), 16 * mib),
+            200 - 64
         );
         // Huge ones: never fewer than HISTORY_MIN.
         assert_eq!(
-            history_excess(vec![64 * mib; 100].into_iter()),
+            history_excess(vec![64 * mib; 100].into_iter(), 0),
             100 - HISTORY_MIN
         );
         // The newest are kept: a big old one goes first.
         let mut sizes = vec![mib / 4; HISTORY_MIN + 10];
         sizes[0] = 40 * mib;
-        assert_eq!(history_excess(sizes.into_iter()), 1);
+        assert_eq!(history_excess(sizes.into_iter(), 0), 1);
     }
 
     #[test]

@@ -84,7 +84,7 @@ impl App {
     }
 
     pub(super) fn write_snapshot(&mut self) {
-        let (Some(r), Some(s)) = (self.recording.as_mut(), self.snaps.last()) else {
+        let (Some(r), Some(s)) = (self.recording.as_mut(), self.snaps.newest()) else {
             return;
         };
         match r.writer.write_snapshot(s) {
@@ -97,7 +97,7 @@ impl App {
     }
 
     pub(super) fn write_marker(&mut self) {
-        let after_seq = self.snaps.last().map(|s| s.seq);
+        let after_seq = self.snaps.metas().last().map(|s| s.seq);
         let Some(r) = self.recording.as_mut() else {
             return;
         };

@@ -259,12 +259,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
 fn timeline(app: &App, width: usize) -> Line<'static> {
     let t = app.theme();
     let w = width.saturating_sub(12).max(10);
-    let (Some(first), Some(last)) = (app.snaps.first(), app.snaps.last()) else {
+    let (Some(first), Some(last)) = (app.snaps.metas().first(), app.snaps.metas().last()) else {
         return Line::raw("");
     };
     let (a, b) = (
-        first.time.mono_ns.saturating_sub(first.time.interval_ns),
-        last.time.mono_ns.max(first.time.mono_ns + 1),
+        first.mono_ns.saturating_sub(first.interval_ns),
+        last.mono_ns.max(first.mono_ns + 1),
     );
     let col = |ns: u64| -> Option<usize> {
         (ns >= a && ns <= b).then(|| ((ns - a) as f64 / (b - a) as f64 * (w - 1) as f64) as usize)
