@@ -10,7 +10,7 @@
 //! interval — as the kernel counts a hit against the preference at switch-in; a process
 //! seen for the first time is measured against the preference its first interval gives.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::snapshot::SatSum;
 use crate::topology::Topology;

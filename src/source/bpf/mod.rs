@@ -158,12 +158,12 @@ pub struct BpfSource {
     prev: Option<Cumulative>,
     /// Exited processes whose entries did not change in the last read and no CPU held:
     /// forgotten (their map entries deleted) when the same holds at the next read.
-    fading: std::collections::HashSet<u32>,
+    fading: rustc_hash::FxHashSet<u32>,
     /// Processes forgotten since attach.
     forgotten: u64,
     /// Exited processes not yet forgotten, with their names (empty when only the sweep
     /// found them gone).
-    gone: std::collections::HashMap<u32, String>,
+    gone: rustc_hash::FxHashMap<u32, String>,
     /// Reads since attach (the sweep runs every [`processes::SWEEP_EVERY`]).
     reads: u64,
     preferred: PreferredLlc,

@@ -3,7 +3,9 @@
 //! named as the hook saw them, and the maps filled as a busy machine's for the scale
 //! benchmark.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use libbpf_rs::{MapCore, MapFlags};
 
@@ -91,7 +93,7 @@ impl BpfSource {
         };
         self.reads += 1;
         let sweep = self.reads.is_multiple_of(SWEEP_EVERY);
-        let mut now = HashSet::new();
+        let mut now = HashSet::default();
         for (&tgid, p) in &cur.procs {
             if tgid == 0 || cur.held.contains(&tgid) || prev.procs.get(&tgid) != Some(p) {
                 continue;

@@ -3,7 +3,7 @@
 //! never switches out is counted too. Kernel reads only; deltas are [`super::delta`]'s.
 //! The map access itself (batch calls, the mapped slots) is maps.rs's.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use libbpf_rs::{MapCore, MapFlags};
 
