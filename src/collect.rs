@@ -206,7 +206,7 @@ fn attach_counters(topo: &Topology, snap: &mut Snapshot, secs: f64) {
 pub fn aggregate(topo: &Topology, snap: &mut Snapshot) {
     let by_cpu = |cpus: &[u32]| -> Vec<&CpuStats> {
         cpus.iter()
-            .filter_map(|&c| snap.cpus.iter().find(|s| s.cpu == c && s.online))
+            .filter_map(|&c| snap.cpu(c).filter(|s| s.online))
             .collect()
     };
     let mut llcs: Vec<GroupStats> = topo

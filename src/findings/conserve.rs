@@ -21,7 +21,7 @@ pub const HOLD_SHARE_CLEAR: f64 = 0.3;
 pub const CRITICAL_IDLE_BUSY: f64 = 0.1;
 
 fn cpu(s: &Snapshot, id: u32) -> Option<&CpuStats> {
-    s.cpus.iter().find(|c| c.cpu == id && c.online)
+    s.cpu(id).filter(|c| c.online)
 }
 
 /// In snapshot `s`, among `cpus`: the CPU whose tasks waited most (if past

@@ -54,6 +54,16 @@ pub struct Snapshot {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uncore_l3: Vec<UncoreL3>,
 }
+impl Snapshot {
+    /// The entry of CPU `cpu`. `cpus` is in CPU order and usually dense, so the direct
+    /// index is tried first (the advisor looks CPUs up per snapshot per LLC).
+    pub fn cpu(&self, cpu: u32) -> Option<&CpuStats> {
+        match self.cpus.get(cpu as usize) {
+            Some(c) if c.cpu == cpu => Some(c),
+            _ => self.cpus.iter().find(|c| c.cpu == cpu),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotTime {

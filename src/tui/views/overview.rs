@@ -252,15 +252,7 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
             for chunk in l.cpus.chunks(per_row) {
                 let spans: Vec<Span> = chunk
                     .iter()
-                    .map(|&cpu| {
-                        // `cpus` is in CPU order and usually dense: index first.
-                        let c = s
-                            .cpus
-                            .get(cpu as usize)
-                            .filter(|c| c.cpu == cpu)
-                            .or_else(|| s.cpus.iter().find(|c| c.cpu == cpu));
-                        cpu_cell(c, cpu, w, secs, t)
-                    })
+                    .map(|&cpu| cpu_cell(s.cpu(cpu), cpu, w, secs, t))
                     .collect();
                 lines.push(Line::from(spans));
             }
