@@ -1,6 +1,6 @@
 //! The safe write path — the only code in llctop that writes to the kernel.
 //!
-//! Every change goes through [`Session::write_knob`]:
+//! Every change goes through `Session::write_knob`:
 //! 1. the knob must be in the registry (the allowlist; cgroup knobs resolved inside their
 //!    mount), the session must not be read-only, and the knob must be writable;
 //! 2. the value is validated by the knob's type and range before anything is written;

@@ -16,7 +16,7 @@ use crate::snapshot::ProcessStats;
 
 /// Reads between two sweeps for exited processes the exit hook could not report (its
 /// map full): each sweep checks the unchanged, unheld processes with `kill(tgid, 0)`.
-const SWEEP_EVERY: u64 = 64;
+pub(super) const SWEEP_EVERY: u64 = 64;
 
 impl BpfSource {
     /// Benchmark support (examples/scale_bench.rs): store processes `first..first + n`
