@@ -439,6 +439,20 @@ impl Started {
     }
 }
 
+/// The scheduler lines of `text` stamped between `from` and `to` (seconds), at most 80:
+/// what a failed comparison with the trace shows, so that a disagreement can be read.
+fn trace_around(text: &str, from: f64, to: f64) -> String {
+    text.lines()
+        .filter(|l| {
+            l.find(": sched_")
+                .and_then(|at| l[..at].split_whitespace().last()?.parse::<f64>().ok())
+                .is_some_and(|ts| (from..=to).contains(&ts))
+        })
+        .take(80)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// How close (seconds, the trace's global clock) a change of a CPU's state may come to
 /// a placement before the trace cannot say whether llctop's read of that CPU's run
 /// queue saw it before or after: the BPF program reads the other CPUs' run queues one by
@@ -449,6 +463,8 @@ const UNSURE_S: f64 = 200e-6;
 struct Placed {
     order: usize,
     cpu: i32,
+    /// When (the trace's clock, seconds).
+    ts: f64,
     /// Allowed CPUs (other than `cpu`) idle at the placement.
     idle: Vec<i32>,
     /// Allowed CPUs whose state changed within UNSURE_S of the placement: idle or not,
@@ -538,6 +554,7 @@ impl Trace {
                         Placed {
                             order: n,
                             cpu: to,
+                            ts,
                             idle,
                             unsure: Vec::new(),
                         },
@@ -697,9 +714,11 @@ fn check_placement(kernel: &str) {
                 .expect("the placement's idle count") as usize;
             assert!(
                 (sure..=most).contains(&idle),
-                "{case}: {tid}: llctop saw {idle} idle allowed CPUs, the trace {:?} (unsure {:?})",
+                "{case}: {tid}: llctop saw {idle} idle allowed CPUs, the trace {:?} (unsure {:?}); \
+                 the trace from 1 ms before the placement to 5 ms after:\n{}",
                 p.idle,
-                p.unsure
+                p.unsure,
+                trace_around(&text, p.ts - 1e-3, p.ts + 5e-3)
             );
         }
         let (sure, maybe) = (trace.piled(false), trace.piled(true));
