@@ -103,7 +103,7 @@ fn main() {
          {:.1} KB packed), history {:.1} MiB, resident {} KiB",
         topo.summary(),
         app.snaps.len(),
-        app.newest().map_or(0, |s| s.approx_bytes()) as f64 / 1e3,
+        app.snaps.newest().map_or(0, |s| s.approx_bytes()) as f64 / 1e3,
         app.snaps.metas().last().map_or(0, |p| p.bytes()) as f64 / 1e3,
         app.snaps.bytes() as f64 / (1 << 20) as f64,
         rss

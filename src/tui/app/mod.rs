@@ -322,11 +322,6 @@ impl App {
         self.pos.and_then(|i| self.snaps.get(i))
     }
 
-    /// The newest snapshot.
-    pub fn newest(&self) -> Option<&Snapshot> {
-        self.snaps.newest()
-    }
-
     /// The shown snapshot and up to `n - 1` before it, oldest first.
     /// (At most the span [`History::focus`] keeps parsed, [`history::MIN_SPAN`] or more.)
     pub fn history(&self, n: usize) -> &[Snapshot] {

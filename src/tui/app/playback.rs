@@ -56,8 +56,13 @@ impl App {
             self.effect(Effect::RefreshKnobs);
             self.ab_snapshot();
         }
-        let parsed = self.snaps.parsed_bytes();
-        let n = history_excess(self.snaps.metas().iter().map(Packed::bytes), parsed);
+        // Within the bound (the common case): no walk over every kept snapshot.
+        let n = if self.snaps.bytes() <= HISTORY_MIB << 20 {
+            0
+        } else {
+            let parsed = self.snaps.parsed_bytes();
+            history_excess(self.snaps.metas().iter().map(Packed::bytes), parsed)
+        };
         if n > 0 {
             self.snaps.drop_oldest(n);
             self.pos = self.pos.map(|p| p.saturating_sub(n));
