@@ -117,8 +117,8 @@ struct cpu_stat {
 	/* What curr's switch-in found, owed to its process and added to its accumulator
 	 * slot when it switches out (one slot per switch): the run-queue wait that ended
 	 * then, whether it began on its kernel-preferred LLC (CURR_HIT / CURR_MISS, 0 no
-	 * preference), and that preference (PREF_UNSET: not read). Userspace adds them to
-	 * curr_tgid like the running slice. */
+	 * preference: the slice's runtime is then hit or miss time), and that preference
+	 * (PREF_UNSET: not read). Userspace adds them to curr_tgid with the running slice. */
 	u64 curr_wait;
 	s32 curr_pref;
 	u32 curr_hit;
@@ -129,8 +129,6 @@ struct cpu_stat {
 	u64 mig_cause[NR_CAUSE];
 	u64 mig_unclassified;
 	u64 wakeup_new;
-	u64 pref_hit;         /* switch-ins on the task's kernel-preferred LLC */
-	u64 pref_miss;
 	u64 events_dropped;
 	/* Updates of proc_stats / proc_llc / exited refused because the map was full. */
 	u64 proc_dropped;
@@ -212,14 +210,15 @@ struct proc_llc_key {
 };
 
 /* What a process did on one LLC: completed runtime, run-queue waits that ended there,
- * switch-ins on / off its kernel-preferred LLC, and its migrations — kept in the shared
+ * runtime of slices begun on / off its kernel-preferred LLC, and its migrations — kept in the shared
  * map (proc_llc) and, until flushed there, in a CPU's accumulator slot (acc). Only u64s:
  * a flush adds them word by word. */
 struct proc_counts {
 	u64 runtime_ns;
 	u64 wait_ns;
-	u64 pref_hit;
-	u64 pref_miss;
+	/* Runtime of the slices that began on (hit) / off (miss) its kernel-preferred LLC. */
+	u64 pref_hit_ns;
+	u64 pref_miss_ns;
 	/* The process's migrations, by distance and unclassified, under the LLC of the
 	 * CPU that ran the migrate hook (not where the task went: a per-process sum). */
 	u64 mig_dist[NR_DIST];
@@ -734,9 +733,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 			pa->c.runtime_ns += ran;
 		pa->c.wait_ns += cs->curr_wait;
 		if (cs->curr_hit == CURR_HIT)
-			pa->c.pref_hit++;
+			pa->c.pref_hit_ns += ran;
 		else if (cs->curr_hit == CURR_MISS)
-			pa->c.pref_miss++;
+			pa->c.pref_miss_ns += ran;
 		s32 pref = cs->curr_pref;
 		if (pref != PREF_UNSET && pref != pa->pref) {
 			store_pref(prev_tgid, pref);
@@ -780,22 +779,16 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 			cs->curr_wait = d;
 	}
 
-	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): a hit is a
-	 * switch-in on the LLC whose kernel id is the preference; -1 (none, or dropped) is
-	 * kept too, so a cleared preference does not linger. */
+	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): the slice that
+	 * begins is a hit when it begins on the LLC whose kernel id is the preference (its
+	 * runtime is added to pref_hit_ns or pref_miss_ns when it ends); -1 (none, or
+	 * dropped) is kept too, so a cleared preference does not linger. */
 	if (bpf_core_field_exists(next->preferred_llc) && t) {
 		if (!kernel_preferred_llc)
 			kernel_preferred_llc = 1;
 		int pref = RD(direct, next, preferred_llc);
-		if (pref >= 0) {
-			if ((u32)pref == t->kernel_llc) {
-				cs->pref_hit++;
-				cs->curr_hit = CURR_HIT;
-			} else {
-				cs->pref_miss++;
-				cs->curr_hit = CURR_MISS;
-			}
-		}
+		if (pref >= 0)
+			cs->curr_hit = (u32)pref == t->kernel_llc ? CURR_HIT : CURR_MISS;
 		cs->curr_pref = pref;
 	}
 	return 0;

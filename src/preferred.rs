@@ -7,7 +7,8 @@
 //! its value exceeds the current one's by more than 2× (hysteresis).
 //!
 //! The hit ratio of an interval is measured against the preference held *entering* the
-//! interval — as the kernel counts a hit against the preference at switch-in; a process
+//! interval — as a slice under the kernel's preference is judged against the one read
+//! at its switch-in; a process
 //! seen for the first time is measured against the preference its first interval gives.
 
 use rustc_hash::FxHashMap as HashMap;

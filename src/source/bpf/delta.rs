@@ -173,8 +173,8 @@ pub fn processes(
         }
         runtime_of(a, b, &mut runtime);
         let preferred = if cur.kernel_preferred {
-            let hits = d(a.pref_hit, b.pref_hit);
-            let misses = d(a.pref_miss, b.pref_miss);
+            let hits = d(a.pref_hit_ns, b.pref_hit_ns);
+            let misses = d(a.pref_miss_ns, b.pref_miss_ns);
             let llc = kernel_llc_to_llc(a.kernel_pref, p.kernel_llc);
             let hit = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
             (llc, hit, PreferredKind::Kernel)
@@ -373,8 +373,8 @@ mod tests {
         let mut cur = prev.clone();
         cur.kernel_preferred = true;
         let mut p = proc(&[0, 500, 0, 0], [0; 4]);
-        p.pref_hit = 3;
-        p.pref_miss = 1;
+        p.pref_hit_ns = 3_000;
+        p.pref_miss_ns = 1_000;
         // The kernel numbered llctop's LLC 1 as 3.
         p.kernel_pref = 3;
         p.llc[1].1.pc = [1000, 2000, 10, 5, 1];

@@ -40,14 +40,16 @@ pub const NR_CAUSE: usize = BpfCause::NR_CAUSE.0 as usize;
 pub const PREF_UNSET: i32 = BpfPref::PREF_UNSET.0 as i32;
 
 /// What the running task's switch-in found and the CPU still owes its process (added to
-/// the process's accumulator slot when it switches out): its run-queue wait and its
-/// preferred-LLC verdict, as the counts a slot holds.
-pub fn pending_counts(s: &types::cpu_stat) -> types::proc_counts {
+/// the process's accumulator slot when it switches out), with the slice `running_ns`
+/// long so far: its run-queue wait, and that runtime as preferred-LLC hit or miss time
+/// by its switch-in's verdict — as the counts a slot holds.
+pub fn pending_counts(s: &types::cpu_stat, running_ns: u64) -> types::proc_counts {
     let hit = BpfCurrHit(s.curr_hit);
+    let on = |v: BpfCurrHit| if hit == v { running_ns } else { 0 };
     types::proc_counts {
         wait_ns: s.curr_wait,
-        pref_hit: u64::from(hit == BpfCurrHit::CURR_HIT),
-        pref_miss: u64::from(hit == BpfCurrHit::CURR_MISS),
+        pref_hit_ns: on(BpfCurrHit::CURR_HIT),
+        pref_miss_ns: on(BpfCurrHit::CURR_MISS),
         ..Default::default()
     }
 }
@@ -170,17 +172,17 @@ mod tests {
             curr_hit: BpfCurrHit::CURR_MISS.0,
             ..Default::default()
         };
-        let c = pending_counts(&s);
-        assert_eq!((c.wait_ns, c.pref_hit, c.pref_miss), (1_500, 0, 1));
+        let c = pending_counts(&s, 700);
+        assert_eq!((c.wait_ns, c.pref_hit_ns, c.pref_miss_ns), (1_500, 0, 700));
         assert_eq!(
             c.runtime_ns, 0,
             "the running slice is added on its own clock"
         );
         s.curr_hit = BpfCurrHit::CURR_HIT.0;
-        assert_eq!(pending_counts(&s).pref_hit, 1);
+        assert_eq!(pending_counts(&s, 700).pref_hit_ns, 700);
         s.curr_hit = BpfCurrHit::CURR_NONE.0;
-        let c = pending_counts(&s);
-        assert_eq!((c.pref_hit, c.pref_miss), (0, 0));
+        let c = pending_counts(&s, 700);
+        assert_eq!((c.pref_hit_ns, c.pref_miss_ns), (0, 0));
         assert_eq!(PREF_UNSET, -2);
     }
 

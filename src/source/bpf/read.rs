@@ -31,8 +31,9 @@ pub struct ProcCum {
     pub wait_ns: u64,
     pub dist: [u64; NR_DIST],
     pub unclassified: u64,
-    pub pref_hit: u64,
-    pub pref_miss: u64,
+    /// Runtime of slices begun on / off its kernel-preferred LLC.
+    pub pref_hit_ns: u64,
+    pub pref_miss_ns: u64,
     /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
     pub kernel_pref: i64,
     /// The LLCs it ran on (llctop's ids, ascending) and what it did on each: a process
@@ -47,8 +48,8 @@ impl Default for ProcCum {
             wait_ns: 0,
             dist: [0; NR_DIST],
             unclassified: 0,
-            pref_hit: 0,
-            pref_miss: 0,
+            pref_hit_ns: 0,
+            pref_miss_ns: 0,
             kernel_pref: -1,
             llc: Vec::new(),
         }
@@ -56,12 +57,12 @@ impl Default for ProcCum {
 }
 
 impl ProcCum {
-    /// Add the wait, preferred-LLC hits and migrations of `c` (its runtime is per LLC:
+    /// Add the wait, preferred-LLC hit and miss time and migrations of `c` (its runtime is per LLC:
     /// the caller's).
     fn add_counts(&mut self, c: &types::proc_counts) {
         self.wait_ns += c.wait_ns;
-        self.pref_hit += c.pref_hit;
-        self.pref_miss += c.pref_miss;
+        self.pref_hit_ns += c.pref_hit_ns;
+        self.pref_miss_ns += c.pref_miss_ns;
         for (a, b) in self.dist.iter_mut().zip(c.mig_dist) {
             *a += b;
         }
@@ -232,12 +233,13 @@ pub fn read(
         c.unclassified += s.mig_unclassified;
         c.dropped += s.events_dropped;
         c.proc_dropped += s.proc_dropped;
+        let ns = running_ns(&s, now);
         if s.curr_pid != 0 {
             c.held.insert(s.curr_tgid);
             // What its switch-in found, still pending on this CPU (read after the
             // slots it moves into: missed once at worst, never counted twice).
             let p = c.procs.entry(s.curr_tgid).or_default();
-            p.add_counts(&pending_counts(&s));
+            p.add_counts(&pending_counts(&s, ns));
             if s.curr_pref != PREF_UNSET {
                 p.kernel_pref = i64::from(s.curr_pref);
             }
@@ -245,7 +247,7 @@ pub fn read(
         inflight.push(Inflight {
             cpu: cpu as u32,
             tgid: if s.curr_pid != 0 { s.curr_tgid } else { 0 },
-            ns: running_ns(&s, now),
+            ns,
             acc_runtime: acc_runtime
                 .get_mut(cpu)
                 .map(std::mem::take)
