@@ -129,6 +129,10 @@ struct cpu_stat {
 	u64 mig_cause[NR_CAUSE];
 	u64 mig_unclassified;
 	u64 wakeup_new;
+	/* Switches whose outgoing task is not the one the last switch seen here brought in:
+	 * the kernel switched without calling this program (some kernels skip the
+	 * tracepoint for some tasks), and what the unseen switch began went uncounted. */
+	u64 switches_unseen;
 	u64 events_dropped;
 	/* Updates of proc_stats / proc_llc / exited refused because the map was full. */
 	u64 proc_dropped;
@@ -223,6 +227,9 @@ struct proc_counts {
 	 * CPU that ran the migrate hook (not where the task went: a per-process sum). */
 	u64 mig_dist[NR_DIST];
 	u64 mig_unclassified;
+	/* Switch-ins of its threads the kernel made without calling the switch hook
+	 * (cpu_stat.switches_unseen): the run-queue waits they ended are missing. */
+	u64 unseen_ins;
 };
 
 /* A process on one LLC: its counts, and the counter deltas of its completed slices
@@ -677,6 +684,74 @@ static __noinline void slice_to_llc(u32 tgid, u32 llc, u64 ran, struct pc_delta 
 	}
 }
 
+/* Settle a slice of process tgid that ended after ran ns into its slot pa: the runtime
+ * (unless counters take it to proc_llc with them), what its switch-in found (the wait
+ * that ended then; ran as preferred-LLC hit or miss time) and the preference read then. */
+static __always_inline void settle(struct cpu_stat *cs, struct acc_slot *pa, u32 tgid, u64 ran,
+				   bool runtime)
+{
+	if (runtime)
+		pa->c.runtime_ns += ran;
+	pa->c.wait_ns += cs->curr_wait;
+	if (cs->curr_hit == CURR_HIT)
+		pa->c.pref_hit_ns += ran;
+	else if (cs->curr_hit == CURR_MISS)
+		pa->c.pref_miss_ns += ran;
+	s32 pref = cs->curr_pref;
+	if (pref != PREF_UNSET && pref != pa->pref) {
+		store_pref(tgid, pref);
+		pa->pref = pref;
+	}
+}
+
+/* The task a switch takes off the CPU, as read from it. */
+struct outgoing {
+	u64 arrived; /* its sched_info.last_arrival (run queue clock), 0 unread */
+	u32 pid;
+	u32 tgid;
+	s32 pref;    /* its preferred_llc, PREF_UNSET unread */
+};
+
+/* The kernel switched on this CPU without calling the switch hook: the outgoing task o
+ * is not the one the last switch seen here brought in. Some kernels skip the
+ * tracepoint for some tasks (seen on a vendor 6.18: switches out of its guest agent's
+ * threads and out of idle). The task seen last ran from the last seen switch until o's
+ * own arrival (`o->arrived`, on the run queue's clock; 0 without sched_info, or when it
+ * is out of that span: then until now); that slice is settled here, and o's is set up
+ * as if its switch-in had been seen, with its preferred-LLC verdict read now. The wait
+ * that ended at the unseen switch-in is lost (the kernel has cleared its start):
+ * counted per CPU and, in the slot of o's process, per process. */
+static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outgoing *o)
+{
+	const volatile struct cpu_topo *t = topo_of(cpu);
+	u64 arrived = o->arrived;
+	u32 pid = o->pid, tgid = o->tgid;
+	s32 pref = o->pref;
+	cs->switches_unseen++;
+	if (!(arrived > cs->last_switch_ns && arrived <= now))
+		arrived = now;
+	u32 was = cs->curr_pid ? cs->curr_tgid : 0;
+	u64 ran = cs->curr_pid ? arrived - cs->last_switch_ns : 0;
+	struct acc_slot *pa = t && was ? acc_of(cpu, was, t) : NULL;
+	if (pa)
+		settle(cs, pa, was, ran, true);
+	else if (t && ran) {
+		struct pc_delta none = {};
+		slice_to_llc(was, t->llc, ran, &none, false);
+	}
+	cs->last_switch_ns = arrived;
+	cs->curr_pid = pid;
+	cs->curr_tgid = tgid;
+	cs->curr_wait = 0;
+	cs->curr_hit = CURR_NONE;
+	if (t && pref >= 0)
+		cs->curr_hit = (u32)pref == t->kernel_llc ? CURR_HIT : CURR_MISS;
+	cs->curr_pref = pref;
+	struct acc_slot *pb = t && pid ? acc_of(cpu, tgid, t) : NULL;
+	if (pb)
+		pb->c.unseen_ins++;
+}
+
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 				     const bool direct)
 {
@@ -725,23 +800,25 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	 * straight to proc_llc together (the idle task's counters to tgid 0). */
 	struct pc_delta pd;
 	bool have_pc = read_counters(cs, cpu, &pd);
+	u32 out_pid = RD(direct, prev, pid);
+	if (out_pid != prev_pid && cs->last_switch_ns) {
+		struct outgoing o = {
+			.arrived = kq && out_pid ? RD(direct, prev, sched_info.last_arrival) : 0,
+			.pid = out_pid,
+			.tgid = out_pid ? RD(direct, prev, tgid) : 0,
+			.pref = PREF_UNSET,
+		};
+		if (bpf_core_field_exists(prev->preferred_llc) && out_pid)
+			o.pref = RD(direct, prev, preferred_llc);
+		unseen(cs, cpu, now, &o);
+		prev_pid = o.pid;
+		prev_tgid = o.tgid;
+	}
 	u64 ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0 ?
 			  now - cs->last_switch_ns : 0;
 	struct acc_slot *pa = t && prev_pid ? acc_of(cpu, prev_tgid, t) : NULL;
-	if (pa) {
-		if (!have_pc)
-			pa->c.runtime_ns += ran;
-		pa->c.wait_ns += cs->curr_wait;
-		if (cs->curr_hit == CURR_HIT)
-			pa->c.pref_hit_ns += ran;
-		else if (cs->curr_hit == CURR_MISS)
-			pa->c.pref_miss_ns += ran;
-		s32 pref = cs->curr_pref;
-		if (pref != PREF_UNSET && pref != pa->pref) {
-			store_pref(prev_tgid, pref);
-			pa->pref = pref;
-		}
-	}
+	if (pa)
+		settle(cs, pa, prev_tgid, ran, !have_pc);
 	if (t && (have_pc || (ran && !pa)))
 		slice_to_llc(prev_tgid, t->llc, ran, &pd, have_pc);
 	cs->last_switch_ns = now;

@@ -167,51 +167,73 @@ fn stamped_waits_are_the_kernels_run_delay_too() {
 
 /// Two spinners pinned to one CPU, started and ended inside one window: each one's wait
 /// as llctop counts it against the kernel's run_delay the spinner read before it exited.
+/// Some kernels (this VM's vendor 6.18) switch to a task now and then without the
+/// sched_switch tracepoint; the wait that switch-in ended is then missing, and llctop
+/// says so in the row (`switches_unseen`). A spinner without one must match; one with
+/// one may only be short. A round where every spinner had one proves nothing about the
+/// others: up to 4 rounds are run until one has a spinner that had none.
 fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
     let (a, _) = two_cpus(&topo);
-    sample(&topo, &mut bpf);
-    let spinners: Vec<Child> = (0..2)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
-                .args(["spin", &a.to_string(), "1"])
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("spin")
-        })
-        .collect();
-    let delays: Vec<(u32, u64)> = spinners
-        .into_iter()
-        .map(|c| {
-            let pid = c.id();
-            let out = c.wait_with_output().expect("spin output");
-            let said = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(out.status.success(), "spin: {said}");
-            let d = said
-                .lines()
-                .find_map(|l| l.strip_prefix("run_delay_ns "))
-                .and_then(|d| d.trim().parse().ok())
-                .unwrap_or_else(|| panic!("spin said no run_delay_ns: {said:?}"));
-            (pid, d)
-        })
-        .collect();
-    let s = sample(&topo, &mut bpf);
-    for (pid, kernel) in delays {
-        let ours = row(&s, pid).rq_wait_ns;
-        println!(
-            "{} spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns",
-            bpf.mode().label()
-        );
-        assert!(
-            kernel > 100_000_000,
-            "the spinners must wait for each other"
-        );
-        // After reading its run_delay the spinner prints and exits: a last wait of a slice
-        // at most may follow, counted by llctop only.
-        assert!(
-            (ours as f64 - kernel as f64).abs() <= 0.02 * kernel as f64,
-            "spinner {pid}: llctop wait {ours} ns vs the kernel's run_delay {kernel} ns"
-        );
+    let mut matched = 0;
+    for round in 1..=4 {
+        sample(&topo, &mut bpf);
+        let spinners: Vec<Child> = (0..2)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+                    .args(["spin", &a.to_string(), "1"])
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .expect("spin")
+            })
+            .collect();
+        let delays: Vec<(u32, u64)> = spinners
+            .into_iter()
+            .map(|c| {
+                let pid = c.id();
+                let out = c.wait_with_output().expect("spin output");
+                let said = String::from_utf8_lossy(&out.stdout).into_owned();
+                assert!(out.status.success(), "spin: {said}");
+                let d = said
+                    .lines()
+                    .find_map(|l| l.strip_prefix("run_delay_ns "))
+                    .and_then(|d| d.trim().parse().ok())
+                    .unwrap_or_else(|| panic!("spin said no run_delay_ns: {said:?}"));
+                (pid, d)
+            })
+            .collect();
+        let s = sample(&topo, &mut bpf);
+        for (pid, kernel) in delays {
+            let r = row(&s, pid);
+            let (ours, unseen) = (r.rq_wait_ns, r.switches_unseen);
+            println!(
+                "{} round {round}: spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns, switch-ins unseen {unseen}",
+                bpf.mode().label()
+            );
+            assert!(
+                kernel > 100_000_000,
+                "the spinners must wait for each other"
+            );
+            // After reading its run_delay the spinner prints and exits: a last wait of a
+            // slice at most may follow, counted by llctop only.
+            let close = (ours as f64 - kernel as f64).abs() <= 0.02 * kernel as f64;
+            if unseen == 0 {
+                assert!(
+                    close,
+                    "spinner {pid}: llctop wait {ours} ns vs the kernel's run_delay {kernel} ns"
+                );
+                matched += 1;
+            } else {
+                assert!(
+                    close || ours < kernel,
+                    "spinner {pid}: {unseen} switch-ins unseen, yet llctop wait {ours} ns > the kernel's {kernel} ns"
+                );
+            }
+        }
+        if matched > 0 {
+            return;
+        }
     }
+    panic!("in 4 rounds every spinner had a switch-in the kernel made without the tracepoint");
 }
 
 /// The process row of `pid` in `s`.

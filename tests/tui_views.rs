@@ -145,6 +145,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         cross_llc_migrations: 12,
         migrations_by_distance: None,
         rq_wait_ns: 250_000_000,
+        switches_unseen: 0,
         cgroup: Some("/bench".into()),
         counters: Some(counters(1_000_000_000, 400_000_000, 5_000_000)),
         counters_per_llc: per_llc

@@ -114,6 +114,10 @@ pub struct SystemStats {
     pub load: Option<[f64; 3]>,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuStats {
     pub cpu: u32,
@@ -130,6 +134,12 @@ pub struct CpuStats {
     pub migrations_out: Option<u64>,
     /// Run-queue wait accrued by tasks on this CPU, ns.
     pub rq_wait_ns: Option<u64>,
+    /// Context switches here the kernel made without its `sched_switch` tracepoint, as
+    /// the BPF source found them (the outgoing task was not the one the last switch it
+    /// saw brought in): the waits they ended are missing from `rq_wait_ns`. 0 when none,
+    /// or without the BPF source.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switches_unseen: u64,
     /// Runnable tasks (running or queued) seen on this CPU at the end of the interval.
     pub runnable: Option<u32>,
     /// Run-queue waits ending on this CPU by log2 bucket: `[i]` counts waits in

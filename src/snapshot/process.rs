@@ -66,6 +66,10 @@ pub struct ProcessStats {
     #[serde(default)]
     pub migrations_by_distance: Option<ByDistance>,
     pub rq_wait_ns: u64,
+    /// Switch-ins of its threads the kernel made without its `sched_switch` tracepoint
+    /// (BPF source): the waits they ended are missing from `rq_wait_ns`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switches_unseen: u64,
     /// cgroup v2 path (or the v1 memory-controller path), when known.
     #[serde(default)]
     pub cgroup: Option<String>,

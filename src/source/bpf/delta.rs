@@ -29,7 +29,11 @@ pub fn cpus(prev: &Cumulative, cur: &Cumulative, out: &mut [CpuStats]) {
         let (Some(&sw), Some(&psw)) = (cur.switches.get(i), prev.switches.get(i)) else {
             continue;
         };
-        c.ctx_switches = Some(d(sw, psw));
+        c.switches_unseen = d(
+            cur.unseen.get(i).copied().unwrap_or(0),
+            prev.unseen.get(i).copied().unwrap_or(0),
+        );
+        c.ctx_switches = Some(d(sw, psw) + c.switches_unseen);
         c.migrations_in = Some(d(cur.mig_in[i], prev.mig_in[i]));
         c.migrations_out = Some(d(cur.mig_out[i], prev.mig_out[i]));
         c.rq_wait_ns = Some(d(cur.rq_wait[i], prev.rq_wait[i]));
@@ -44,6 +48,14 @@ pub fn cpus(prev: &Cumulative, cur: &Cumulative, out: &mut [CpuStats]) {
         c.rq_wait_hist = Some(h);
         c.runnable = None;
     }
+}
+
+/// Context switches of the interval made without the tracepoint, and all of them (the
+/// seen ones and those), over every CPU.
+pub fn unseen(prev: &Cumulative, cur: &Cumulative) -> (u64, u64) {
+    let sum = |c: &[u64], p: &[u64]| -> u64 { c.iter().zip(p).map(|(&a, &b)| d(a, b)).sum() };
+    let unseen = sum(&cur.unseen, &prev.unseen);
+    (unseen, sum(&cur.switches, &prev.switches) + unseen)
 }
 
 /// Exact migrations of the interval: by distance, by cause, and the LLC matrix.
@@ -222,6 +234,7 @@ pub fn processes(
                 cross_llc_migrations: dist.cross_llc + dist.cross_node,
                 migrations_by_distance: Some(dist),
                 rq_wait_ns: d(a.wait_ns, b.wait_ns),
+                switches_unseen: d(a.unseen_ins, b.unseen_ins),
                 counters: c.counters,
                 counters_per_llc: c.counters_per_llc,
                 ..ProcessStats::default()
@@ -313,6 +326,39 @@ mod tests {
     }
 
     #[test]
+    fn switches_made_without_the_tracepoint_count_as_switches_and_apart() {
+        let t = topo();
+        let n = t.nr_cpu_ids();
+        let mut prev = Cumulative::zeroed(n, 4);
+        prev.switches[0] = 100;
+        prev.unseen[0] = 1;
+        let mut cur = prev.clone();
+        cur.switches[0] = 140;
+        cur.unseen[0] = 3;
+        cur.switches[2] = 7;
+        let mut s = crate::collect::empty_snapshot(&t);
+        cpus(&prev, &cur, &mut s.cpus);
+        assert_eq!(
+            (s.cpus[0].ctx_switches, s.cpus[0].switches_unseen),
+            (Some(42), 2)
+        );
+        assert_eq!(
+            (s.cpus[2].ctx_switches, s.cpus[2].switches_unseen),
+            (Some(7), 0)
+        );
+        assert_eq!(
+            unseen(&prev, &cur),
+            (2, 49),
+            "2 unseen of 40 + 7 seen and 2 unseen"
+        );
+        assert_eq!(unseen(&prev, &prev), (0, 0));
+        // In the JSON only where there were some.
+        let j = serde_json::to_value(&s.cpus).unwrap_or_default();
+        assert_eq!(j[0]["switches_unseen"], 2);
+        assert!(j[2].get("switches_unseen").is_none());
+    }
+
+    #[test]
     fn migrations_by_distance_cause_and_matrix() {
         let mut prev = Cumulative::zeroed(2, 2);
         prev.dist = [1, 1, 1, 1];
@@ -375,6 +421,7 @@ mod tests {
         let mut p = proc(&[0, 500, 0, 0], [0; 4]);
         p.pref_hit_ns = 3_000;
         p.pref_miss_ns = 1_000;
+        p.unseen_ins = 2;
         // The kernel numbered llctop's LLC 1 as 3.
         p.kernel_pref = 3;
         p.llc[1].1.pc = [1000, 2000, 10, 5, 1];
@@ -401,6 +448,7 @@ mod tests {
             (r.preferred_llc, r.preferred_hit),
             (t.llc_of(2), Some(0.75))
         );
+        assert_eq!(r.switches_unseen, 2);
         let c = r.counters.as_ref().unwrap();
         assert_eq!((c.cycles, c.instructions), (Some(2000), Some(4000)));
         assert_eq!(c.cache_misses, None, "slot not in the mask");

@@ -409,21 +409,30 @@ impl BpfSource {
 
     /// The state line of the source: how it is attached, where the preferred LLC comes
     /// from, what is missing.
-    fn status(&self, kernel_preferred: bool) -> SourceStatus {
-        let mut reason = if self.disabled.is_empty() {
-            format!(
-                "{}; every event counted in the kernel; {}",
-                self.mode.label(),
-                self.waits.label()
-            )
-        } else {
-            format!(
-                "{}; {}; hooks not available on this kernel: {}",
-                self.mode.label(),
-                self.waits.label(),
+    /// `unseen`: the interval's switches made without the tracepoint, of all switches.
+    fn status(&self, kernel_preferred: bool, unseen: (u64, u64)) -> SourceStatus {
+        let (missed, all) = unseen;
+        let mut parts = vec![self.mode.label().to_string()];
+        if missed > 0 {
+            parts.push(format!(
+                "{missed} of {all} context switches made without the sched_switch tracepoint (this kernel skips it for some tasks): the run-queue waits they ended are missing{}",
+                if self.waits == Waits::SchedInfo {
+                    ", runtimes split at the tasks' own arrival times"
+                } else {
+                    ", their tasks' runtimes go to the task seen before them"
+                }
+            ));
+        } else if self.disabled.is_empty() {
+            parts.push("every event counted in the kernel".into());
+        }
+        parts.push(self.waits.label().to_string());
+        if !self.disabled.is_empty() {
+            parts.push(format!(
+                "hooks not available on this kernel: {}",
                 self.disabled.join(", ")
-            )
-        };
+            ));
+        }
+        let mut reason = parts.join("; ");
         reason = format!(
             "{reason}; {}",
             if kernel_preferred {
@@ -442,7 +451,11 @@ impl BpfSource {
         }
         SourceStatus {
             name: "bpf".into(),
-            state: SourceState::Active,
+            state: if missed > 0 {
+                SourceState::Degraded
+            } else {
+                SourceState::Active
+            },
             reason: Some(reason),
         }
     }
@@ -463,7 +476,11 @@ impl Source for BpfSource {
             self.acc.as_ref(),
         );
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
-        snap.sources.push(self.status(cur.kernel_preferred));
+        let unseen = self
+            .prev
+            .as_ref()
+            .map_or((0, 0), |p| delta::unseen(p, &cur));
+        snap.sources.push(self.status(cur.kernel_preferred, unseen));
         let Some(prev) = self.prev.replace(cur) else {
             return;
         };

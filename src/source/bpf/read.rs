@@ -34,6 +34,8 @@ pub struct ProcCum {
     /// Runtime of slices begun on / off its kernel-preferred LLC.
     pub pref_hit_ns: u64,
     pub pref_miss_ns: u64,
+    /// Switch-ins of its threads made without the tracepoint.
+    pub unseen_ins: u64,
     /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
     pub kernel_pref: i64,
     /// The LLCs it ran on (llctop's ids, ascending) and what it did on each: a process
@@ -50,6 +52,7 @@ impl Default for ProcCum {
             unclassified: 0,
             pref_hit_ns: 0,
             pref_miss_ns: 0,
+            unseen_ins: 0,
             kernel_pref: -1,
             llc: Vec::new(),
         }
@@ -63,6 +66,7 @@ impl ProcCum {
         self.wait_ns += c.wait_ns;
         self.pref_hit_ns += c.pref_hit_ns;
         self.pref_miss_ns += c.pref_miss_ns;
+        self.unseen_ins += c.unseen_ins;
         for (a, b) in self.dist.iter_mut().zip(c.mig_dist) {
             *a += b;
         }
@@ -96,6 +100,8 @@ impl ProcCum {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cumulative {
     pub switches: Vec<u64>,
+    /// Switches made without the tracepoint, found by the switch hook.
+    pub unseen: Vec<u64>,
     pub rq_wait: Vec<u64>,
     pub hist: Vec<[u64; WAIT_BUCKETS]>,
     pub mig_in: Vec<u64>,
@@ -127,6 +133,7 @@ impl Cumulative {
     pub fn zeroed(nr_cpus: usize, nr_llc: usize) -> Self {
         Cumulative {
             switches: vec![0; nr_cpus],
+            unseen: vec![0; nr_cpus],
             rq_wait: vec![0; nr_cpus],
             hist: vec![[0; WAIT_BUCKETS]; nr_cpus],
             mig_in: vec![0; nr_cpus],
@@ -221,6 +228,7 @@ pub fn read(
         let s: types::cpu_stat = pod(bytes);
         if cpu < n {
             c.switches[cpu] = s.switches;
+            c.unseen[cpu] = s.switches_unseen;
             c.rq_wait[cpu] = s.rq_wait_ns;
             c.hist[cpu] = s.wait_hist;
         }
