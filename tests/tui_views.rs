@@ -145,7 +145,8 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         cross_llc_migrations: 12,
         migrations_by_distance: None,
         rq_wait_ns: 250_000_000,
-        switches_unseen: 0,
+        // Two switch-ins the kernel made without the tracepoint: a lower-bound wait.
+        switches_unseen: 2,
         cgroup: Some("/bench".into()),
         counters: Some(counters(1_000_000_000, 400_000_000, 5_000_000)),
         counters_per_llc: per_llc
@@ -456,6 +457,7 @@ fn processes_view_sorts_filters_and_drills_into_a_pile_up() {
         has(&s, &format!("{}k", topo.llcs.len() - 1), name); // the kernel's
         has(&s, "25%", name);
         has(&s, "0.40", name); // stream IPC
+        has(&s, "≥250.0ms", name); // stream's wait, a lower bound
         // By name, then reversed.
         key(&mut app, KeyCode::Char('s'));
         assert_eq!(app.process_rows()[0].comm, "postgres", "{name}: by COMM");
@@ -488,6 +490,11 @@ fn processes_view_sorts_filters_and_drills_into_a_pile_up() {
         has(&s, "runtime per LLC", name);
         has(&s, "← preferred", name);
         has(&s, "IPC 0.40", name);
+        has(
+            &s,
+            "wait ≥250.0ms/s (2 switch-ins unseen: waits missing)",
+            name,
+        );
         has(
             &s,
             &format!(

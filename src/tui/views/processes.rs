@@ -137,7 +137,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 Cell::from(r.llc_spread.to_string()),
                 Cell::from(rate(r.cross_llc_migrations, secs)).style(x_style),
                 Cell::from(rate(r.migrations, secs)),
-                Cell::from(ns((r.rq_wait_ns as f64 / secs.max(1e-9)) as u64)),
+                Cell::from(wait_rate(r, secs)),
                 Cell::from(or_dash(c.and_then(|c| c.ipc), |v| format!("{v:.2}"))),
                 Cell::from(or_dash(c.and_then(|c| c.mpki), |v| format!("{v:.1}"))),
                 Cell::from(r.cgroup.clone().unwrap_or_default()),
@@ -242,7 +242,7 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             )),
         ]),
         Line::raw(format!(
-            "preferred LLC {} ({}) · hit {} · spread {} LLCs · migrations {}/s ({} cross-LLC/s) · wait {}/s",
+            "preferred LLC {} ({}) · hit {} · spread {} LLCs · migrations {}/s ({} cross-LLC/s) · wait {}/s{}",
             or_dash(r.preferred_llc, |l| l.to_string()),
             match r.preferred_kind {
                 PreferredKind::Kernel => "the kernel's p->preferred_llc",
@@ -252,7 +252,12 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             r.llc_spread,
             rate(r.migrations, secs),
             rate(r.cross_llc_migrations, secs),
-            ns((r.rq_wait_ns as f64 / secs.max(1e-9)) as u64),
+            wait_rate(r, secs),
+            if r.switches_unseen > 0 {
+                format!(" ({} switch-ins unseen: waits missing)", r.switches_unseen)
+            } else {
+                String::new()
+            },
         )),
     ];
     if let Some(c) = &r.counters {
@@ -337,4 +342,15 @@ fn draw_placements(f: &mut Frame, area: Rect, app: &App, pid: u32) {
         Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),
         area,
     );
+}
+
+/// A row's run-queue wait per second; `≥` before it when some of its switch-ins were made
+/// without the tracepoint (their waits are missing: a lower bound).
+fn wait_rate(r: &ProcessStats, secs: f64) -> String {
+    let w = ns((r.rq_wait_ns as f64 / secs.max(1e-9)) as u64);
+    if r.switches_unseen > 0 {
+        format!("≥{w}")
+    } else {
+        w
+    }
 }
