@@ -172,6 +172,13 @@ fn check_bpf_migrations(kernel: &str) {
         bpf.reason.as_deref().unwrap_or("")
     );
     assert_eq!(bpf.state, llctop::snapshot::SourceState::Active);
+    // A stock kernel fires sched_switch for every switch: none found unseen (this
+    // project's vendor VM kernel skips some; docs/performance.md (a)).
+    let cpus = || rec.snapshots.iter().flat_map(|s| &s.cpus);
+    let seen: u64 = cpus().filter_map(|c| c.ctx_switches).sum();
+    let unseen: u64 = cpus().map(|c| c.switches_unseen).sum();
+    println!("lab {kernel}: {seen} context switches, {unseen} made without the tracepoint");
+    assert!(seen > 0 && unseen == 0, "{unseen} of {seen} unseen");
     // No cache-aware scheduling before 7.2: llctop emulates the preference and says why.
     assert!(
         bpf.reason
