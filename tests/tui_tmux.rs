@@ -66,7 +66,12 @@ fn live_tui_in_a_real_terminal() {
     ));
     let s = t.wait_for(&["#1 "], "first snapshot");
     assert!(s.contains("llctop "), "{s}");
-    assert!(s.contains("sources bpf ✓"), "BPF as root:\n{s}");
+    // Up: active, or degraded where the kernel makes some switches without the
+    // tracepoint (this VM's vendor kernel; the reason says so, tests/unprivileged.rs).
+    assert!(
+        s.contains("sources bpf ✓") || s.contains("sources bpf ◐"),
+        "BPF as root:\n{s}"
+    );
     for (key, want) in [
         ("2", &["Migrations/s by distance"][..]),
         ("3", &["Processes —"]),

@@ -19,11 +19,11 @@ if [ -e $RELAX ]; then
   for i in 1 2 3 4; do (while :; do :; done) & pids="$pids $!"; done
   for i in 1 2 3 4 5 6; do (while :; do usleep 2000; done) & pids="$pids $!"; done
   lab knob_before "$(cat $RELAX)"
-  # 6 rounds: a 2 s TCG window of A can hold no newidle balancing above the LLC at all,
-  # and with 4 rounds one such window kept the rank test above p = 0.05 (p = 0.14 with
-  # A 8.2/s against B 0).
+  # 8 rounds: a 2 s TCG window of A can hold no newidle balancing above the LLC at all;
+  # with 4 rounds one such window kept the rank test above p = 0.05 (p = 0.14 with A
+  # 8.2/s against B 0), with 6 two did at the DIE level (p = 0.061).
   llctop --interval 500ms --source procfs ab relax_domain_level=-1,1 --window 2s \
-    --warmup 500ms --rounds 6 --json -o /tmp/ab.jsonl.gz >/tmp/ab.json 2>/tmp/ab.err
+    --warmup 500ms --rounds 8 --json -o /tmp/ab.jsonl.gz >/tmp/ab.json 2>/tmp/ab.err
   lab ab_rc $?
   lab knob_after "$(cat $RELAX)"
   # Stopped after the first flip (window 2 runs with 1).
