@@ -45,6 +45,7 @@ pub struct Exporter {
     migrations_exact: Gauge<f64, AtomicU64>,
     causes: Count,
     ctx: Counter,
+    ctx_unseen: Counter,
     forks: Counter,
     proc_lost: Counter,
     lb_attempts: Count,
@@ -91,6 +92,7 @@ impl Exporter {
             migrations_exact: Gauge::default(),
             causes: Count::default(),
             ctx: Counter::default(),
+            ctx_unseen: Counter::default(),
             forks: Counter::default(),
             proc_lost: Counter::default(),
             lb_attempts: Count::default(),
@@ -167,6 +169,11 @@ impl Exporter {
             "context_switches",
             "Context switches, all CPUs",
             e.ctx.clone(),
+        );
+        r.register(
+            "context_switches_unseen",
+            "Context switches the kernel made without its sched_switch tracepoint (found by the BPF source): the run-queue waits they ended are missing",
+            e.ctx_unseen.clone(),
         );
         r.register("forks", "Tasks created", e.forks.clone());
         r.register(
@@ -375,6 +382,8 @@ impl Exporter {
         if let Some(c) = s.system.ctx_switches {
             self.ctx.inc_by(c);
         }
+        self.ctx_unseen
+            .inc_by(s.cpus.iter().map(|c| c.switches_unseen).sum::<u64>());
         if let Some(f) = s.system.forks {
             self.forks.inc_by(f);
         }

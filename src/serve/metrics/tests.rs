@@ -13,6 +13,7 @@ fn snap(topo: &Topology, seq: u64) -> Snapshot {
     m.by_distance.cross_llc = 10;
     m.by_distance.smt = 4;
     s.migrations = Some(m);
+    s.cpus[1].switches_unseen = 2;
     s
 }
 
@@ -35,6 +36,10 @@ fn counters_accumulate_snapshots_and_read_as_openmetrics() {
         "{om}"
     );
     assert!(om.contains("llctop_migrations_exact 1"), "{om}");
+    assert!(
+        om.contains("llctop_context_switches_unseen_total 6"),
+        "{om}"
+    );
     // Busy: 0.5 of 1 s on each of 2 CPUs, 3 times: 3 CPU-seconds per LLC.
     assert!(
         om.contains("llctop_llc_busy_seconds_total{llc=\"0\",node=\"0\"} 3.0"),
