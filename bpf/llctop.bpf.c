@@ -131,7 +131,7 @@ struct cpu_stat {
 	u64 wakeup_new;
 	/* Switches whose outgoing task is not the one the last switch seen here brought in:
 	 * the kernel switched without calling this program (some kernels skip the
-	 * tracepoint for some tasks), and what the unseen switch began went uncounted. */
+	 * tracepoint for some tasks); the wait that unseen switch-in ended is lost. */
 	u64 switches_unseen;
 	u64 events_dropped;
 	/* Updates of proc_stats / proc_llc / exited refused because the map was full. */
@@ -214,9 +214,9 @@ struct proc_llc_key {
 };
 
 /* What a process did on one LLC: completed runtime, run-queue waits that ended there,
- * runtime of slices begun on / off its kernel-preferred LLC, and its migrations — kept in the shared
- * map (proc_llc) and, until flushed there, in a CPU's accumulator slot (acc). Only u64s:
- * a flush adds them word by word. */
+ * runtime of slices begun on / off its kernel-preferred LLC, and its migrations — kept
+ * in the shared map (proc_llc) and, until flushed there, in a CPU's accumulator slot
+ * (acc). Only u64s: a flush adds them word by word. */
 struct proc_counts {
 	u64 runtime_ns;
 	u64 wait_ns;
@@ -704,6 +704,15 @@ static __always_inline void settle(struct cpu_stat *cs, struct acc_slot *pa, u32
 	}
 }
 
+/* A slice's preferred-LLC verdict: CURR_HIT when it begins on the LLC whose kernel id is
+ * the preference pref, CURR_MISS elsewhere, CURR_NONE without one (pref < 0). */
+static __always_inline u32 verdict(int pref, const volatile struct cpu_topo *t)
+{
+	if (pref < 0)
+		return CURR_NONE;
+	return (u32)pref == t->kernel_llc ? CURR_HIT : CURR_MISS;
+}
+
 /* The task a switch takes off the CPU, as read from it. */
 struct outgoing {
 	u64 arrived; /* its sched_info.last_arrival (run queue clock), 0 unread */
@@ -743,9 +752,7 @@ static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outg
 	cs->curr_pid = pid;
 	cs->curr_tgid = tgid;
 	cs->curr_wait = 0;
-	cs->curr_hit = CURR_NONE;
-	if (t && pref >= 0)
-		cs->curr_hit = (u32)pref == t->kernel_llc ? CURR_HIT : CURR_MISS;
+	cs->curr_hit = t ? verdict(pref, t) : CURR_NONE;
 	cs->curr_pref = pref;
 	struct acc_slot *pb = t && pid ? acc_of(cpu, tgid, t) : NULL;
 	if (pb)
@@ -864,8 +871,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		if (!kernel_preferred_llc)
 			kernel_preferred_llc = 1;
 		int pref = RD(direct, next, preferred_llc);
-		if (pref >= 0)
-			cs->curr_hit = (u32)pref == t->kernel_llc ? CURR_HIT : CURR_MISS;
+		cs->curr_hit = verdict(pref, t);
 		cs->curr_pref = pref;
 	}
 	return 0;
