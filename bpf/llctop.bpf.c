@@ -51,6 +51,13 @@ enum llctop_limits {
 	NR_PC = 5,
 	/* Per-CPU accumulator slots (a power of two), one process each. */
 	ACC_SLOTS = 256,
+	/* The "LLC" of a process's own entry in proc_vals (no LLC has this id): its kernel
+	 * preferred LLC. */
+	PROC_LLC_SELF = MAX_CPUS,
+	/* Entries of proc_vals (one per process and LLC), and the 64-bit words of the
+	 * bitmap saying which are in use. */
+	PROC_SLOTS = 65536,
+	PROC_WORDS = PROC_SLOTS / 64,
 };
 /* Distance classes of a migration, nearest first. */
 enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
@@ -134,7 +141,7 @@ struct cpu_stat {
 	 * tracepoint for some tasks); the wait that unseen switch-in ended is lost. */
 	u64 switches_unseen;
 	u64 events_dropped;
-	/* Updates of proc_stats / proc_llc / exited refused because the map was full. */
+	/* Updates of proc_vals / proc_idx / exited refused because the map was full. */
 	u64 proc_dropped;
 	u64 budget_window;
 	u32 budget_used;        /* migration events in this window */
@@ -193,20 +200,10 @@ struct {
 	__type(value, u64);
 } wait_start SEC(".maps");
 
-struct proc_stat {
-	s64 preferred_llc; /* last seen p->preferred_llc (the kernel's LLC id), -1 none */
-};
-
-/* Plain hashes, not LRU: userspace deletes a process's entries once it exited and its
- * counts were read, so they hold the processes alive (and the just exited); when one is
- * full anyway, what could not be stored is counted (cpu_stat.proc_dropped), never lost
- * silently by evicting another process's counts. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, u32); /* tgid */
-	__type(value, struct proc_stat);
-} proc_stats SEC(".maps");
+/* Process entries: plain hash and array, not LRU. Userspace gives a process's entries
+ * back once it exited and its counts were read, so they hold the processes alive (and
+ * the just exited); when they are full anyway, what could not be stored is counted
+ * (cpu_stat.proc_dropped), never lost silently by evicting another process's counts. */
 
 struct proc_llc_key {
 	u32 tgid;
@@ -215,7 +212,7 @@ struct proc_llc_key {
 
 /* What a process did on one LLC: completed runtime, run-queue waits that ended there,
  * runtime of slices begun on / off its kernel-preferred LLC, and its migrations — kept
- * in the shared map (proc_llc) and, until flushed there, in a CPU's accumulator slot
+ * in the shared array (proc_vals) and, until flushed there, in a CPU's accumulator slot
  * (acc). Only u64s: a flush adds them word by word. */
 struct proc_counts {
 	u64 runtime_ns;
@@ -240,14 +237,49 @@ struct proc_llc_val {
 	u64 pc[NR_PC];
 	u64 pc_enabled;
 	u64 pc_running;
+	/* In the process's own entry (LLC PROC_LLC_SELF): the last p->preferred_llc seen
+	 * (the kernel's LLC id); -1 for none, and in every other entry. */
+	s64 preferred_llc;
 };
 
+#ifndef BPF_F_MMAPABLE
+#define BPF_F_MMAPABLE (1U << 10)
+#endif
+
+/* proc_vals entry i: the process and LLC it belongs to, and their counts. The key is
+ * PROC_KEY_NONE while the entry is free or being set up: an entry is zeroed before its
+ * key is published, and userspace sets the key back to PROC_KEY_NONE before it frees it. */
+#define PROC_KEY_NONE (~0ULL)
+struct proc_llc_ent {
+	u64 key; /* tgid << 32 | llc */
+	struct proc_llc_val v;
+};
+
+/* Where process tgid's entry for LLC llc is in proc_vals. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, PROC_SLOTS);
 	__type(key, struct proc_llc_key);
-	__type(value, struct proc_llc_val);
-} proc_llc SEC(".maps");
+	__type(value, u32);
+} proc_idx SEC(".maps");
+
+/* The per-process counts, index-addressed and mmapable: userspace reads the entries in
+ * use (proc_used) through a mapping every interval, with no system call and no copy by
+ * the kernel, instead of walking a hash of 40,000 entries with batch calls (issue
+ * "Scale": that walk was 10 ms of a 10,000-process interval). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, PROC_SLOTS);
+	__type(key, u32);
+	__type(value, struct proc_llc_ent);
+} proc_vals SEC(".maps");
+
+/* Which proc_vals entries are in use (bit i of word i / 64). The program sets a bit when
+ * it takes an entry; userspace clears it when it frees one (an exited process, counted),
+ * through the mapping of .bss. proc_hint: a word to start looking for a free entry at. */
+u64 proc_used[PROC_WORDS];
+u32 proc_hint;
 
 /* Processes whose last thread exited since userspace last took them (it reads and
  * deletes them every interval), with the name /proc/PID/comm had: userspace forgets
@@ -263,9 +295,9 @@ struct {
 	__type(value, struct proc_exit);
 } exited SEC(".maps");
 
-/* What a CPU owes proc_llc for one process on its LLC, not yet flushed: the slot
+/* What a CPU owes proc_vals for one process on its LLC, not yet flushed: the slot
  * tgid & (ACC_SLOTS - 1) of the CPU holds the last process there; another one takes it
- * over after flushing it. Userspace adds the slots to what it reads from proc_llc. */
+ * over after flushing it. Userspace adds the slots to what it reads from proc_vals. */
 struct acc_slot {
 	u32 tgid;             /* 0: empty */
 	s32 pref;             /* preferred_llc last stored for tgid, PREF_UNSET none */
@@ -275,10 +307,6 @@ struct acc_slot {
 /* CPU c's slots are [c * ACC_SLOTS, (c + 1) * ACC_SLOTS) of one plain array, each
  * written by its own CPU only. Not a per-CPU array: the slot a switch touches measured
  * ~8% more per switch there (per-CPU map memory comes from vmalloc'd chunks). */
-#ifndef BPF_F_MMAPABLE
-#define BPF_F_MMAPABLE (1U << 10)
-#endif
-
 /* Mmapable: userspace reads the slots through a read-only mapping, with no system call
  * and no copy of 80 bytes × 256 slots × CPUs by the kernel every interval. */
 struct {
@@ -428,31 +456,63 @@ static __always_inline void count_proc_dropped(void)
 		cs->proc_dropped++;
 }
 
-static __always_inline struct proc_llc_val *llc_of(u32 tgid, u32 llc)
+/* One step of the search for a free proc_vals entry: word (proc_hint + i) of the
+ * bitmap; its lowest clear bit is taken atomically (another CPU may take it first: then
+ * the search goes on). */
+static long take_free(u64 i, u32 *idx)
 {
-	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
-	struct proc_llc_val *v = bpf_map_lookup_elem(&proc_llc, &k);
-	if (v)
-		return v;
-	struct proc_llc_val zero = {};
-	bpf_map_update_elem(&proc_llc, &k, &zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(&proc_llc, &k);
-	if (!v)
-		count_proc_dropped();
-	return v;
+	u32 w = (proc_hint + (u32)i) & (PROC_WORDS - 1);
+	u64 used = proc_used[w];
+	if (used == ~0ULL)
+		return 0;
+	u64 bit = ~used & -~used;
+	if (__sync_fetch_and_or(&proc_used[w], bit) & bit)
+		return 0;
+	*idx = w * 64 + log2_u64(bit);
+	proc_hint = w;
+	return 1;
 }
 
-static __always_inline struct proc_stat *proc_of(u32 tgid)
+/* The entry of process tgid on LLC llc in proc_vals: looked up in proc_idx, else (when
+ * create) a free entry taken, zeroed and published (when another CPU published one for the same key
+ * meanwhile, this one is given back and that one used). NULL when all are taken:
+ * counted in proc_dropped. Out of line: reached from a slot takeover or a slice with
+ * counters, not from every switch. */
+static __noinline struct proc_llc_val *llc_of(u32 tgid, u32 llc, bool create)
 {
-	struct proc_stat *ps = bpf_map_lookup_elem(&proc_stats, &tgid);
-	if (ps)
-		return ps;
-	struct proc_stat init = { .preferred_llc = -1 };
-	bpf_map_update_elem(&proc_stats, &tgid, &init, BPF_NOEXIST);
-	ps = bpf_map_lookup_elem(&proc_stats, &tgid);
-	if (!ps)
+	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
+	u32 *at = bpf_map_lookup_elem(&proc_idx, &k);
+	struct proc_llc_ent *e;
+	if (at) {
+		e = bpf_map_lookup_elem(&proc_vals, at);
+		return e ? &e->v : NULL;
+	}
+	if (!create)
+		return NULL;
+	u32 idx = PROC_SLOTS;
+	bpf_loop(PROC_WORDS, take_free, &idx, 0);
+	e = bpf_map_lookup_elem(&proc_vals, &idx);
+	if (!e) {
 		count_proc_dropped();
-	return ps;
+		return NULL;
+	}
+	__builtin_memset(&e->v, 0, sizeof(e->v));
+	e->v.preferred_llc = -1;
+	if (!bpf_map_update_elem(&proc_idx, &k, &idx, BPF_NOEXIST)) {
+		/* Published last: userspace reads an entry once its key is set. */
+		__sync_lock_test_and_set(&e->key, (u64)tgid << 32 | llc);
+		return &e->v;
+	}
+	/* Not stored (another CPU's entry for the same key, or proc_idx full): this one
+	 * was never published, and is given back. */
+	__sync_fetch_and_and(&proc_used[idx / 64 & (PROC_WORDS - 1)], ~(1ULL << (idx & 63)));
+	at = bpf_map_lookup_elem(&proc_idx, &k);
+	e = at ? bpf_map_lookup_elem(&proc_vals, at) : NULL;
+	if (!e) {
+		count_proc_dropped();
+		return NULL;
+	}
+	return &e->v;
 }
 
 /* Rate limiter for detail events: event_budget per CPU per 100 ms for migrations, and as
@@ -625,12 +685,12 @@ static __always_inline bool read_counters(struct cpu_stat *cs, u32 cpu, struct p
 }
 
 /* Hand slot a to process tgid: what it holds for another process is flushed to
- * proc_llc (LLC llc, this CPU's) first. Out of line: a process takes a slot over rarely
+ * proc_vals (LLC llc, this CPU's) first. Out of line: a process takes a slot over rarely
  * next to the switches that find theirs. */
 static __noinline void acc_take(struct acc_slot *a, u32 tgid, u32 llc)
 {
 	if (a->tgid) {
-		struct proc_llc_val *v = llc_of(a->tgid, llc);
+		struct proc_llc_val *v = llc_of(a->tgid, llc, true);
 		if (v) {
 			u64 *from = (u64 *)&a->c;
 			u64 *to = (u64 *)&v->c;
@@ -656,20 +716,20 @@ static __always_inline struct acc_slot *acc_of(u32 cpu, u32 tgid, const volatile
 	return a;
 }
 
-/* Store process tgid's kernel-preferred LLC (-1: none) in proc_stats. No preference
- * needs storing only for a process that had one. */
+/* Store process tgid's kernel-preferred LLC (-1: none) in its own proc_vals entry. No
+ * preference needs storing only for a process that had one. */
 static __noinline void store_pref(u32 tgid, s32 pref)
 {
-	struct proc_stat *ps = pref >= 0 ? proc_of(tgid) : bpf_map_lookup_elem(&proc_stats, &tgid);
-	if (ps && ps->preferred_llc != pref)
-		ps->preferred_llc = pref;
+	struct proc_llc_val *v = llc_of(tgid, PROC_LLC_SELF, pref >= 0);
+	if (v && v->preferred_llc != pref)
+		v->preferred_llc = pref;
 }
 
-/* Add a completed slice to process tgid on LLC llc in proc_llc: its runtime and, with
+/* Add a completed slice to process tgid on LLC llc in proc_vals: its runtime and, with
  * counters, their deltas (kept together: they scale each other). */
 static __noinline void slice_to_llc(u32 tgid, u32 llc, u64 ran, struct pc_delta *pd, bool have_pc)
 {
-	struct proc_llc_val *v = llc_of(tgid, llc);
+	struct proc_llc_val *v = llc_of(tgid, llc, true);
 	if (!v)
 		return;
 	if (ran)
@@ -685,7 +745,7 @@ static __noinline void slice_to_llc(u32 tgid, u32 llc, u64 ran, struct pc_delta 
 }
 
 /* Settle a slice of process tgid that ended after ran ns into its slot pa: the runtime
- * (unless counters take it to proc_llc with them), what its switch-in found (the wait
+ * (unless counters take it to proc_vals with them), what its switch-in found (the wait
  * that ended then; ran as preferred-LLC hit or miss time) and the preference read then. */
 static __always_inline void settle(struct cpu_stat *cs, struct acc_slot *pa, u32 tgid, u64 ran,
 				   bool runtime)
@@ -804,7 +864,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	/* Close the slice that just ended. prev's process gets, in its accumulator slot
 	 * on this CPU, the runtime and what its switch-in found (the wait that ended then,
 	 * its preferred-LLC verdict); with counters, the runtime and counter deltas go
-	 * straight to proc_llc together (the idle task's counters to tgid 0). */
+	 * straight to proc_vals together (the idle task's counters to tgid 0). */
 	struct pc_delta pd;
 	bool have_pc = read_counters(cs, cpu, &pd);
 	u32 out_pid = RD(direct, prev, pid);

@@ -46,8 +46,18 @@ pub fn kernel_llc_ids(topo: &Topology) -> Vec<Option<u32>> {
 
 #[derive(Debug, Clone, Default)]
 struct State {
-    decayed: Vec<f64>,
+    /// (LLC, decayed runtime) of the LLCs the process ran on, by LLC: a process runs on
+    /// a few of a machine's LLCs, and a machine may run thousands of processes.
+    decayed: Vec<(u32, f64)>,
     preferred: Option<u32>,
+}
+
+impl State {
+    fn at(&self, llc: u32) -> f64 {
+        self.decayed
+            .binary_search_by_key(&llc, |e| e.0)
+            .map_or(0.0, |i| self.decayed[i].1)
+    }
 }
 
 /// What the tracker says about one process for one interval.
@@ -70,20 +80,34 @@ impl PreferredLlc {
 
     /// Feed one interval of a process's runtime per LLC (indexed by LLC id).
     pub fn update(&mut self, pid: u32, runtime_per_llc: &[u64]) -> Preference {
+        let sparse: Vec<(u32, u64)> = runtime_per_llc
+            .iter()
+            .enumerate()
+            .filter(|e| *e.1 > 0)
+            .map(|(l, &r)| (l as u32, r))
+            .collect();
+        self.update_sparse(pid, &sparse)
+    }
+
+    /// Feed one interval of a process's runtime on the LLCs it ran on: (LLC id, runtime),
+    /// ascending by LLC.
+    pub fn update_sparse(&mut self, pid: u32, runtime: &[(u32, u64)]) -> Preference {
         let st = self.procs.entry(pid).or_default();
-        if st.decayed.len() < runtime_per_llc.len() {
-            st.decayed.resize(runtime_per_llc.len(), 0.0);
+        for d in &mut st.decayed {
+            d.1 /= 2.0;
         }
-        for (d, &r) in st.decayed.iter_mut().zip(runtime_per_llc) {
-            *d = *d / 2.0 + r as f64;
+        for &(l, r) in runtime {
+            match st.decayed.binary_search_by_key(&l, |e| e.0) {
+                Ok(i) => st.decayed[i].1 += r as f64,
+                Err(i) => st.decayed.insert(i, (l, r as f64)),
+            }
         }
         let entering = st.preferred;
         let best = argmax(&st.decayed);
         st.preferred = match (st.preferred, best) {
             (None, b) => b,
             (Some(cur), Some(b)) if b != cur => {
-                let cur_v = st.decayed.get(cur as usize).copied().unwrap_or(0.0);
-                if st.decayed[b as usize] > 2.0 * cur_v {
+                if st.at(b) > 2.0 * st.at(cur) {
                     Some(b)
                 } else {
                     Some(cur)
@@ -92,13 +116,16 @@ impl PreferredLlc {
             (cur, _) => cur,
         };
         let measured = entering.or(st.preferred);
-        let total: u64 = runtime_per_llc.iter().copied().sat_sum();
+        let total: u64 = runtime.iter().map(|e| e.1).sat_sum();
+        let on = |p: u32| {
+            runtime
+                .binary_search_by_key(&p, |e| e.0)
+                .map_or(0, |i| runtime[i].1)
+        };
         let hit = match (measured, total) {
             (_, 0) => None,
             (None, _) => Some(0.0),
-            (Some(p), t) => {
-                Some(runtime_per_llc.get(p as usize).copied().unwrap_or(0) as f64 / t as f64)
-            }
+            (Some(p), t) => Some(on(p) as f64 / t as f64),
         };
         Preference {
             preferred_llc: st.preferred,
@@ -120,14 +147,16 @@ impl PreferredLlc {
     }
 }
 
-fn argmax(v: &[f64]) -> Option<u32> {
-    let mut best: Option<(usize, f64)> = None;
-    for (i, &x) in v.iter().enumerate() {
+/// The LLC with the most decayed runtime (the lowest id of those tied); `None` when none
+/// has any.
+fn argmax(v: &[(u32, f64)]) -> Option<u32> {
+    let mut best: Option<(u32, f64)> = None;
+    for &(l, x) in v {
         if x > 0.0 && best.is_none_or(|(_, b)| x > b) {
-            best = Some((i, x));
+            best = Some((l, x));
         }
     }
-    best.map(|(i, _)| i as u32)
+    best.map(|(l, _)| l)
 }
 
 #[cfg(test)]

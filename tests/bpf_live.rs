@@ -387,4 +387,12 @@ fn exited_processes_are_counted_then_forgotten() {
         stray.is_empty(),
         "exited, not held, still in the map: {stray:?}"
     );
+    // The forgotten processes' entries were given back: every entry marked in use has
+    // a key (but for one the program may be setting up right now).
+    let (keys, marked) = src.entries_in_use();
+    println!("proc_idx keys {keys}, proc_vals entries marked in use {marked}");
+    assert!(
+        keys <= marked && marked <= keys + 4,
+        "{marked} entries marked in use for {keys} keys: entries leaked"
+    );
 }

@@ -163,7 +163,8 @@ pub fn processes(
         }
     };
     let mut idle_counters = None;
-    let mut runtime = Vec::with_capacity(p.nr_llc);
+    // Each process's runtime on the LLCs it ran on in the interval, ascending by LLC.
+    let mut ran: Vec<(u32, u64)> = Vec::with_capacity(8);
     // Every process's figures first (the emulated preference follows them all), the
     // rows only for the busiest: a machine may run thousands of processes.
     struct Candidate<'c> {
@@ -173,7 +174,7 @@ pub fn processes(
         cpu_time_ns: u64,
         preferred: (Option<u32>, Option<f64>, PreferredKind),
         counters_per_llc: Vec<Option<Counters>>,
-        counters: Option<Counters>,
+        counters: Option<Box<Counters>>,
     }
     let mut cands = Vec::with_capacity(cur.procs.len());
     for (&tgid, a) in &cur.procs {
@@ -183,7 +184,11 @@ pub fn processes(
             idle_counters = total_of(&counters_per_llc);
             continue;
         }
-        runtime_of(a, b, &mut runtime);
+        ran.clear();
+        ran.extend(a.llc.iter().filter_map(|&(l, x)| {
+            let r = d(x.runtime, b.at(l).runtime);
+            ((l as usize) < p.nr_llc && r > 0).then_some((l, r))
+        }));
         let preferred = if cur.kernel_preferred {
             let hits = d(a.pref_hit_ns, b.pref_hit_ns);
             let misses = d(a.pref_miss_ns, b.pref_miss_ns);
@@ -191,10 +196,10 @@ pub fn processes(
             let hit = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
             (llc, hit, PreferredKind::Kernel)
         } else {
-            let pref = preferred.update(tgid, &runtime);
+            let pref = preferred.update_sparse(tgid, &ran);
             (pref.preferred_llc, pref.hit, PreferredKind::Emulated)
         };
-        let cpu_time_ns: u64 = runtime.iter().sum();
+        let cpu_time_ns: u64 = ran.iter().map(|e| e.1).sum();
         let migrations = (0..NR_DIST).map(|i| d(a.dist[i], b.dist[i])).sum::<u64>()
             + d(a.unclassified, b.unclassified);
         let counters = total_of(&counters_per_llc);
@@ -208,15 +213,33 @@ pub fn processes(
             cpu_time_ns,
             preferred,
             counters_per_llc,
-            counters,
+            counters: counters.map(Box::new),
         });
     }
-    cands.sort_by(|x, y| y.cpu_time_ns.cmp(&x.cpu_time_ns).then(x.tgid.cmp(&y.tgid)));
-    let rest = cands.split_off(p.top.min(cands.len()));
-    let other_counters = total_of(&rest.iter().map(|c| c.counters.clone()).collect::<Vec<_>>());
-    let rows = cands
-        .into_iter()
-        .map(|c| {
+    // The busiest `top`, busiest first: ranked by small keys (a candidate is large),
+    // the top partitioned out before it alone is sorted.
+    let mut rank: Vec<(std::cmp::Reverse<u64>, u32, usize)> = cands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (std::cmp::Reverse(c.cpu_time_ns), c.tgid, i))
+        .collect();
+    let top = p.top.min(rank.len());
+    if top < rank.len() {
+        rank.select_nth_unstable(top);
+    }
+    let (kept, rest) = rank.split_at_mut(top);
+    kept.sort_unstable();
+    let other_counters = total_of(
+        &rest
+            .iter()
+            .filter_map(|&(_, _, i)| cands[i].counters.as_deref().cloned())
+            .map(Some)
+            .collect::<Vec<_>>(),
+    );
+    let rows = kept
+        .iter()
+        .map(|&(_, _, i)| {
+            let c = &mut cands[i];
             let (a, b) = (c.a, c.b);
             let mut runtime = Vec::new();
             runtime_of(a, b, &mut runtime);
@@ -235,8 +258,8 @@ pub fn processes(
                 migrations_by_distance: Some(dist),
                 rq_wait_ns: d(a.wait_ns, b.wait_ns),
                 switches_unseen: d(a.unseen_ins, b.unseen_ins),
-                counters: c.counters,
-                counters_per_llc: c.counters_per_llc,
+                counters: c.counters.take().map(|b| *b),
+                counters_per_llc: std::mem::take(&mut c.counters_per_llc),
                 ..ProcessStats::default()
             }
         })

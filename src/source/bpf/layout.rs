@@ -31,6 +31,13 @@ pub const MAX_CPUS: usize = BpfLimits::MAX_CPUS.0 as usize;
 pub const WAIT_BUCKETS: usize = BpfLimits::WAIT_BUCKETS.0 as usize;
 /// Per-CPU accumulator slots (`acc`), one process each.
 pub const ACC_SLOTS: usize = BpfLimits::ACC_SLOTS.0 as usize;
+/// Entries of `proc_vals`, one per process and LLC it ran on.
+pub const PROC_SLOTS: usize = BpfLimits::PROC_SLOTS.0 as usize;
+/// The "LLC" of a process's own `proc_vals` entry (its kernel-preferred LLC).
+pub const PROC_LLC_SELF: u32 = BpfLimits::PROC_LLC_SELF.0;
+/// The key of a `proc_vals` entry that is free or being set up (the C side's
+/// `PROC_KEY_NONE`, a `#define`: BTF carries no 64-bit constant).
+pub const PROC_KEY_NONE: u64 = u64::MAX;
 /// Hardware-counter slots per CPU, in [`Slot::ALL`] order.
 pub const NR_PC: usize = BpfLimits::NR_PC.0 as usize;
 pub const NR_DIST: usize = BpfDist::NR_DIST.0 as usize;
@@ -114,7 +121,7 @@ pub fn pod<T: Copy + Default>(b: &[u8]) -> T {
 
 /// The bytes of `v`, to write into a map. Only for the generated types made of whole
 /// integers with no padding between or after them (keys and values the program and
-/// userspace share: `proc_stat`, `proc_llc_key`, `proc_llc_val`).
+/// userspace share: `proc_llc_key`, `proc_llc_ent`).
 pub(crate) fn bytes_of<T: Copy>(v: &T) -> &[u8] {
     // SAFETY: T is one of the padding-free #[repr(C)] integer structs named above, so
     // every byte of it is initialised; the slice borrows `v` for its lifetime.

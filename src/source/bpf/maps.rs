@@ -1,9 +1,13 @@
 //! How the BPF source reads and empties the program's maps: batch calls
 //! (`BPF_MAP_LOOKUP_BATCH`, `LOOKUP_AND_DELETE_BATCH`, `DELETE_BATCH`) into flat
-//! buffers, a read-only mapping for the mmapable accumulator slots, and key-by-key
-//! lookups where the kernel refuses a batch. What the values mean is [`super::read`]'s.
+//! buffers, mappings of the mmapable arrays (the accumulator slots read-only, the
+//! per-process entries writable) with the bitmap of entries in use in `.bss`, and
+//! key-by-key lookups where the kernel refuses a batch. What the values mean is
+//! [`super::read`]'s.
 
 use libbpf_rs::{MapCore, MapFlags};
+
+use super::layout::{PROC_KEY_NONE, PROC_SLOTS, bytes_of, pod, skel, types};
 
 /// Take every (key, value) out of the hash map `map`: read and deleted in one batch
 /// call where the kernel has them, else key by key.
@@ -43,28 +47,55 @@ pub fn delete_keys<M: MapCore>(map: &M, keys: &[u8], key_size: usize) {
     }
 }
 
-/// Every entry of the per-CPU array `map` (`n` keys), each as one value per possible CPU,
-/// in one `BPF_MAP_LOOKUP_BATCH` call instead of one `bpf()` call per key (issue "Scale":
-/// the accumulator alone is 256 keys). libbpf-rs offers batch lookups for other maps
-/// only, so this calls libbpf's own `bpf_map_lookup_batch`. `None` where the kernel
-/// refuses it or answers part of the map: the caller then reads key by key.
-pub(super) fn percpu_array<M: MapCore>(map: &M, n: u32) -> Option<Vec<Vec<Vec<u8>>>> {
-    let ncpu = libbpf_rs::num_possible_cpus().ok()?;
+/// The per-CPU array `map` (`n` keys, values made of u64 words) summed over the CPUs:
+/// word `w` of key `k` at `[k × words + w]`. One `BPF_MAP_LOOKUP_BATCH` call into a flat
+/// buffer instead of one `bpf()` call and one allocation per key and CPU (issue "Scale":
+/// the LLC matrix of a 64-LLC machine is 4,096 keys, each with a value per CPU).
+/// libbpf-rs offers batch lookups for other maps only, so this calls libbpf's own
+/// `bpf_map_lookup_batch`; where the kernel refuses it or answers part of the map, key by
+/// key.
+pub(super) fn percpu_sums<M: MapCore>(map: &M, n: u32) -> Vec<u64> {
     let size = map.value_size() as usize;
+    let words = size / 8;
+    let mut out = vec![0u64; n as usize * words];
+    let mut add = |k: usize, cpu_val: &[u8]| {
+        for (w, b) in cpu_val.chunks_exact(8).take(words).enumerate() {
+            if let Some(o) = out.get_mut(k * words + w) {
+                *o += pod::<u64>(b);
+            }
+        }
+    };
     let stride = size.next_multiple_of(8);
-    let (keys, vals) = array_batch(map, n, ncpu)?;
-    let mut out = vec![Vec::new(); n as usize];
-    for (i, &k) in keys.iter().enumerate() {
-        let base = i * ncpu * stride;
-        *out.get_mut(k as usize)? = (0..ncpu)
-            .map(|c| vals[base + c * stride..base + c * stride + size].to_vec())
-            .collect();
+    let batch = libbpf_rs::num_possible_cpus()
+        .ok()
+        .and_then(|ncpu| Some((ncpu, array_batch(map, n, ncpu)?)));
+    match batch {
+        Some((ncpu, (keys, vals))) => {
+            for (i, &k) in keys.iter().enumerate() {
+                for c in 0..ncpu {
+                    let base = (i * ncpu + c) * stride;
+                    if let Some(v) = vals.get(base..base + size) {
+                        add(k as usize, v);
+                    }
+                }
+            }
+        }
+        None => {
+            for k in 0..n {
+                if let Ok(Some(per_cpu)) = map.lookup_percpu(&k.to_ne_bytes(), MapFlags::ANY) {
+                    for v in &per_cpu {
+                        add(k as usize, v);
+                    }
+                }
+            }
+        }
     }
-    Some(out)
+    out
 }
 
-/// A plain array map created with `BPF_F_MMAPABLE`, mapped read-only into this process:
-/// its values are read with no system call and no copy by the kernel.
+/// A plain array map created with `BPF_F_MMAPABLE`, mapped into this process: its
+/// values are read with no system call and no copy by the kernel. Read-only, or
+/// writable where userspace gives entries back (`proc_vals`).
 pub struct Mapped {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
@@ -74,22 +105,27 @@ pub struct Mapped {
 }
 
 impl Mapped {
-    /// Map the first `n` values of `map` (`None` where the kernel refuses: the caller
-    /// reads it with batch calls instead).
-    pub fn new<M: MapCore>(map: &M, n: u32) -> Option<Mapped> {
+    /// Map the first `n` values of `map`, writable or not (`None` where the kernel
+    /// refuses: the caller reads it with batch calls instead).
+    pub fn new<M: MapCore>(map: &M, n: u32, writable: bool) -> Option<Mapped> {
         use std::os::fd::AsRawFd;
         let size = map.value_size() as usize;
         let stride = size.next_multiple_of(8);
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
         let len = (n as usize * stride).next_multiple_of(page.max(1));
-        // SAFETY: a read-only shared mapping of the map's fd, which the kernel sizes and
-        // checks; the result is checked for MAP_FAILED before use.
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: a shared mapping of the map's fd, which the kernel sizes and checks;
+        // the result is checked for MAP_FAILED before use.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ,
+                prot,
                 libc::MAP_SHARED,
                 map.as_fd().as_raw_fd(),
                 0,
@@ -107,20 +143,68 @@ impl Mapped {
         })
     }
 
-    /// Every (key, value), each copied out of the mapping (the program writes it
-    /// meanwhile, as it does during a batch copy) and passed to `each`.
+    /// Every (key, value), each copied out of the mapping and passed to `each`.
     pub(super) fn each(&self, mut each: impl FnMut(u32, &[u8])) {
         let mut buf = vec![0u8; self.size];
         for i in 0..self.n {
-            // SAFETY: key i < n lies within the mapping (n × stride bytes, mapped in
-            // `new`); volatile reads, since the program may write it meanwhile.
-            unsafe {
-                let src = self.ptr.as_ptr().add(i as usize * self.stride);
-                for (j, b) in buf.iter_mut().enumerate() {
-                    *b = std::ptr::read_volatile(src.add(j));
-                }
-            }
+            self.copy(i, &mut buf);
             each(i, &buf);
+        }
+    }
+
+    /// Copy value `i` (`i < n`) into `buf` (the value size): word by word, volatile,
+    /// since the program may write it meanwhile (as it does during a batch copy).
+    pub(super) fn copy(&self, i: u32, buf: &mut [u8]) {
+        if i >= self.n || buf.len() != self.size {
+            return;
+        }
+        // SAFETY: value i < n lies within the mapping (n × stride bytes, mapped in
+        // `new`), 8-byte aligned (page-aligned base, stride a multiple of 8); the words
+        // and the bytes after them stay within its `size` bytes.
+        unsafe {
+            let src = self.ptr.as_ptr().add(i as usize * self.stride);
+            let words = self.size / 8;
+            for w in 0..words {
+                let v = std::ptr::read_volatile(src.add(w * 8).cast::<u64>());
+                buf[w * 8..w * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+            }
+            for (j, b) in buf.iter_mut().enumerate().skip(words * 8) {
+                *b = std::ptr::read_volatile(src.add(j));
+            }
+        }
+    }
+
+    /// The first 8 bytes of value `i` as an atomic word (`None` beyond `n`, or for
+    /// values under 8 bytes): read with acquire ordering before the rest of an entry,
+    /// written by userspace only in a writable mapping.
+    pub(super) fn word(&self, i: u32) -> Option<&std::sync::atomic::AtomicU64> {
+        if i >= self.n || self.size < 8 {
+            return None;
+        }
+        // SAFETY: value i lies within the mapping and is 8-byte aligned (see `copy`);
+        // AtomicU64 has u64's layout, and the program accesses the word atomically or by
+        // plain aligned stores; the reference lives no longer than the mapping (&self).
+        Some(unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .add(i as usize * self.stride)
+                .cast::<std::sync::atomic::AtomicU64>()
+        })
+    }
+
+    /// Write `bytes` (the value size) into value `i` of a writable mapping.
+    pub(super) fn write(&self, i: u32, bytes: &[u8]) {
+        if i >= self.n || bytes.len() != self.size {
+            return;
+        }
+        // SAFETY: value i lies within the mapping (see `copy`), which the caller mapped
+        // writable; volatile stores, the program may read it meanwhile.
+        unsafe {
+            let dst = self.ptr.as_ptr().add(i as usize * self.stride);
+            for (j, &b) in bytes.iter().enumerate() {
+                std::ptr::write_volatile(dst.add(j), b);
+            }
         }
     }
 }
@@ -190,79 +274,143 @@ fn array_batch<M: MapCore>(map: &M, n: u32, copies: usize) -> Option<(Vec<u32>, 
     Some((keys, vals))
 }
 
-/// The per-CPU values of key `i` of `map`: from a batch read when there is one, else
-/// by a lookup of its own.
-pub(super) fn percpu_at<M: MapCore>(
-    map: &M,
-    batch: Option<&[Vec<Vec<u8>>]>,
-    i: u32,
-) -> Option<Vec<Vec<u8>>> {
-    match batch {
-        Some(b) => b.get(i as usize).cloned(),
-        None => map
-            .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
-            .ok()
-            .flatten(),
+/// The program's mmapable arrays as mapped into this process (`None` for one the kernel
+/// refused to map: it is read with batch calls instead).
+pub struct Mappings {
+    /// The accumulator slots, read-only.
+    pub acc: Option<Mapped>,
+    /// The per-process entries (`proc_vals`), writable: userspace gives entries back.
+    pub vals: Option<Mapped>,
+}
+
+/// The bitmap of `proc_vals` entries in use, a word at a time (volatile: the program
+/// sets bits meanwhile).
+fn used_words(bss: &types::bss) -> impl Iterator<Item = (usize, u64)> + '_ {
+    bss.proc_used
+        .iter()
+        .enumerate()
+        // SAFETY: a reference to a word of the mapped .bss, aligned and alive.
+        .map(|(w, word)| (w, unsafe { std::ptr::read_volatile(word) }))
+}
+
+/// How many `proc_vals` entries are marked in use in the bitmap.
+pub(super) fn proc_entries_marked(skel: &skel::LlctopSkel<'static>) -> usize {
+    skel.maps.bss_data.as_deref().map_or(0, |bss| {
+        used_words(bss).map(|(_, w)| w.count_ones() as usize).sum()
+    })
+}
+
+/// Every published `proc_vals` entry, with its index: those whose bit is set in the
+/// bitmap of `.bss` and whose key is not [`PROC_KEY_NONE`] (free, or being set up by the
+/// program). Through the mapping, with no system call; else one batch read of the array.
+pub(super) fn proc_entries(
+    skel: &skel::LlctopSkel<'static>,
+    vals: Option<&Mapped>,
+    mut each: impl FnMut(u32, &types::proc_llc_ent),
+) {
+    let Some(bss) = skel.maps.bss_data.as_deref() else {
+        return;
+    };
+    let in_use = |i: u32| {
+        bss.proc_used
+            .get(i as usize / 64)
+            // SAFETY: as in `used_words`.
+            .is_some_and(|w| unsafe { std::ptr::read_volatile(w) } >> (i % 64) & 1 != 0)
+    };
+    let Some(m) = vals else {
+        array_each(&skel.maps.proc_vals, PROC_SLOTS as u32, |i, bytes| {
+            let e: types::proc_llc_ent = pod(bytes);
+            if e.key != PROC_KEY_NONE && in_use(i) {
+                each(i, &e);
+            }
+        });
+        return;
+    };
+    let mut buf = vec![0u8; std::mem::size_of::<types::proc_llc_ent>()];
+    for (w, mut bits) in used_words(bss) {
+        while bits != 0 {
+            let i = (w * 64) as u32 + bits.trailing_zeros();
+            bits &= bits - 1;
+            // The key first (acquire: what the program wrote before publishing it is
+            // seen after), then the entry.
+            let published = m
+                .word(i)
+                .is_some_and(|k| k.load(std::sync::atomic::Ordering::Acquire) != PROC_KEY_NONE);
+            if !published {
+                continue;
+            }
+            m.copy(i, &mut buf);
+            let e: types::proc_llc_ent = pod(&buf);
+            if e.key != PROC_KEY_NONE {
+                each(i, &e);
+            }
+        }
     }
 }
 
-/// Every (key, value) of the hash map `map`, each passed to `each`: read with
-/// `BPF_MAP_LOOKUP_BATCH` into two flat buffers, 4,096 entries per call, with no
-/// allocation per entry (libbpf-rs's batch iterator makes two per entry: 50,000 entries
-/// are read each interval on a busy machine). Where the kernel refuses batch lookups,
-/// key by key. A batch refused after the first (a map changed under the walk so that a
-/// bucket outgrew a batch) ends the walk: those entries are counted at the next read.
-pub(super) fn hash_each<M: MapCore>(map: &M, mut each: impl FnMut(&[u8], &[u8])) {
-    use std::os::fd::AsRawFd;
-    const BATCH: usize = 4096;
-    let (ks, vs) = (map.key_size() as usize, map.value_size() as usize);
-    let mut keys = vec![0u8; ks * BATCH];
-    let mut vals = vec![0u8; vs * BATCH];
-    // The batch token of a hash map is a bucket index (at least 4 bytes).
-    let mut tok_in = vec![0u8; ks.max(4)];
-    let mut tok_out = vec![0u8; ks.max(4)];
-    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
-        ..Default::default()
-    };
-    let mut first = true;
-    loop {
-        let mut count = BATCH as u32;
-        // SAFETY: the buffers hold BATCH keys and BATCH values of the map's sizes and a
-        // token of the size the kernel writes for hash maps; the fd is the map's.
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
-                map.as_fd().as_raw_fd(),
-                if first {
-                    std::ptr::null_mut()
-                } else {
-                    tok_in.as_mut_ptr().cast()
-                },
-                tok_out.as_mut_ptr().cast(),
-                keys.as_mut_ptr().cast(),
-                vals.as_mut_ptr().cast(),
-                &mut count,
-                &opts,
-            )
-        };
-        if ret != 0 && ret != -libc::ENOENT {
-            if first {
-                for k in map.keys() {
-                    if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
-                        each(&k, &v);
-                    }
+/// Give the `proc_vals` entries `idx` back (their `proc_idx` keys deleted already): each
+/// key set to [`PROC_KEY_NONE`], then its bit cleared, so the program may take it again.
+pub(super) fn free_proc_entries(
+    skel: &mut skel::LlctopSkel<'static>,
+    vals: Option<&Mapped>,
+    idx: &[u32],
+) {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    for &i in idx {
+        match vals.and_then(|m| m.word(i)) {
+            Some(k) => k.store(PROC_KEY_NONE, Ordering::Release),
+            None => {
+                let key = i.to_ne_bytes();
+                if let Ok(Some(bytes)) = skel.maps.proc_vals.lookup(&key, MapFlags::ANY) {
+                    let mut e: types::proc_llc_ent = pod(&bytes);
+                    e.key = PROC_KEY_NONE;
+                    let _ = skel
+                        .maps
+                        .proc_vals
+                        .update(&key, bytes_of(&e), MapFlags::ANY);
                 }
             }
-            return;
         }
-        let n = (count as usize).min(BATCH);
-        for (k, v) in keys.chunks_exact(ks).zip(vals.chunks_exact(vs)).take(n) {
-            each(k, v);
-        }
-        if ret == -libc::ENOENT {
-            return;
-        }
-        tok_in.copy_from_slice(&tok_out);
-        first = false;
     }
+    let Some(bss) = skel.maps.bss_data.as_deref_mut() else {
+        return;
+    };
+    for &i in idx {
+        if let Some(w) = bss.proc_used.get_mut(i as usize / 64) {
+            // SAFETY: a word of the mapped .bss, 8-byte aligned; AtomicU64 has u64's
+            // layout and the program changes it only atomically.
+            let w = unsafe { AtomicU64::from_ptr(w) };
+            w.fetch_and(!(1u64 << (i % 64)), Ordering::AcqRel);
+        }
+    }
+    if let Some(&low) = idx.iter().min() {
+        // SAFETY: as above, for the hint (the program stores it plainly: a hint).
+        let hint = unsafe { AtomicU32::from_ptr(&mut bss.proc_hint) };
+        hint.fetch_min(low / 64, Ordering::Relaxed);
+    }
+}
+
+/// Take a free `proc_vals` entry as the program does (the lowest clear bit of the first
+/// word with one, from the hint on): for userspace that fills the maps as the program
+/// would (the scale benchmark). `None` when every entry is taken.
+pub(super) fn take_proc_entry(skel: &mut skel::LlctopSkel<'static>) -> Option<u32> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let bss = skel.maps.bss_data.as_deref_mut()?;
+    let start = bss.proc_hint as usize;
+    let n = bss.proc_used.len();
+    for k in 0..n {
+        let w = (start + k) % n;
+        // SAFETY: as in `free_proc_entries`.
+        let word = unsafe { AtomicU64::from_ptr(&mut bss.proc_used[w]) };
+        let used = word.load(Ordering::Acquire);
+        if used == u64::MAX {
+            continue;
+        }
+        let bit = !used & used.wrapping_add(1);
+        if word.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+            bss.proc_hint = w as u32;
+            return Some((w * 64) as u32 + bit.trailing_zeros());
+        }
+    }
+    None
 }

@@ -146,8 +146,8 @@ pub const PREFERRED_EMULATED: &str = "preferred LLC emulated from each process's
 
 pub struct BpfSource {
     skel: skel::LlctopSkel<'static>,
-    /// The accumulator slots mapped into this process (`None`: read by batch calls).
-    acc: Option<read::Mapped>,
+    /// The accumulator slots and the per-process entries mapped into this process.
+    mapped: read::Mappings,
     ringbuf: RingBuffer<'static>,
     pending: Rc<RefCell<Vec<DetailEvent>>>,
     mode: Mode,
@@ -204,10 +204,17 @@ impl BpfSource {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
-                        let acc = read::Mapped::new(&skel.maps.acc, slots as u32);
+                        let mapped = read::Mappings {
+                            acc: read::Mapped::new(&skel.maps.acc, slots as u32, false),
+                            vals: read::Mapped::new(
+                                &skel.maps.proc_vals,
+                                layout::PROC_SLOTS as u32,
+                                true,
+                            ),
+                        };
                         return Ok(BpfSource {
                             skel,
-                            acc,
+                            mapped,
                             ringbuf,
                             pending,
                             mode,
@@ -473,7 +480,7 @@ impl Source for BpfSource {
             self.nr_cpus,
             self.nr_llc,
             &self.readers,
-            self.acc.as_ref(),
+            &self.mapped,
         );
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
         let unseen = self

@@ -11,6 +11,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::BpfSource;
 use super::layout::{self, types};
+use super::maps;
 use super::read::{self, Cumulative};
 use crate::snapshot::ProcessStats;
 
@@ -21,34 +22,66 @@ pub(super) const SWEEP_EVERY: u64 = 64;
 impl BpfSource {
     /// Benchmark support (examples/scale_bench.rs): store processes `first..first + n`
     /// in the per-process maps as a busy machine's would be, each on `llcs_each` LLCs
-    /// with `runtime_ns` of runtime (and a wait and a migration) on each. Real map
-    /// updates, one `bpf()` call per entry; the maps' limits apply.
+    /// with `runtime_ns` of runtime (and a wait and a migration) on each. What the
+    /// program does: a `proc_vals` entry taken and published for each new (process,
+    /// LLC) and its index stored in `proc_idx` (one `bpf()` call), the counts written
+    /// into the entry (through the mapping); the maps' limits apply.
     pub fn fill_processes(
-        &self,
+        &mut self,
         first: u32,
         n: u32,
         llcs_each: u32,
         runtime_ns: u64,
     ) -> Result<(), libbpf_rs::Error> {
-        let maps = &self.skel.maps;
+        let nr_llc = self.nr_llc as u32;
+        let llcs = move |tgid: u32| (0..llcs_each.min(nr_llc)).map(move |i| (tgid + i) % nr_llc);
         for tgid in first..first.saturating_add(n) {
-            let stat = types::proc_stat { preferred_llc: -1 };
-            maps.proc_stats
-                .update(&tgid.to_ne_bytes(), layout::bytes_of(&stat), MapFlags::ANY)?;
-            for i in 0..llcs_each.min(self.nr_llc as u32) {
-                let key = types::proc_llc_key {
-                    tgid,
-                    llc: (tgid + i) % self.nr_llc as u32,
+            // Its own entry too, as a v7.2 kernel's process with a preferred LLC has.
+            for llc in llcs(tgid).chain([layout::PROC_LLC_SELF]) {
+                let key = types::proc_llc_key { tgid, llc };
+                let key_bytes = layout::bytes_of(&key);
+                let idx = match self.skel.maps.proc_idx.lookup(key_bytes, MapFlags::ANY)? {
+                    Some(b) => layout::pod::<u32>(&b),
+                    None => {
+                        let idx = maps::take_proc_entry(&mut self.skel)
+                            .ok_or_else(|| std::io::Error::other("proc_vals is full"))?;
+                        self.skel.maps.proc_idx.update(
+                            key_bytes,
+                            &idx.to_ne_bytes(),
+                            MapFlags::NO_EXIST,
+                        )?;
+                        idx
+                    }
                 };
-                let mut val = types::proc_llc_val::default();
-                val.c.runtime_ns = runtime_ns;
-                val.c.wait_ns = runtime_ns / 10;
-                val.c.mig_dist[0] = runtime_ns / 1_000_000;
-                maps.proc_llc.update(
-                    layout::bytes_of(&key),
-                    layout::bytes_of(&val),
-                    MapFlags::ANY,
-                )?;
+                let mut e = types::proc_llc_ent {
+                    key: layout::PROC_KEY_NONE,
+                    ..Default::default()
+                };
+                if llc == layout::PROC_LLC_SELF {
+                    e.v.preferred_llc = i64::from(tgid % nr_llc);
+                } else {
+                    e.v.c.runtime_ns = runtime_ns;
+                    e.v.c.wait_ns = runtime_ns / 10;
+                    e.v.c.mig_dist[0] = runtime_ns / 1_000_000;
+                    e.v.preferred_llc = -1;
+                }
+                let published = u64::from(tgid) << 32 | u64::from(llc);
+                match self.mapped.vals.as_ref() {
+                    Some(m) => {
+                        m.write(idx, layout::bytes_of(&e));
+                        if let Some(k) = m.word(idx) {
+                            k.store(published, std::sync::atomic::Ordering::Release);
+                        }
+                    }
+                    None => {
+                        e.key = published;
+                        self.skel.maps.proc_vals.update(
+                            &idx.to_ne_bytes(),
+                            layout::bytes_of(&e),
+                            MapFlags::ANY,
+                        )?;
+                    }
+                }
             }
         }
         Ok(())
@@ -59,14 +92,22 @@ impl BpfSource {
         self.forgotten
     }
 
-    /// The processes with entries in the per-process map `proc_llc` now.
+    /// The processes with entries in the per-process map `proc_idx` now.
     pub fn processes_in_maps(&self) -> BTreeSet<u32> {
         self.skel
             .maps
-            .proc_llc
+            .proc_idx
             .keys()
             .filter_map(|k| Some(u32::from_ne_bytes(k.get(..4)?.try_into().ok()?)))
             .collect()
+    }
+
+    /// The keys of `proc_idx` and the `proc_vals` entries marked in use, counted in that
+    /// order: equal but for entries the program is setting up meanwhile (marked before
+    /// their key is stored); more entries than that would be entries leaked.
+    pub fn entries_in_use(&self) -> (usize, usize) {
+        let keys = self.skel.maps.proc_idx.keys().count();
+        (keys, maps::proc_entries_marked(&self.skel))
     }
 
     /// The processes a CPU held (in an accumulator slot, or running) at the last read.
@@ -106,22 +147,22 @@ impl BpfSource {
             }
         }
         let forget: Vec<u32> = now.intersection(&self.fading).copied().collect();
-        let stat_keys: Vec<u8> = forget
+        let forget_set: HashSet<u32> = forget.iter().copied().collect();
+        let ents: Vec<(u32, u32, u32)> = cur
+            .ents
             .iter()
-            .filter(|t| cur.stat_keys.contains(t))
-            .flat_map(|t| t.to_ne_bytes())
+            .filter(|e| forget_set.contains(&e.0))
+            .copied()
             .collect();
-        let llc_keys: Vec<u8> = forget
+        let llc_keys: Vec<u8> = ents
             .iter()
-            .flat_map(|&t| {
-                let llcs = cur.llc_keys.get(&t).map_or(&[][..], Vec::as_slice);
-                llcs.iter()
-                    .flat_map(move |l| t.to_ne_bytes().into_iter().chain(l.to_ne_bytes()))
-            })
+            .flat_map(|&(t, l, _)| t.to_ne_bytes().into_iter().chain(l.to_ne_bytes()))
             .collect();
-        let maps = &self.skel.maps;
-        read::delete_keys(&maps.proc_stats, &stat_keys, 4);
-        read::delete_keys(&maps.proc_llc, &llc_keys, 8);
+        let idx: Vec<u32> = ents.iter().map(|e| e.2).collect();
+        // The index first: the program then takes a new entry for a key it sees again,
+        // never the one given back.
+        read::delete_keys(&self.skel.maps.proc_idx, &llc_keys, 8);
+        maps::free_proc_entries(&mut self.skel, self.mapped.vals.as_ref(), &idx);
         self.forgotten += forget.len() as u64;
         self.fading = now.difference(&self.fading).copied().collect();
         self.gone

@@ -8,11 +8,11 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::layout::{
-    ACC_SLOTS, MAX_CPUS, NR_CAUSE, NR_DIST, NR_PC, PREF_UNSET, WAIT_BUCKETS, comm_string,
-    pending_counts, pod, skel, types,
+    ACC_SLOTS, MAX_CPUS, NR_CAUSE, NR_DIST, NR_PC, PREF_UNSET, PROC_LLC_SELF, WAIT_BUCKETS,
+    comm_string, pending_counts, pod, skel, types,
 };
-pub use super::maps::{Mapped, delete_keys};
-use super::maps::{array_each, hash_each, percpu_array, percpu_at, take_entries};
+pub use super::maps::{Mapped, Mappings, delete_keys};
+use super::maps::{array_each, percpu_sums, proc_entries, take_entries};
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
 
@@ -43,7 +43,7 @@ pub struct ProcCum {
     pub llc: Vec<(u32, LlcCum)>,
 }
 
-/// A process first seen in a map other than `proc_stats` has no kernel preference.
+/// A process without its own entry in `proc_vals` has no kernel preference.
 impl Default for ProcCum {
     fn default() -> Self {
         ProcCum {
@@ -115,10 +115,8 @@ pub struct Cumulative {
     /// `matrix[from * nr_llc + to]`.
     pub matrix: Vec<u64>,
     pub procs: HashMap<u32, ProcCum>,
-    /// Each process's `proc_llc` keys (the LLCs it has an entry for).
-    pub llc_keys: HashMap<u32, Vec<u32>>,
-    /// The processes with a `proc_stats` entry.
-    pub stat_keys: HashSet<u32>,
+    /// The `proc_vals` entries read: (tgid, LLC, index).
+    pub ents: Vec<(u32, u32, u32)>,
     /// Processes whose last thread exited since the previous read, with their names
     /// (taken out of the `exited` map: each is reported once).
     pub exited: Vec<(u32, String)>,
@@ -145,7 +143,7 @@ impl Cumulative {
 }
 
 /// The slice still running on a CPU when the maps are read, and the runtime the CPU
-/// accumulated for its process and has not yet flushed to `proc_llc`.
+/// accumulated for its process and has not yet flushed to `proc_vals`.
 struct Inflight {
     cpu: u32,
     tgid: u32,
@@ -163,7 +161,7 @@ pub fn read(
     nr_cpus: usize,
     nr_llc: usize,
     readers: &[GroupReader],
-    acc: Option<&Mapped>,
+    mapped: &Mappings,
 ) -> Cumulative {
     let n = nr_cpus;
     let mut c = Cumulative::zeroed(n, nr_llc);
@@ -171,19 +169,17 @@ pub fn read(
     // The processes' completed slices first, then each CPU's running slice: a slice that
     // ends between the two reads is then missed once (and counted at the next read),
     // never counted twice — which would make the next read's total go backwards.
-    hash_each(&maps.proc_stats, |key, bytes| {
-        let tgid = pod::<u32>(key);
-        let s: types::proc_stat = pod(bytes);
-        c.stat_keys.insert(tgid);
-        c.procs.entry(tgid).or_default().kernel_pref = s.preferred_llc;
-    });
-    hash_each(&maps.proc_llc, |key, bytes| {
-        let k: types::proc_llc_key = pod(key);
-        let v: types::proc_llc_val = pod(bytes);
-        c.llc_keys.entry(k.tgid).or_default().push(k.llc);
-        let p = c.procs.entry(k.tgid).or_default();
+    proc_entries(skel, mapped.vals.as_ref(), |idx, e| {
+        let (tgid, llc) = ((e.key >> 32) as u32, e.key as u32);
+        let v = &e.v;
+        c.ents.push((tgid, llc, idx));
+        let p = c.procs.entry(tgid).or_default();
+        if llc == PROC_LLC_SELF {
+            p.kernel_pref = v.preferred_llc;
+            return;
+        }
         p.add_counts(&v.c);
-        if let Some(l) = p.on_llc(k.llc, nr_llc) {
+        if let Some(l) = p.on_llc(llc, nr_llc) {
             l.runtime += v.c.runtime_ns;
             for (a, b) in l.pc.iter_mut().zip(v.pc) {
                 *a += b;
@@ -211,7 +207,7 @@ pub fn read(
             cpu.push((a.tgid, a.c.runtime_ns));
         }
     };
-    match acc {
+    match mapped.acc.as_ref() {
         Some(m) => m.each(&mut slot),
         None => array_each(&maps.acc, (n.min(MAX_CPUS) * ACC_SLOTS) as u32, &mut slot),
     }
@@ -270,21 +266,14 @@ pub fn read(
     // Right after the classes: the matrix and the classes come from two maps read at two
     // moments, and the moves made in between show in one and not yet in the other.
     // Both are per-CPU copies (each CPU counts the moves it made): summed here.
-    let matrix = percpu_array(&maps.llc_matrix, c.matrix.len() as u32);
-    for i in 0..c.matrix.len() as u32 {
-        if let Some(vals) = percpu_at(&maps.llc_matrix, matrix.as_deref(), i) {
-            c.matrix[i as usize] = vals.iter().map(|b| pod::<u64>(b)).sum();
-        }
-    }
-    let mig = percpu_array(&maps.cpu_mig, n as u32);
-    for cpu in 0..n as u32 {
-        if let Some(vals) = percpu_at(&maps.cpu_mig, mig.as_deref(), cpu) {
-            for b in &vals {
-                let m: types::cpu_mig = pod(b);
-                c.mig_in[cpu as usize] += m.r#in;
-                c.mig_out[cpu as usize] += m.out;
-            }
-        }
+    c.matrix = percpu_sums(&maps.llc_matrix, c.matrix.len() as u32);
+    let words = std::mem::size_of::<types::cpu_mig>() / 8;
+    let mig = percpu_sums(&maps.cpu_mig, n as u32);
+    for (cpu, m) in mig.chunks_exact(words.max(1)).enumerate().take(n) {
+        let bytes: Vec<u8> = m.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let m: types::cpu_mig = pod(&bytes);
+        c.mig_in[cpu] = m.r#in;
+        c.mig_out[cpu] = m.out;
     }
     c.exited = take_entries(&maps.exited)
         .into_iter()
