@@ -18,15 +18,7 @@ fn main() {
     for (src, skel) in SRCS {
         if let Err(e) = SkeletonBuilder::new()
             .source(src)
-            .clang_args([
-                "-I",
-                "bpf",
-                "-mcpu=v3",
-                "-Wall",
-                "-Wno-unused-function",
-                "-O2",
-                "-g",
-            ])
+            .clang_args(["-I", "bpf", "-Wall", "-Wno-unused-function", "-O2", "-g"])
             .build_and_generate(dir.join(skel))
         {
             panic!(
