@@ -175,10 +175,20 @@ struct {
 	__type(value, struct cpu_mig);
 } cpu_mig SEC(".maps");
 
-/* llc_matrix[from * nr_llc + to] (per-CPU copies, summed by userspace) */
+#ifndef BPF_F_MMAPABLE
+#define BPF_F_MMAPABLE (1U << 10)
+#endif
+
+/* llc_matrix[(llc * nr_llc + from) * nr_llc + to]: the moves from LLC `from` to LLC `to`
+ * made by the CPUs of LLC `llc` (their hook ran there): a copy per LLC, added to
+ * atomically by its own CPUs only, so a count's cache line stays within one LLC. Userspace
+ * sums the copies through a read-only mapping: a per-CPU array would be copied by the
+ * kernel at every read — nr_llc² values per CPU, 8 MB on a 256-CPU, 64-LLC machine — and
+ * a copy per CPU mapped would still be as large (issue "Scale"). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1); /* set to nr_llc * nr_llc before load */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set to nr_llc * nr_llc * nr_llc before load */
 	__type(key, u32);
 	__type(value, u64);
 } llc_matrix SEC(".maps");
@@ -241,10 +251,6 @@ struct proc_llc_val {
 	 * (the kernel's LLC id); -1 for none, and in every other entry. */
 	s64 preferred_llc;
 };
-
-#ifndef BPF_F_MMAPABLE
-#define BPF_F_MMAPABLE (1U << 10)
-#endif
 
 /* proc_vals entry i: the process and LLC it belongs to, and their counts. The key is
  * PROC_KEY_NONE while the entry is free or being set up: an entry is zeroed before its
@@ -1011,7 +1017,8 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	const volatile struct cpu_topo *b = topo_of(to);
 	/* The process's own count goes to this CPU's accumulator slot for it. */
 	u32 here = bpf_get_smp_processor_id();
-	struct acc_slot *pa = acc_of(here, RD(direct, p, tgid), topo_of(here));
+	const volatile struct cpu_topo *h = topo_of(here);
+	struct acc_slot *pa = acc_of(here, RD(direct, p, tgid), h);
 	if (!a || !b) {
 		cs->mig_unclassified++;
 		if (pa)
@@ -1031,10 +1038,11 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	if (pa && d < NR_DIST)
 		pa->c.mig_dist[d]++;
 	if (a->llc < nr_llc && b->llc < nr_llc) {
-		u32 idx = a->llc * nr_llc + b->llc;
+		u32 copy = h && h->llc < nr_llc ? h->llc : 0;
+		u32 idx = (copy * nr_llc + a->llc) * nr_llc + b->llc;
 		u64 *cell = bpf_map_lookup_elem(&llc_matrix, &idx);
 		if (cell)
-			(*cell)++;
+			__sync_fetch_and_add(cell, 1);
 	}
 	if (d >= D_XLLC)
 		emit(cs, EV_MIGRATION, p, from, to, d, cause, direct);

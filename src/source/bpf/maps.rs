@@ -93,6 +93,38 @@ pub(super) fn percpu_sums<M: MapCore>(map: &M, n: u32) -> Vec<u64> {
     out
 }
 
+/// The LLC matrix (`cells` = nr_llc² cells) summed over its copies: copy c is keys
+/// `[c × cells, (c + 1) × cells)` of the plain array `map` (`n` keys), read through its
+/// mapping `m`, else with one batch call.
+pub(super) fn matrix_sums<M: MapCore>(
+    map: &M,
+    m: Option<&Mapped>,
+    n: u32,
+    cells: usize,
+) -> Vec<u64> {
+    let mut out = vec![0u64; cells];
+    if cells == 0 {
+        return out;
+    }
+    let mut add = |i: u32, b: &[u8]| {
+        if let Some(o) = out.get_mut(i as usize % cells) {
+            *o += pod::<u64>(b);
+        }
+    };
+    match m {
+        // Whole words, with no copy through a buffer: 262,144 keys on a 64-LLC machine.
+        Some(m) => {
+            for i in 0..n {
+                if let (Some(w), Some(o)) = (m.word(i), out.get_mut(i as usize % cells)) {
+                    *o += w.load(std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+        None => array_each(map, n, &mut add),
+    }
+    out
+}
+
 /// A plain array map created with `BPF_F_MMAPABLE`, mapped into this process: its
 /// values are read with no system call and no copy by the kernel. Read-only, or
 /// writable where userspace gives entries back (`proc_vals`).
@@ -281,6 +313,8 @@ pub struct Mappings {
     pub acc: Option<Mapped>,
     /// The per-process entries (`proc_vals`), writable: userspace gives entries back.
     pub vals: Option<Mapped>,
+    /// The LLC matrix, a copy per LLC, read-only.
+    pub matrix: Option<Mapped>,
 }
 
 /// The bitmap of `proc_vals` entries in use, a word at a time (volatile: the program

@@ -204,12 +204,18 @@ impl BpfSource {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
+                        let nr_llc = topo.llcs.len().max(1);
                         let mapped = read::Mappings {
                             acc: read::Mapped::new(&skel.maps.acc, slots as u32, false),
                             vals: read::Mapped::new(
                                 &skel.maps.proc_vals,
                                 layout::PROC_SLOTS as u32,
                                 true,
+                            ),
+                            matrix: read::Mapped::new(
+                                &skel.maps.llc_matrix,
+                                (nr_llc * nr_llc * nr_llc) as u32,
+                                false,
                             ),
                         };
                         return Ok(BpfSource {
@@ -312,7 +318,7 @@ impl BpfSource {
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
             .llc_matrix
-            .set_max_entries((nr_llc * nr_llc) as u32)?;
+            .set_max_entries((nr_llc * nr_llc * nr_llc) as u32)?;
         let progs = &mut open.progs;
         let btf = mode == Mode::TpBtf;
         // (program, tp_btf or raw_tp, a NUMA hook, a wakeup hook)

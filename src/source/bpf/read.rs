@@ -12,7 +12,7 @@ use super::layout::{
     comm_string, pending_counts, pod, skel, types,
 };
 pub use super::maps::{Mapped, Mappings, delete_keys};
-use super::maps::{array_each, percpu_sums, proc_entries, take_entries};
+use super::maps::{array_each, matrix_sums, percpu_sums, proc_entries, take_entries};
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
 
@@ -265,8 +265,15 @@ pub fn read(
     }
     // Right after the classes: the matrix and the classes come from two maps read at two
     // moments, and the moves made in between show in one and not yet in the other.
-    // Both are per-CPU copies (each CPU counts the moves it made): summed here.
-    c.matrix = percpu_sums(&maps.llc_matrix, c.matrix.len() as u32);
+    // Both are kept in copies (per CPU, per LLC of the CPUs that made the moves): summed
+    // here.
+    let cells = c.matrix.len();
+    c.matrix = matrix_sums(
+        &maps.llc_matrix,
+        mapped.matrix.as_ref(),
+        (nr_llc * cells) as u32,
+        cells,
+    );
     let words = std::mem::size_of::<types::cpu_mig>() / 8;
     let mig = percpu_sums(&maps.cpu_mig, n as u32);
     for (cpu, m) in mig.chunks_exact(words.max(1)).enumerate().take(n) {
