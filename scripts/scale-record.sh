@@ -23,7 +23,9 @@ load() {
 load &
 target/release/llctop --interval 1s record --output "$out/r.jsonl.gz" 2>"$out/err" &
 rec=$!
-sleep 5
+# Past the start: loading the BPF program (the verifier) takes ~0.7 s of CPU here, and
+# several seconds of wall time under the load; the windows measure the steady state.
+sleep 15
 tick=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tick" '{sub(/.*\) /, ""); print ($12 + $13) / t}' "/proc/$rec/stat"; }
 rss_mib() { awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$rec/status"; }
