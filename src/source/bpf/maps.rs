@@ -317,6 +317,32 @@ pub struct Mappings {
     pub matrix: Option<Mapped>,
 }
 
+/// `proc_vals` is mapped in steps of this many entries (608 KB), as far as the entries
+/// in use reach: the kernel maps an mmapable array's pages at `mmap` (they count in the
+/// resident size), and the program takes the lowest free entries.
+const VALS_STEP: usize = 4096;
+
+impl Mappings {
+    /// Map `proc_vals` as far as the highest entry marked in use (in steps of
+    /// [`VALS_STEP`]), mapping it again larger when the entries in use have grown past
+    /// the mapping. `None` (batch reads) where the kernel refuses.
+    pub(super) fn cover_vals(&mut self, skel: &skel::LlctopSkel<'static>) {
+        let Some(bss) = skel.maps.bss_data.as_deref() else {
+            return;
+        };
+        let top = used_words(bss)
+            .filter(|&(_, w)| w != 0)
+            .last()
+            .map_or(0, |(i, w)| i * 64 + 64 - w.leading_zeros() as usize);
+        let want = top.max(1).next_multiple_of(VALS_STEP).min(PROC_SLOTS);
+        if self.vals.as_ref().is_some_and(|m| m.n as usize >= want) {
+            return;
+        }
+        self.vals = None;
+        self.vals = Mapped::new(&skel.maps.proc_vals, want as u32, true);
+    }
+}
+
 /// The bitmap of `proc_vals` entries in use, a word at a time (volatile: the program
 /// sets bits meanwhile).
 fn used_words(bss: &types::bss) -> impl Iterator<Item = (usize, u64)> + '_ {
@@ -366,15 +392,21 @@ pub(super) fn proc_entries(
             let i = (w * 64) as u32 + bits.trailing_zeros();
             bits &= bits - 1;
             // The key first (acquire: what the program wrote before publishing it is
-            // seen after), then the entry.
-            let published = m
-                .word(i)
-                .is_some_and(|k| k.load(std::sync::atomic::Ordering::Acquire) != PROC_KEY_NONE);
-            if !published {
-                continue;
-            }
-            m.copy(i, &mut buf);
-            let e: types::proc_llc_ent = pod(&buf);
+            // seen after), then the entry. One taken beyond the mapping since it was
+            // last extended is looked up.
+            let e: types::proc_llc_ent = match m.word(i) {
+                Some(k) => {
+                    if k.load(std::sync::atomic::Ordering::Acquire) == PROC_KEY_NONE {
+                        continue;
+                    }
+                    m.copy(i, &mut buf);
+                    pod(&buf)
+                }
+                None => match skel.maps.proc_vals.lookup(&i.to_ne_bytes(), MapFlags::ANY) {
+                    Ok(Some(b)) => pod(&b),
+                    _ => continue,
+                },
+            };
             if e.key != PROC_KEY_NONE {
                 each(i, &e);
             }

@@ -207,11 +207,7 @@ impl BpfSource {
                         let nr_llc = topo.llcs.len().max(1);
                         let mapped = read::Mappings {
                             acc: read::Mapped::new(&skel.maps.acc, slots as u32, false),
-                            vals: read::Mapped::new(
-                                &skel.maps.proc_vals,
-                                layout::PROC_SLOTS as u32,
-                                true,
-                            ),
+                            vals: None,
                             matrix: read::Mapped::new(
                                 &skel.maps.llc_matrix,
                                 (nr_llc * nr_llc * nr_llc) as u32,
@@ -481,6 +477,7 @@ impl Source for BpfSource {
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         let _ = self.ringbuf.consume();
+        self.mapped.cover_vals(&self.skel);
         let cur = read::read(
             &self.skel,
             self.nr_cpus,

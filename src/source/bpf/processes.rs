@@ -66,7 +66,8 @@ impl BpfSource {
                     e.v.preferred_llc = -1;
                 }
                 let published = u64::from(tgid) << 32 | u64::from(llc);
-                match self.mapped.vals.as_ref() {
+                self.mapped.cover_vals(&self.skel);
+                match self.mapped.vals.as_ref().filter(|m| m.word(idx).is_some()) {
                     Some(m) => {
                         m.write(idx, layout::bytes_of(&e));
                         if let Some(k) = m.word(idx) {
