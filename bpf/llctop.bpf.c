@@ -479,43 +479,45 @@ static long take_free(u64 i, u32 *idx)
 	return 1;
 }
 
-/* The entry of process tgid on LLC llc in proc_vals: looked up in proc_idx, else (when
- * create) a free entry taken, zeroed and published (when another CPU published one for the same key
- * meanwhile, this one is given back and that one used). NULL when all are taken:
- * counted in proc_dropped. Out of line: reached from a slot takeover or a slice with
- * counters, not from every switch. */
-static __noinline struct proc_llc_val *llc_of(u32 tgid, u32 llc, bool create)
+/* Take a free proc_vals entry for process tgid on LLC llc, zero it, store its index in
+ * proc_idx and publish its key: its index, or -1 when none is free or another CPU stored
+ * one for the same key meanwhile (this one is then given back). A global function: the
+ * verifier checks it once, not at every path that reaches it. */
+__noinline int proc_take(u32 tgid, u32 llc)
 {
 	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
-	u32 *at = bpf_map_lookup_elem(&proc_idx, &k);
-	struct proc_llc_ent *e;
-	if (at) {
-		e = bpf_map_lookup_elem(&proc_vals, at);
-		return e ? &e->v : NULL;
-	}
-	if (!create)
-		return NULL;
 	u32 idx = PROC_SLOTS;
 	bpf_loop(PROC_WORDS, take_free, &idx, 0);
-	e = bpf_map_lookup_elem(&proc_vals, &idx);
-	if (!e) {
-		count_proc_dropped();
-		return NULL;
-	}
+	struct proc_llc_ent *e = bpf_map_lookup_elem(&proc_vals, &idx);
+	if (!e)
+		return -1;
 	__builtin_memset(&e->v, 0, sizeof(e->v));
 	e->v.preferred_llc = -1;
 	if (!bpf_map_update_elem(&proc_idx, &k, &idx, BPF_NOEXIST)) {
 		/* Published last: userspace reads an entry once its key is set. */
 		__sync_lock_test_and_set(&e->key, (u64)tgid << 32 | llc);
-		return &e->v;
+		return (int)idx;
 	}
-	/* Not stored (another CPU's entry for the same key, or proc_idx full): this one
-	 * was never published, and is given back. */
 	__sync_fetch_and_and(&proc_used[idx / 64 & (PROC_WORDS - 1)], ~(1ULL << (idx & 63)));
-	at = bpf_map_lookup_elem(&proc_idx, &k);
-	e = at ? bpf_map_lookup_elem(&proc_vals, at) : NULL;
+	return -1;
+}
+
+/* The entry of process tgid on LLC llc in proc_vals: looked up in proc_idx, else (when
+ * create) taken (proc_take; when another CPU took one for the same key meanwhile, that
+ * one). NULL when all are taken: counted in proc_dropped. Out of line: reached from a
+ * slot takeover or a slice with counters, not from every switch. */
+static __noinline struct proc_llc_val *llc_of(u32 tgid, u32 llc, bool create)
+{
+	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
+	u32 *at = bpf_map_lookup_elem(&proc_idx, &k);
+	if (!at && create) {
+		proc_take(tgid, llc);
+		at = bpf_map_lookup_elem(&proc_idx, &k);
+	}
+	struct proc_llc_ent *e = at ? bpf_map_lookup_elem(&proc_vals, at) : NULL;
 	if (!e) {
-		count_proc_dropped();
+		if (create)
+			count_proc_dropped();
 		return NULL;
 	}
 	return &e->v;
