@@ -23,8 +23,8 @@ load() {
 load &
 target/release/llctop --interval 1s record --output "$out/r.jsonl.gz" 2>"$out/err" &
 rec=$!
-# Past the start: loading the BPF program (the verifier) takes ~0.7 s of CPU here, and
-# several seconds of wall time under the load; the windows measure the steady state.
+# Past the start: loading the BPF program (the verifier) takes 0.3-0.4 s of CPU here,
+# and seconds of wall time under the load; the windows measure the steady state.
 sleep 15
 tick=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tick" '{sub(/.*\) /, ""); print ($12 + $13) / t}' "/proc/$rec/stat"; }
