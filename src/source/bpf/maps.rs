@@ -50,7 +50,7 @@ pub fn delete_keys<M: MapCore>(map: &M, keys: &[u8], key_size: usize) {
 /// The per-CPU array `map` (`n` keys, values made of u64 words) summed over the CPUs:
 /// word `w` of key `k` at `[k × words + w]`. One `BPF_MAP_LOOKUP_BATCH` call into a flat
 /// buffer instead of one `bpf()` call and one allocation per key and CPU (issue "Scale":
-/// the LLC matrix of a 64-LLC machine is 4,096 keys, each with a value per CPU).
+/// `cpu_mig` has a key per CPU, each with a value per possible CPU).
 /// libbpf-rs offers batch lookups for other maps only, so this calls libbpf's own
 /// `bpf_map_lookup_batch`; where the kernel refuses it or answers part of the map, key by
 /// key.

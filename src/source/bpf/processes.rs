@@ -136,7 +136,16 @@ impl BpfSource {
         self.reads += 1;
         let sweep = self.reads.is_multiple_of(SWEEP_EVERY);
         let mut now = HashSet::default();
-        for (&tgid, p) in &cur.procs {
+        // Between sweeps only the exited processes can go: they alone are compared.
+        let candidates: Vec<(u32, &read::ProcCum)> = if sweep {
+            cur.procs.iter().map(|(&t, p)| (t, p)).collect()
+        } else {
+            self.gone
+                .keys()
+                .filter_map(|t| Some((*t, cur.procs.get(t)?)))
+                .collect()
+        };
+        for (tgid, p) in candidates {
             if tgid == 0 || cur.held.contains(&tgid) || prev.procs.get(&tgid) != Some(p) {
                 continue;
             }

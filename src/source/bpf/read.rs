@@ -189,7 +189,7 @@ pub fn read(
         }
     });
     // Then what the CPUs' accumulator slots hold unflushed (a slot flushed since
-    // proc_llc was read is missed once, never counted twice), and only then the running
+    // proc_vals was read is missed once, never counted twice), and only then the running
     // slices (a slice that completes into a slot after the slots were read is counted
     // once, as running).
     // CPU c's slots are keys [c × ACC_SLOTS, (c + 1) × ACC_SLOTS) of one plain array.
@@ -390,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn a_process_seen_first_outside_proc_stats_has_no_kernel_preference() {
+    fn a_process_without_its_own_entry_has_no_kernel_preference() {
         assert_eq!(ProcCum::default().kernel_pref, -1);
     }
 }
