@@ -38,6 +38,8 @@ pub struct ProcCum {
     pub unseen_ins: u64,
     /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
     pub kernel_pref: i64,
+    /// Whether `kernel_pref` came from the process's own entry (stored at a switch-out).
+    pub pref_stored: bool,
     /// The LLCs it ran on (llctop's ids, ascending) and what it did on each: a process
     /// runs on a few of a machine's LLCs, so only those are kept.
     pub llc: Vec<(u32, LlcCum)>,
@@ -54,6 +56,7 @@ impl Default for ProcCum {
             pref_miss_ns: 0,
             unseen_ins: 0,
             kernel_pref: -1,
+            pref_stored: false,
             llc: Vec::new(),
         }
     }
@@ -176,6 +179,7 @@ pub fn read(
         let p = c.procs.entry(tgid).or_default();
         if llc == PROC_LLC_SELF {
             p.kernel_pref = v.preferred_llc;
+            p.pref_stored = true;
             return;
         }
         p.add_counts(&v.c);
@@ -243,10 +247,19 @@ pub fn read(
             // What its switch-in found, still pending on this CPU (read after the
             // slots it moves into: missed once at worst, never counted twice).
             let p = c.procs.entry(s.curr_tgid).or_default();
-            p.add_counts(&pending_counts(&s, ns));
-            if s.curr_pref != PREF_UNSET {
-                p.kernel_pref = i64::from(s.curr_pref);
+            let mut pending = pending_counts(&s, ns);
+            // A slice begun under a preference the process's own entry no longer holds
+            // (a thread of it switched in since and read another, or none: the kernel
+            // dropped or moved it) is neither hit nor miss time, and its preference is
+            // not the process's; without an entry, its switch-in's is the latest known.
+            let pref = i64::from(s.curr_pref);
+            if p.pref_stored && pref != p.kernel_pref {
+                pending.pref_hit_ns = 0;
+                pending.pref_miss_ns = 0;
+            } else if s.curr_pref != PREF_UNSET {
+                p.kernel_pref = pref;
             }
+            p.add_counts(&pending);
         }
         inflight.push(Inflight {
             cpu: cpu as u32,
