@@ -459,6 +459,13 @@ fn trace_around(text: &str, from: f64, to: f64) -> String {
 /// one after the tracepoint, while they switch on their own vCPU threads under TCG.
 const UNSURE_S: f64 = 200e-6;
 
+/// How long before its trace line a switch may already have taken effect: the kernel sets
+/// `rq->curr` (and dequeues a blocking task) before `trace_sched_switch`, and under TCG
+/// the vCPU can stall between the two for a host time slice (this lab runs 8 vCPU threads
+/// on a 2-CPU VM: 1.04 ms seen in CI). So a switch counts as a change from the CPU's
+/// previous trace line (at most this long before) up to its own.
+const SWITCH_LAG_S: f64 = 5e-3;
+
 /// One new thread's placement, as the trace has it.
 struct Placed {
     order: usize,
@@ -467,7 +474,8 @@ struct Placed {
     ts: f64,
     /// Allowed CPUs (other than `cpu`) idle at the placement.
     idle: Vec<i32>,
-    /// Allowed CPUs whose state changed within UNSURE_S of the placement: idle or not,
+    /// Allowed CPUs whose state changed within UNSURE_S of the placement (a switch: from its
+    /// CPU's previous trace line, SWITCH_LAG_S at most, to its own): idle or not,
     /// depending on which side of the change a reader fell.
     unsure: Vec<i32>,
 }
@@ -494,7 +502,10 @@ impl Trace {
         let mut curr: HashMap<i32, (i64, f64)> = HashMap::new(); // cpu -> (pid, since)
         let mut arrived: HashMap<i32, f64> = HashMap::new();
         let mut waking: HashMap<i64, i32> = HashMap::new(); // pid -> CPU it is headed for
-        let mut changes: HashMap<i32, Vec<f64>> = HashMap::new();
+        // cpu -> when its state may have changed: (earliest, latest), seconds.
+        let mut changes: HashMap<i32, Vec<(f64, f64)>> = HashMap::new();
+        // cpu -> its latest trace line.
+        let mut last_on: HashMap<i32, f64> = HashMap::new();
         let mut at_placement: Vec<(u32, f64)> = Vec::new();
         let mut t = Trace {
             placed: HashMap::new(),
@@ -519,13 +530,15 @@ impl Trace {
                 continue;
             };
             let ev = &l[at + 2..];
-            let mut changed = |c: i32| changes.entry(c).or_default().push(ts);
+            let before = last_on.insert(cpu, ts);
+            let mut changed = |c: i32| changes.entry(c).or_default().push((ts, ts));
             if ev.starts_with("sched_switch:") {
                 let next = ev.split("==>").nth(1).and_then(|n| field(n, "next_pid="));
                 let Some(next) = next else { continue };
                 curr.insert(cpu, (next, ts));
                 waking.remove(&next);
-                changed(cpu);
+                let from = before.map_or(ts, |b| b.max(ts - SWITCH_LAG_S));
+                changes.entry(cpu).or_default().push((from, ts));
                 let tid = next as u32;
                 if tids.contains(&tid) {
                     t.first_run.entry(tid).or_insert(cpu);
@@ -597,9 +610,10 @@ impl Trace {
                 .copied()
                 .filter(|&c| c != p.cpu)
                 .filter(|c| {
-                    changes
-                        .get(c)
-                        .is_some_and(|v| v.iter().any(|&x| (x - ts).abs() <= UNSURE_S))
+                    changes.get(c).is_some_and(|v| {
+                        v.iter()
+                            .any(|&(a, b)| a <= ts + UNSURE_S && b >= ts - UNSURE_S)
+                    })
                 })
                 .collect();
         }
