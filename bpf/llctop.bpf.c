@@ -827,16 +827,16 @@ static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outg
 		pb->c.unseen_ins++;
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
-				     const bool direct)
+/* The switch hook's body, with kq (the kernel's sched_info gives the waits, the run
+ * queue the clock) a literal: on_switch picks one copy, decided at load, so the
+ * compiler lays the kept one out as straight code without carrying the flags. */
+static __always_inline int switch_body(bool preempt, struct task_struct *prev,
+				       struct task_struct *next, const bool direct, const bool kq,
+				       const bool has_rq)
 {
 	struct cpu_stat *cs = this_cpu();
 	if (!cs)
 		return 0;
-	/* Decided at load: the verifier drops the other path. */
-	const bool has_rq = bpf_core_field_exists(((struct cfs_rq *)0)->rq) &&
-			    bpf_core_field_exists(prev->se);
-	const bool kq = sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info);
 	/* prev is the task this CPU's last switch brought in, kept in cs (before the first
 	 * switch seen here it counts as idle: no slice has a start yet). */
 	u32 prev_pid = cs->curr_pid;
@@ -846,9 +846,11 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	bool first = false;
 	if (kq && next_pid) {
 		/* The kernel's own: enqueued at last_queued (0: not waiting), never run
-		 * before when pcount is 0 (both change only after this tracepoint). */
+		 * before when last_arrival is 0 (both change only after this tracepoint,
+		 * in sched_info_arrive, which sets last_arrival with pcount; unlike pcount,
+		 * last_arrival shares last_queued's cache line: one line, not two, on 6.18). */
 		start = RD(direct, next, sched_info.last_queued);
-		first = RD(direct, next, sched_info.pcount) == 0;
+		first = RD(direct, next, sched_info.last_arrival) == 0;
 	}
 	struct rq *rq = NULL;
 	if (has_rq) {
@@ -943,6 +945,19 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		cs->curr_pref = pref;
 	}
 	return 0;
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+				     const bool direct)
+{
+	/* Decided at load: the verifier drops the other path. */
+	const bool has_rq = bpf_core_field_exists(((struct cfs_rq *)0)->rq) &&
+			    bpf_core_field_exists(prev->se);
+	if (sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info))
+		return switch_body(preempt, prev, next, direct, true, true);
+	if (has_rq)
+		return switch_body(preempt, prev, next, direct, false, true);
+	return switch_body(preempt, prev, next, direct, false, false);
 }
 
 /* Without sched_info_waits: a woken task starts waiting. */
