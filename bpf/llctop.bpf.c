@@ -152,11 +152,21 @@ struct cpu_stat {
 	u64 pc_last[NR_PC];
 	u64 pc_last_enabled;
 	u64 pc_last_running;
-};
+} __attribute__((aligned(64)));
 
+#ifndef BPF_F_MMAPABLE
+#define BPF_F_MMAPABLE (1U << 10)
+#endif
+
+/* CPU c's stats are entry c of one plain array, written by CPU c only (each entry whole
+ * cache lines: no line shared between CPUs). Not a per-CPU array: per-CPU map memory
+ * comes from vmalloc'd chunks, and the switch hook measured cheaper on a plain array
+ * (as the accumulator slots did). Mmapable: userspace reads them through a read-only
+ * mapping, with no copy per interval of every possible CPU's value. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set to nr_cpu_ids before load */
 	__type(key, u32);
 	__type(value, struct cpu_stat);
 } cpu_stats SEC(".maps");
@@ -174,10 +184,6 @@ struct {
 	__type(key, u32);
 	__type(value, struct cpu_mig);
 } cpu_mig SEC(".maps");
-
-#ifndef BPF_F_MMAPABLE
-#define BPF_F_MMAPABLE (1U << 10)
-#endif
 
 /* llc_matrix[(llc * nr_llc + from) * nr_llc + to]: the moves from LLC `from` to LLC `to`
  * made by the CPUs of LLC `llc` (their hook ran there): a copy per LLC, added to
@@ -377,10 +383,14 @@ const volatile struct {
 	struct acc_slot acc_slot;
 } layout;
 
+static __always_inline struct cpu_stat *stats_of(u32 cpu)
+{
+	return bpf_map_lookup_elem(&cpu_stats, &cpu);
+}
+
 static __always_inline struct cpu_stat *this_cpu(void)
 {
-	u32 zero = 0;
-	return bpf_map_lookup_elem(&cpu_stats, &zero);
+	return stats_of(bpf_get_smp_processor_id());
 }
 
 static __always_inline u32 task_cpu(struct task_struct *p, const bool direct)
@@ -562,8 +572,7 @@ static long idle_scan_cpu(u64 i, void *ctx)
 		return 0;
 	/* The kernel's idle_cpu(): the idle task runs, nothing is queued, no wakeup is on
 	 * its way there. Read as plain values (a rare path: placements only). */
-	u32 zero = 0;
-	struct cpu_stat *other = bpf_map_lookup_percpu_elem(&cpu_stats, &zero, (u32)i);
+	struct cpu_stat *other = stats_of((u32)i);
 	if (!other || !other->rq_addr)
 		return 0;
 	struct rq *rq = (struct rq *)other->rq_addr;
@@ -834,7 +843,8 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 				       struct task_struct *next, const bool direct, const bool kq,
 				       const bool has_rq)
 {
-	struct cpu_stat *cs = this_cpu();
+	u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_stat *cs = stats_of(cpu);
 	if (!cs)
 		return 0;
 	/* prev is the task this CPU's last switch brought in, kept in cs (before the first
@@ -868,7 +878,6 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	} else {
 		now = bpf_ktime_get_ns();
 	}
-	u32 cpu = bpf_get_smp_processor_id();
 	const volatile struct cpu_topo *t = topo_of(cpu);
 
 	/* Close the slice that just ended. prev's process gets, in its accumulator slot

@@ -309,6 +309,8 @@ fn array_batch<M: MapCore>(map: &M, n: u32, copies: usize) -> Option<(Vec<u32>, 
 /// The program's mmapable arrays as mapped into this process (`None` for one the kernel
 /// refused to map: it is read with batch calls instead).
 pub struct Mappings {
+    /// The per-CPU stats (entry c: CPU c's), read-only.
+    pub stats: Option<Mapped>,
     /// The accumulator slots, read-only.
     pub acc: Option<Mapped>,
     /// The per-process entries (`proc_vals`), writable: userspace gives entries back.

@@ -206,6 +206,11 @@ impl BpfSource {
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
                         let nr_llc = topo.llcs.len().max(1);
                         let mapped = read::Mappings {
+                            stats: read::Mapped::new(
+                                &skel.maps.cpu_stats,
+                                nr_cpus.min(MAX_CPUS) as u32,
+                                false,
+                            ),
                             acc: read::Mapped::new(&skel.maps.acc, slots as u32, false),
                             vals: None,
                             matrix: read::Mapped::new(
@@ -307,6 +312,7 @@ impl BpfSource {
                 };
             }
         }
+        open.maps.cpu_stats.set_max_entries(nr_cpus as u32)?;
         open.maps.cpu_mig.set_max_entries(nr_cpus as u32)?;
         open.maps
             .acc

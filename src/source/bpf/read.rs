@@ -5,7 +5,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::MapCore;
 
 use super::layout::{
     ACC_SLOTS, MAX_CPUS, NR_CAUSE, NR_DIST, NR_PC, PREF_UNSET, PROC_LLC_SELF, WAIT_BUCKETS,
@@ -215,17 +215,17 @@ pub fn read(
         Some(m) => m.each(&mut slot),
         None => array_each(&maps.acc, (n.min(MAX_CPUS) * ACC_SLOTS) as u32, &mut slot),
     }
-    let zero = 0u32.to_ne_bytes();
-    let per_cpu = maps
-        .cpu_stats
-        .lookup_percpu(&zero, MapFlags::ANY)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    // CPU c's stats are entry c of one plain array.
+    let mut per_cpu: Vec<(usize, types::cpu_stat)> = Vec::with_capacity(n);
+    let mut stat = |i: u32, bytes: &[u8]| per_cpu.push((i as usize, pod(bytes)));
+    match mapped.stats.as_ref() {
+        Some(m) => m.each(&mut stat),
+        None => array_each(&maps.cpu_stats, maps.cpu_stats.max_entries(), &mut stat),
+    }
     let now = mono_ns();
     let mut inflight: Vec<Inflight> = Vec::new();
-    for (cpu, bytes) in per_cpu.iter().enumerate() {
-        let s: types::cpu_stat = pod(bytes);
+    for (cpu, s) in &per_cpu {
+        let cpu = *cpu;
         if cpu < n {
             c.switches[cpu] = s.switches;
             c.unseen[cpu] = s.switches_unseen;
@@ -241,13 +241,13 @@ pub fn read(
         c.unclassified += s.mig_unclassified;
         c.dropped += s.events_dropped;
         c.proc_dropped += s.proc_dropped;
-        let ns = running_ns(&s, now);
+        let ns = running_ns(s, now);
         if s.curr_pid != 0 {
             c.held.insert(s.curr_tgid);
             // What its switch-in found, still pending on this CPU (read after the
             // slots it moves into: missed once at worst, never counted twice).
             let p = c.procs.entry(s.curr_tgid).or_default();
-            let mut pending = pending_counts(&s, ns);
+            let mut pending = pending_counts(s, ns);
             // A slice begun under a preference the process's own entry no longer holds
             // (a thread of it switched in since and read another, or none: the kernel
             // dropped or moved it) is neither hit nor miss time, and its preference is
