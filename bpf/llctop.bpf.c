@@ -171,16 +171,20 @@ struct {
 	__type(value, struct cpu_stat);
 } cpu_stats SEC(".maps");
 
-/* Migrations onto / away from each CPU, as the CPU that ran the hook saw them (per-CPU
- * copies, summed by userspace: no atomics on lines other CPUs write). */
+/* Migrations onto / away from each CPU: cpu_mig[llc * nr_cpu_ids + cpu] counts those of
+ * CPU cpu made by the CPUs of LLC llc (their hook ran there) — a copy per LLC, added to
+ * atomically by its own CPUs only, like llc_matrix. Userspace sums the copies through a
+ * read-only mapping: a per-CPU array was copied by the kernel at every read, a value per
+ * CPU per possible CPU (1 MB on a 256-CPU machine). */
 struct cpu_mig {
 	u64 in;
 	u64 out;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MAX_CPUS); /* set to nr_cpu_ids before load */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set to nr_llc * nr_cpu_ids before load */
 	__type(key, u32);
 	__type(value, struct cpu_mig);
 } cpu_mig SEC(".maps");
@@ -1032,18 +1036,22 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 		cause = C_LB;
 	cs->mig_cause[cause]++;
 
-	struct cpu_mig *m = bpf_map_lookup_elem(&cpu_mig, &from);
+	u32 here = bpf_get_smp_processor_id();
+	const volatile struct cpu_topo *h = topo_of(here);
+	/* The copy of this CPU's LLC. */
+	u32 copy = h && h->llc < nr_llc ? h->llc : 0;
+	u32 k = copy * nr_cpu_ids + from;
+	struct cpu_mig *m = bpf_map_lookup_elem(&cpu_mig, &k);
 	if (m)
-		m->out++;
-	m = bpf_map_lookup_elem(&cpu_mig, &to);
+		__sync_fetch_and_add(&m->out, 1);
+	k = copy * nr_cpu_ids + to;
+	m = bpf_map_lookup_elem(&cpu_mig, &k);
 	if (m)
-		m->in++;
+		__sync_fetch_and_add(&m->in, 1);
 
 	const volatile struct cpu_topo *a = topo_of(from);
 	const volatile struct cpu_topo *b = topo_of(to);
 	/* The process's own count goes to this CPU's accumulator slot for it. */
-	u32 here = bpf_get_smp_processor_id();
-	const volatile struct cpu_topo *h = topo_of(here);
 	struct acc_slot *pa = acc_of(here, RD(direct, p, tgid), h);
 	if (!a || !b) {
 		cs->mig_unclassified++;
@@ -1064,7 +1072,6 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	if (pa && d < NR_DIST)
 		pa->c.mig_dist[d]++;
 	if (a->llc < nr_llc && b->llc < nr_llc) {
-		u32 copy = h && h->llc < nr_llc ? h->llc : 0;
 		u32 idx = (copy * nr_llc + a->llc) * nr_llc + b->llc;
 		u64 *cell = bpf_map_lookup_elem(&llc_matrix, &idx);
 		if (cell)

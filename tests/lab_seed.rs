@@ -101,6 +101,33 @@ fn lab_7_2_smt_hops_counted_exactly_per_distance_class() {
     assert!(m[0][0] >= 100, "the SMT hops stay in LLC 0");
     assert!(m[0][1] >= 50 && m[1][0] >= 50, "0->2 and 2->0");
     assert!(m[0][2] >= 50 && m[2][0] >= 50, "0->4 and 4->0");
+    // Per CPU in and out (kept in a copy per LLC of the CPUs whose hook counted them,
+    // summed by llctop): each move is one in and one out, the hopper's CPUs got theirs.
+    let n = rec.snapshots.first().map_or(0, |s| s.cpus.len());
+    let (mut ins, mut outs, mut total) = (vec![0u64; n], vec![0u64; n], 0u64);
+    for s in &rec.snapshots {
+        for (c, cpu) in s.cpus.iter().enumerate().take(n) {
+            ins[c] += cpu.migrations_in.unwrap_or(0);
+            outs[c] += cpu.migrations_out.unwrap_or(0);
+        }
+        total += s.migrations.as_ref().expect("migrations").total();
+    }
+    let (i, o): (u64, u64) = (ins.iter().sum(), outs.iter().sum());
+    println!("lab 7.2/{SHAPE}: migrations in per CPU {ins:?}, out {outs:?}, total {total}");
+    // The in/out map is read a moment after the classes: a move between shows in one.
+    assert!(i.abs_diff(o) <= 2, "in {i} vs out {o}");
+    assert!(
+        i.abs_diff(total) <= 2 + total / 100,
+        "in {i} vs total {total}"
+    );
+    for c in [1, 2, 4] {
+        assert!(
+            ins[c] >= 50 && outs[c] >= 50,
+            "CPU {c}: in {} out {}",
+            ins[c],
+            outs[c]
+        );
+    }
 }
 
 #[test]

@@ -47,48 +47,29 @@ pub fn delete_keys<M: MapCore>(map: &M, keys: &[u8], key_size: usize) {
     }
 }
 
-/// The per-CPU array `map` (`n` keys, values made of u64 words) summed over the CPUs:
-/// word `w` of key `k` at `[k × words + w]`. One `BPF_MAP_LOOKUP_BATCH` call into a flat
-/// buffer instead of one `bpf()` call and one allocation per key and CPU (issue "Scale":
-/// `cpu_mig` has a key per CPU, each with a value per possible CPU).
-/// libbpf-rs offers batch lookups for other maps only, so this calls libbpf's own
-/// `bpf_map_lookup_batch`; where the kernel refuses it or answers part of the map, key by
-/// key.
-pub(super) fn percpu_sums<M: MapCore>(map: &M, n: u32) -> Vec<u64> {
-    let size = map.value_size() as usize;
-    let words = size / 8;
-    let mut out = vec![0u64; n as usize * words];
-    let mut add = |k: usize, cpu_val: &[u8]| {
-        for (w, b) in cpu_val.chunks_exact(8).take(words).enumerate() {
-            if let Some(o) = out.get_mut(k * words + w) {
-                *o += pod::<u64>(b);
-            }
+/// Migrations onto and away from each of `n` CPUs, `(in, out)`, summed over the copies
+/// of `cpu_mig`: copy l is keys `[l × n, (l + 1) × n)` of the plain array `map`
+/// (`copies × n` keys), read through its mapping `m`, else with one batch call.
+pub(super) fn mig_sums<M: MapCore>(
+    map: &M,
+    m: Option<&Mapped>,
+    copies: usize,
+    n: usize,
+) -> Vec<(u64, u64)> {
+    let mut out = vec![(0u64, 0u64); n];
+    if n == 0 {
+        return out;
+    }
+    let mut add = |i: u32, b: &[u8]| {
+        let v: types::cpu_mig = pod(b);
+        if let Some(o) = out.get_mut(i as usize % n) {
+            o.0 += v.r#in;
+            o.1 += v.out;
         }
     };
-    let stride = size.next_multiple_of(8);
-    let batch = libbpf_rs::num_possible_cpus()
-        .ok()
-        .and_then(|ncpu| Some((ncpu, array_batch(map, n, ncpu)?)));
-    match batch {
-        Some((ncpu, (keys, vals))) => {
-            for (i, &k) in keys.iter().enumerate() {
-                for c in 0..ncpu {
-                    let base = (i * ncpu + c) * stride;
-                    if let Some(v) = vals.get(base..base + size) {
-                        add(k as usize, v);
-                    }
-                }
-            }
-        }
-        None => {
-            for k in 0..n {
-                if let Ok(Some(per_cpu)) = map.lookup_percpu(&k.to_ne_bytes(), MapFlags::ANY) {
-                    for v in &per_cpu {
-                        add(k as usize, v);
-                    }
-                }
-            }
-        }
+    match m {
+        Some(m) => m.each(&mut add),
+        None => array_each(map, (copies * n) as u32, &mut add),
     }
     out
 }
@@ -317,6 +298,8 @@ pub struct Mappings {
     pub vals: Option<Mapped>,
     /// The LLC matrix, a copy per LLC, read-only.
     pub matrix: Option<Mapped>,
+    /// The per-CPU migrations in and out, a copy per LLC, read-only.
+    pub mig: Option<Mapped>,
 }
 
 /// `proc_vals` is mapped in steps of this many entries (608 KB), as far as the entries

@@ -218,6 +218,11 @@ impl BpfSource {
                                 (nr_llc * nr_llc * nr_llc) as u32,
                                 false,
                             ),
+                            mig: read::Mapped::new(
+                                &skel.maps.cpu_mig,
+                                (nr_llc * nr_cpus.min(MAX_CPUS)) as u32,
+                                false,
+                            ),
                         };
                         return Ok(BpfSource {
                             skel,
@@ -313,7 +318,9 @@ impl BpfSource {
             }
         }
         open.maps.cpu_stats.set_max_entries(nr_cpus as u32)?;
-        open.maps.cpu_mig.set_max_entries(nr_cpus as u32)?;
+        open.maps
+            .cpu_mig
+            .set_max_entries((nr_llc * nr_cpus) as u32)?;
         open.maps
             .acc
             .set_max_entries((nr_cpus * layout::ACC_SLOTS) as u32)?;

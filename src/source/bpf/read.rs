@@ -12,7 +12,7 @@ use super::layout::{
     comm_string, pending_counts, pod, skel, types,
 };
 pub use super::maps::{Mapped, Mappings, delete_keys};
-use super::maps::{array_each, matrix_sums, percpu_sums, proc_entries, take_entries};
+use super::maps::{array_each, matrix_sums, mig_sums, proc_entries, take_entries};
 use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
 
@@ -287,13 +287,16 @@ pub fn read(
         (nr_llc * cells) as u32,
         cells,
     );
-    let words = std::mem::size_of::<types::cpu_mig>() / 8;
-    let mig = percpu_sums(&maps.cpu_mig, n as u32);
-    for (cpu, m) in mig.chunks_exact(words.max(1)).enumerate().take(n) {
-        let bytes: Vec<u8> = m.iter().flat_map(|w| w.to_ne_bytes()).collect();
-        let m: types::cpu_mig = pod(&bytes);
-        c.mig_in[cpu] = m.r#in;
-        c.mig_out[cpu] = m.out;
+    // In and out per CPU, a copy per LLC (of the CPUs that made the moves): summed.
+    let mig = mig_sums(
+        &maps.cpu_mig,
+        mapped.mig.as_ref(),
+        nr_llc,
+        n.clamp(1, MAX_CPUS),
+    );
+    for (cpu, (i, o)) in mig.into_iter().enumerate().take(n) {
+        c.mig_in[cpu] = i;
+        c.mig_out[cpu] = o;
     }
     c.exited = take_entries(&maps.exited)
         .into_iter()
