@@ -25,8 +25,8 @@ use types::{
     llctop_limits as BpfLimits, llctop_pref as BpfPref,
 };
 
-/// The most CPU ids the program keeps (`topo`; the per-CPU entries of `cpu_stats`, `acc`
-/// and `cpu_mig` are sized to the machine's `nr_cpu_ids`, at most this).
+/// The most CPU ids the program keeps (`topo`; `cpu_stats`, `acc` and `cpu_mig` are
+/// sized from the machine's `nr_cpu_ids`, at most this).
 pub const MAX_CPUS: usize = BpfLimits::MAX_CPUS.0 as usize;
 /// Log2 buckets of the run-queue wait histogram.
 pub const WAIT_BUCKETS: usize = BpfLimits::WAIT_BUCKETS.0 as usize;
