@@ -489,9 +489,10 @@ const UNSURE_S: f64 = 200e-6;
 /// How long before its trace line a switch may already have taken effect: the kernel sets
 /// `rq->curr` (and dequeues a blocking task) before `trace_sched_switch`, and under TCG
 /// the vCPU can stall between the two for a host time slice (this lab runs 8 vCPU threads
-/// on a 2-CPU VM: 1.04 ms seen in CI). So a switch counts as a change from the CPU's
-/// previous trace line (at most this long before) up to its own.
-const SWITCH_LAG_S: f64 = 5e-3;
+/// on a 2-CPU VM: 1.04 ms seen in CI). So a switch into or out of idle counts as a change
+/// from the CPU's previous trace line (at most this long before) up to its own; one
+/// between two tasks leaves the CPU busy and counts at its line.
+const SWITCH_LAG_S: f64 = 3e-3;
 
 /// One new thread's placement, as the trace has it.
 struct Placed {
@@ -501,10 +502,12 @@ struct Placed {
     ts: f64,
     /// Allowed CPUs (other than `cpu`) idle at the placement.
     idle: Vec<i32>,
-    /// Allowed CPUs whose state changed within UNSURE_S of the placement (a switch: from its
-    /// CPU's previous trace line, SWITCH_LAG_S at most, to its own): idle or not,
-    /// depending on which side of the change a reader fell.
+    /// Allowed CPUs whose state changed within UNSURE_S of the placement (a switch into
+    /// or out of idle: from its CPU's previous trace line, SWITCH_LAG_S at most, to its
+    /// own): idle or not, depending on which side of the change a reader fell.
     unsure: Vec<i32>,
+    /// The trace's view of each other allowed CPU then, for a failure's message.
+    state: String,
 }
 
 /// The kernel's own tracepoints (ftrace text, global clock), replayed into where each
@@ -562,9 +565,13 @@ impl Trace {
             if ev.starts_with("sched_switch:") {
                 let next = ev.split("==>").nth(1).and_then(|n| field(n, "next_pid="));
                 let Some(next) = next else { continue };
-                curr.insert(cpu, (next, ts));
+                let was = curr.insert(cpu, (next, ts)).map(|(p, _)| p);
                 waking.remove(&next);
-                let from = before.map_or(ts, |b| b.max(ts - SWITCH_LAG_S));
+                let from = if was.is_none_or(|p| (p == 0) != (next == 0)) {
+                    before.map_or(ts, |b| b.max(ts - SWITCH_LAG_S))
+                } else {
+                    ts
+                };
                 changes.entry(cpu).or_default().push((from, ts));
                 let tid = next as u32;
                 if tids.contains(&tid) {
@@ -588,6 +595,18 @@ impl Trace {
                             })
                         })
                         .collect();
+                    let state: Vec<String> = allowed
+                        .iter()
+                        .filter(|&&c| c != to)
+                        .map(|c| {
+                            let w: Vec<_> = waking.iter().filter(|(_, w)| *w == c).collect();
+                            format!(
+                                "cpu{c}: running {:?}, last woken/placed/moved onto {:?}, wakeups on the way {w:?}",
+                                curr.get(c),
+                                arrived.get(c)
+                            )
+                        })
+                        .collect();
                     let n = t.placed.len();
                     t.placed.insert(
                         pid as u32,
@@ -597,6 +616,7 @@ impl Trace {
                             ts,
                             idle,
                             unsure: Vec::new(),
+                            state: state.join("; "),
                         },
                     );
                     at_placement.push((pid as u32, ts));
@@ -755,10 +775,14 @@ fn check_placement(kernel: &str) {
                 .expect("the placement's idle count") as usize;
             assert!(
                 (sure..=most).contains(&idle),
-                "{case}: {tid}: llctop saw {idle} idle allowed CPUs, the trace {:?} (unsure {:?}); \
-                 the trace from 1 ms before the placement to 5 ms after:\n{}",
+                "{case}: {tid}: llctop saw {idle} idle allowed CPUs (lowest {:?}), the trace {:?} \
+                 (unsure {:?}; {}); the trace from 1 ms before the placement to 5 ms after:\n{}",
+                events()
+                    .find(|e| e.kind == llctop::snapshot::EventKind::Placement && e.pid == tid)
+                    .and_then(|e| e.idle_cpu),
                 p.idle,
                 p.unsure,
+                p.state,
                 trace_around(&text, p.ts - 1e-3, p.ts + 5e-3)
             );
         }
