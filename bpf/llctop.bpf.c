@@ -159,10 +159,10 @@ struct cpu_stat {
 #endif
 
 /* CPU c's stats are entry c of one plain array, written by CPU c only (each entry whole
- * cache lines: no line shared between CPUs). Not a per-CPU array: per-CPU map memory
- * comes from vmalloc'd chunks, and the switch hook measured cheaper on a plain array
- * (as the accumulator slots did). Mmapable: userspace reads them through a read-only
- * mapping, with no copy per interval of every possible CPU's value. */
+ * cache lines: no line shared between CPUs). Not a per-CPU array: mmapable, so userspace
+ * reads them through a read-only mapping, with no copy per interval of every possible
+ * CPU's value (the switch hook measured the same within the spread; the accumulator
+ * slots, moved the same way, measured cheaper). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
