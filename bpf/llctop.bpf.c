@@ -16,9 +16,14 @@
  * through the outgoing task's cfs_rq, as kernels without KALLSYMS_ALL give no address
  * for the per-CPU `runqueues`) as the time, and the incoming
  * task's sched_info.last_queued (its enqueue time, cleared only after the tracepoint) as
- * the start of its wait — no clock read, no task storage, no sched_wakeup hook. Per-process
- * sums go to per-CPU accumulators (a slot per process, direct-mapped by tgid), flushed to
- * the shared map only when another process needs the slot.
+ * the start of its wait — no clock read, no task storage, no sched_wakeup hook. With tp_btf
+ * (`task_settle`), per-process runtime and waits are not summed per switch at all: each
+ * task's own se.sum_exec_runtime and sched_info.run_delay are settled into its process's
+ * count for its LLC before it changes LLC, at its last switch and by a task iterator
+ * userspace runs before each read. Otherwise (and for the v7.2 preferred-LLC time, judged
+ * per slice) per-process sums go to per-CPU accumulators (a slot per process,
+ * direct-mapped by tgid), flushed to the shared map only when another process needs the
+ * slot.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,6 +41,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define RD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
 
 #define TASK_RUNNING 0
+#define TASK_DEAD 0x80
 #define TASK_WAKING 0x0200
 
 /*
@@ -95,6 +101,18 @@ u32 kernel_preferred_llc = 0;
  * exists): waits come from sched_info.last_queued and the sched_wakeup hook stays
  * unloaded. Otherwise the wakeup hook stamps each wait (task storage or a hash). */
 const volatile bool sched_info_waits = false;
+
+/* Set by userspace before load, with tp_btf hooks, sched_info and an iter/task program:
+ * each task's runtime and run-queue wait are the kernel's own se.sum_exec_runtime and
+ * sched_info.run_delay, settled (task_settle()) into its process's entry for the LLC it
+ * ran on when it moves to another CPU, when it exits, and when userspace runs the task
+ * iterator before each read — not at every context switch. Otherwise the switch hook
+ * adds each slice and each wait it sees to the outgoing process's accumulator slot. */
+const volatile bool task_settle = false;
+/* CLOCK_MONOTONIC when userspace loaded the program: a task started after it counts
+ * from its start; one started before, from the first time a settle sees it (the task
+ * iterator, run at attach, sees every task). */
+const volatile u64 load_ns = 0;
 
 /* NUMA-balancing marks in numa_pending (the migrate hook looks only when there are). */
 u64 numa_marks = 0;
@@ -465,6 +483,11 @@ static __always_inline const volatile struct cpu_topo *topo_of(u32 cpu)
 {
 	if (cpu >= MAX_CPUS)
 		return NULL;
+	/* Bounded again on the register the access uses: 6.1's verifier loses the bound
+	 * when the compiler checks one copy of cpu and indexes with another, reloaded from
+	 * the stack (seen in the migrate hook). */
+	asm volatile("" : "+r"(cpu));
+	cpu &= MAX_CPUS - 1;
 	const volatile struct cpu_topo *t = &topo[cpu];
 	return t->valid ? t : NULL;
 }
@@ -765,6 +788,65 @@ static __noinline void slice_to_llc(u32 tgid, u32 llc, u64 ran, struct pc_delta 
 	}
 }
 
+/* A task's kernel counters at its last settle (task_settle). */
+struct task_acct {
+	u64 runtime; /* se.sum_exec_runtime */
+	u64 delay;   /* sched_info.run_delay */
+	u32 done;    /* settled at its exit: what it runs after does not count */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_acct);
+} task_acct SEC(".maps");
+
+/* Settle task p: the CPU time and run-queue wait the kernel counted for it since its last
+ * settle were spent on the LLC of the CPU it is on (its CPU changes only through
+ * set_task_cpu, whose sched_migrate_task hook settles it before it changes LLC), llc,
+ * and go to its
+ * process's entry for that LLC (LLC_UNKNOWN: a CPU outside the topology, not counted).
+ * Two settles of one task at once (the iterator on one CPU, a hook on another) each take
+ * their part by exchange, so the parts add up. last: the task exits; nothing after. */
+#define LLC_UNKNOWN (~0U)
+static __noinline void task_settle_one(struct task_struct *p, u32 llc, bool last)
+{
+	u64 rt = p->se.sum_exec_runtime;
+	u64 dl = p->sched_info.run_delay;
+	struct task_acct *a = bpf_task_storage_get(&task_acct, p, 0, 0);
+	if (!a) {
+		struct task_acct init = {};
+		if (p->start_time < load_ns) {
+			init.runtime = rt;
+			init.delay = dl;
+		}
+		a = bpf_task_storage_get(&task_acct, p, &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!a) {
+			count_proc_dropped();
+			return;
+		}
+	}
+	if (a->done)
+		return;
+	/* Most tasks the iterator visits did not run since: nothing to write. */
+	if (!last && a->runtime == rt && a->delay == dl)
+		return;
+	if (last)
+		a->done = 1;
+	u64 ran = rt - __sync_lock_test_and_set(&a->runtime, rt);
+	u64 waited = dl - __sync_lock_test_and_set(&a->delay, dl);
+	if ((!ran && !waited) || llc == LLC_UNKNOWN)
+		return;
+	struct proc_llc_val *v = llc_of(p->tgid, llc, true);
+	if (!v)
+		return;
+	if (ran)
+		__sync_fetch_and_add(&v->c.runtime_ns, ran);
+	if (waited)
+		__sync_fetch_and_add(&v->c.wait_ns, waited);
+}
+
 /* Settle a slice of process tgid that ended after ran ns into its slot pa: the runtime
  * (unless counters take it to proc_vals with them), what its switch-in found (the wait
  * that ended then; ran as preferred-LLC hit or miss time) and the preference read then. */
@@ -810,8 +892,10 @@ struct outgoing {
  * is out of that span: then until now); that slice is settled here, and o's is set up
  * as if its switch-in had been seen, with its preferred-LLC verdict read now. The wait
  * that ended at the unseen switch-in is lost (the kernel has cleared its start):
- * counted per CPU and, in the slot of o's process, per process. */
-static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outgoing *o)
+ * counted per CPU and, in the slot of o's process, per process. With task_settle (ts)
+ * the runtime is the kernel's own and the slice settles only its preferred-LLC time. */
+static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outgoing *o,
+			     bool ts)
 {
 	const volatile struct cpu_topo *t = topo_of(cpu);
 	u64 arrived = o->arrived;
@@ -824,8 +908,8 @@ static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outg
 	u64 ran = cs->curr_pid ? arrived - cs->last_switch_ns : 0;
 	struct acc_slot *pa = t && was ? acc_of(cpu, was, t) : NULL;
 	if (pa)
-		settle(cs, pa, was, ran, true);
-	else if (t && ran) {
+		settle(cs, pa, was, ran, !ts);
+	else if (t && ran && !ts) {
 		struct pc_delta none = {};
 		slice_to_llc(was, t->llc, ran, &none, false);
 	}
@@ -835,17 +919,19 @@ static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outg
 	cs->curr_wait = 0;
 	cs->curr_hit = t ? verdict(pref, t) : CURR_NONE;
 	cs->curr_pref = pref;
-	struct acc_slot *pb = t && pid ? acc_of(cpu, tgid, t) : NULL;
+	/* With task_settle the process's waits are the kernel's run_delay: none missing. */
+	struct acc_slot *pb = t && pid && !ts ? acc_of(cpu, tgid, t) : NULL;
 	if (pb)
 		pb->c.unseen_ins++;
 }
 
 /* The switch hook's body, with kq (the kernel's sched_info gives the waits, the run
- * queue the clock) a literal: on_switch picks one copy, decided at load, so the
- * compiler lays the kept one out as straight code without carrying the flags. */
+ * queue the clock) and ts (task_settle: runtime and per-process waits settled from the
+ * kernel's own counters elsewhere) literals: on_switch picks one copy, decided at load,
+ * so the compiler lays the kept one out as straight code without carrying the flags. */
 static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 				       struct task_struct *next, const bool direct, const bool kq,
-				       const bool has_rq)
+				       const bool has_rq, const bool ts)
 {
 	u32 cpu = bpf_get_smp_processor_id();
 	struct cpu_stat *cs = stats_of(cpu);
@@ -900,17 +986,22 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		};
 		if (bpf_core_field_exists(prev->preferred_llc) && out_pid)
 			o.pref = RD(direct, prev, preferred_llc);
-		unseen(cs, cpu, now, &o);
+		unseen(cs, cpu, now, &o, ts);
 		prev_pid = o.pid;
 		prev_tgid = o.tgid;
 	}
 	u64 ran = cs->last_switch_ns && now > cs->last_switch_ns && prev_pid != 0 ?
 			  now - cs->last_switch_ns : 0;
-	struct acc_slot *pa = t && prev_pid ? acc_of(cpu, prev_tgid, t) : NULL;
+	/* With task_settle the slot is needed only for the preferred-LLC time (v7.2+),
+	 * which is judged per slice; a task's last switch (it exited) settles it. */
+	const bool slot = !ts || bpf_core_field_exists(next->preferred_llc);
+	struct acc_slot *pa = slot && t && prev_pid ? acc_of(cpu, prev_tgid, t) : NULL;
 	if (pa)
-		settle(cs, pa, prev_tgid, ran, !have_pc);
-	if (t && (have_pc || (ran && !pa)))
-		slice_to_llc(prev_tgid, t->llc, ran, &pd, have_pc);
+		settle(cs, pa, prev_tgid, ran, !have_pc && !ts);
+	if (t && (have_pc || (ran && !pa && !ts)))
+		slice_to_llc(prev_tgid, t->llc, ts ? 0 : ran, &pd, have_pc);
+	if (ts && out_pid && task_state(prev, direct) == TASK_DEAD)
+		task_settle_one(prev, t ? t->llc : LLC_UNKNOWN, true);
 	cs->last_switch_ns = now;
 	cs->curr_pid = next_pid;
 	cs->curr_tgid = next_pid ? RD(direct, next, tgid) : 0;
@@ -942,7 +1033,7 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		if (b >= WAIT_BUCKETS)
 			b = WAIT_BUCKETS - 1;
 		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
-		if (t)
+		if (t && !ts)
 			cs->curr_wait = d;
 	}
 
@@ -966,11 +1057,14 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	/* Decided at load: the verifier drops the other path. */
 	const bool has_rq = bpf_core_field_exists(((struct cfs_rq *)0)->rq) &&
 			    bpf_core_field_exists(prev->se);
-	if (sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info))
-		return switch_body(preempt, prev, next, direct, true, true);
+	if (sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info)) {
+		if (direct && task_settle)
+			return switch_body(preempt, prev, next, direct, true, true, true);
+		return switch_body(preempt, prev, next, direct, true, true, false);
+	}
 	if (has_rq)
-		return switch_body(preempt, prev, next, direct, false, true);
-	return switch_body(preempt, prev, next, direct, false, false);
+		return switch_body(preempt, prev, next, direct, false, true, false);
+	return switch_body(preempt, prev, next, direct, false, false, false);
 }
 
 /* Without sched_info_waits: a woken task starts waiting. */
@@ -1051,6 +1145,10 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 
 	const volatile struct cpu_topo *a = topo_of(from);
 	const volatile struct cpu_topo *b = topo_of(to);
+	/* What it ran and waited since its last settle was on from's LLC: settled before it
+	 * changes LLC (within one, the LLC it is counted on stays right). */
+	if (direct && task_settle && (!a || !b || a->llc != b->llc))
+		task_settle_one(p, a ? a->llc : LLC_UNKNOWN, false);
 	/* The process's own count goes to this CPU's accumulator slot for it. */
 	struct acc_slot *pa = acc_of(here, RD(direct, p, tgid), h);
 	if (!a || !b) {
@@ -1155,6 +1253,19 @@ int BPF_PROG(btf_swap_numa, struct task_struct *src, int src_cpu, struct task_st
 {
 	mark_numa(src, true);
 	return mark_numa(dst, true);
+}
+
+/* Run by userspace before each read (and once at attach): every task's runtime and
+ * wait since its last settle, on the LLC of the CPU it is on (task_settle). */
+SEC("iter/task")
+int settle_tasks(struct bpf_iter__task *ctx)
+{
+	struct task_struct *p = ctx->task;
+	if (!p || !task_settle)
+		return 0;
+	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
+	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, false);
+	return 0;
 }
 
 /* ---- raw_tp: fallback with the same handlers ---- */

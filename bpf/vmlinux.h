@@ -98,6 +98,8 @@ struct cfs_rq {
 
 struct sched_entity {
 	struct cfs_rq *cfs_rq;
+	/* The task's CPU time, updated by update_curr() (at every switch and tick). */
+	u64 sum_exec_runtime;
 };
 
 /* The process's threads that have not yet exited (do_exit decrements it before the
@@ -127,6 +129,7 @@ struct task_struct {
 	int preferred_llc;
 	struct sched_entity se;
 	struct sched_info sched_info;
+	u64 start_time; /* CLOCK_MONOTONIC at fork */
 };
 
 /* A CPU's run queue; only the fields llctop reads. */
@@ -153,6 +156,20 @@ struct trace_entry {
 	unsigned char flags;
 	unsigned char preempt_count;
 	int pid;
+};
+
+struct seq_file;
+
+/* The context of an iter/task program: one call per task, then one with task NULL. */
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	u64 session_id;
+	u64 seq_num;
+};
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
 };
 
 #pragma clang attribute pop

@@ -5,11 +5,17 @@
 //! timed (the median of 7). Not a timed test: figures for docs/performance.md (issue
 //! "Scale"). Needs root (BPF). The per-CPU maps have this machine's possible CPUs, not
 //! 256: the per-process maps, the LLC matrix and the per-CPU tables are the scaled part.
+//! Where the source settles each task's own counters (a task iterator before each read,
+//! docs/metrics.md "Processes"), as many real threads as processes are alive too, each
+//! woken before every timed interval so that every one has something to settle: the
+//! iterator's worst case.
 //!
 //! Run: `scripts/scale-bench.sh` (also counts the `bpf()` calls per interval with
 //! strace), or `cargo run --release --example scale_bench`.
 
 use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use llctop::collect::empty_snapshot;
@@ -20,6 +26,80 @@ use llctop::topology;
 /// Where the benchmark's processes start (far above real pids).
 const FIRST: u32 = 3_000_000;
 const LLCS_EACH: u32 = 4;
+
+/// Real threads for the task iterator to walk, each running briefly whenever woken.
+struct Crowd {
+    /// The generation the threads wait for (u64::MAX: exit), and its condition.
+    round: Arc<(Mutex<u64>, Condvar)>,
+    /// Threads that have run in the current generation.
+    ran: Arc<AtomicUsize>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Crowd {
+    fn new() -> Self {
+        Crowd {
+            round: Arc::new((Mutex::new(0), Condvar::new())),
+            ran: Arc::new(AtomicUsize::new(0)),
+            threads: Vec::new(),
+        }
+    }
+
+    /// Grow to `n` threads.
+    fn grow(&mut self, n: usize) -> Result<(), String> {
+        while self.threads.len() < n {
+            let (round, ran) = (Arc::clone(&self.round), Arc::clone(&self.ran));
+            let t = std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let (lock, cv) = &*round;
+                    let mut seen = 0u64;
+                    loop {
+                        let Ok(mut g) = lock.lock() else { return };
+                        while *g == seen {
+                            g = match cv.wait(g) {
+                                Ok(g) => g,
+                                Err(_) => return,
+                            };
+                        }
+                        seen = *g;
+                        drop(g);
+                        if seen == u64::MAX {
+                            return;
+                        }
+                        ran.fetch_add(1, Ordering::AcqRel);
+                    }
+                })
+                .map_err(|e| format!("thread {}: {e}", self.threads.len()))?;
+            self.threads.push(t);
+        }
+        Ok(())
+    }
+
+    /// Wake every thread once and wait until each has run.
+    fn wake_all(&self) {
+        self.ran.store(0, Ordering::Release);
+        let (lock, cv) = &*self.round;
+        if let Ok(mut g) = lock.lock() {
+            *g += 1;
+        }
+        cv.notify_all();
+        while self.ran.load(Ordering::Acquire) < self.threads.len() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn stop(self) {
+        let (lock, cv) = &*self.round;
+        if let Ok(mut g) = lock.lock() {
+            *g = u64::MAX;
+        }
+        cv.notify_all();
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
 
 /// One interval: the source's read and snapshot, timed; and the process rows it made.
 fn sample(src: &mut BpfSource, topo: &topology::Topology) -> (std::time::Duration, usize) {
@@ -37,13 +117,23 @@ fn main() -> Result<(), String> {
     let topo = topology::synthetic(2, 32, 4); // 256 CPUs, 64 LLCs
     let mut src = BpfSource::load(&topo, 64).map_err(|e| e.to_string())?;
     sample(&mut src, &topo);
+    let settles = src.settles_tasks();
     println!(
-        "{}; each process on {LLCS_EACH} LLCs; --top 64",
-        topo.summary()
+        "{}; each process on {LLCS_EACH} LLCs; --top 64{}",
+        topo.summary(),
+        if settles {
+            "; tasks settled by an iterator: as many real threads as processes, each woken before every interval"
+        } else {
+            ""
+        }
     );
     println!("processes  read + snapshot per interval (median of 7)  rows");
     let mut runtime = 1_000_000u64;
+    let mut crowd = Crowd::new();
     for n in [1_000u32, 2_000, 5_000, 10_000] {
+        if settles {
+            crowd.grow(n as usize)?;
+        }
         // The new processes, then a read that takes them in.
         src.fill_processes(FIRST, n, LLCS_EACH, runtime)
             .map_err(|e| e.to_string())?;
@@ -55,6 +145,7 @@ fn main() -> Result<(), String> {
             runtime += 1_000_000;
             src.fill_processes(FIRST, n, LLCS_EACH, runtime)
                 .map_err(|e| e.to_string())?;
+            crowd.wake_all();
             // One write each (scripts/scale-bench.sh finds them in strace's output).
             let _ = std::io::stderr().write_all(format!("BEGIN {n}\n").as_bytes());
             let (t, r) = sample(&mut src, &topo);
@@ -68,5 +159,6 @@ fn main() -> Result<(), String> {
             times[times.len() / 2].as_secs_f64() * 1e3
         );
     }
+    crowd.stop();
     Ok(())
 }

@@ -153,6 +153,10 @@ fn run_queue_wait_is_the_kernels_run_delay() {
         Waits::SchedInfo,
         "this kernel has /proc/PID/schedstat"
     );
+    assert!(
+        bpf.settles_tasks(),
+        "tp_btf with sched_info settles each task's own counters"
+    );
     waits_match_run_delay(topo, bpf);
 }
 
@@ -168,10 +172,13 @@ fn stamped_waits_are_the_kernels_run_delay_too() {
 /// Two spinners pinned to one CPU, started and ended inside one window: each one's wait
 /// as llctop counts it against the kernel's run_delay the spinner read before it exited.
 /// Some kernels (this VM's vendor 6.18) switch to a task now and then without the
-/// sched_switch tracepoint; the wait that switch-in ended is then missing, and llctop
-/// says so in the row (`switches_unseen`). A spinner without one must match; one with
-/// one may only be short. A round where every spinner had one proves nothing about the
-/// others: up to 4 rounds are run until one has a spinner that had none.
+/// sched_switch tracepoint; where waits are summed at switch-in the wait that switch-in
+/// ended is then missing, and llctop says so in the row (`switches_unseen`). A spinner
+/// without one must match; one with one may only be short. A round where every spinner
+/// had one proves nothing about the others: up to 4 rounds are run until one has a
+/// spinner that had none. Where each task's own counters are settled
+/// ([`BpfSource::settles_tasks`]) no wait is missing, and the spinner's CPU time must
+/// match the kernel's too.
 fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
     let (a, _) = two_cpus(&topo);
     let mut matched = 0;
@@ -186,29 +193,41 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
                     .expect("spin")
             })
             .collect();
-        let delays: Vec<(u32, u64)> = spinners
+        let delays: Vec<(u32, u64, u64)> = spinners
             .into_iter()
             .map(|c| {
                 let pid = c.id();
                 let out = c.wait_with_output().expect("spin output");
                 let said = String::from_utf8_lossy(&out.stdout).into_owned();
                 assert!(out.status.success(), "spin: {said}");
-                let d = said
-                    .lines()
-                    .find_map(|l| l.strip_prefix("run_delay_ns "))
-                    .and_then(|d| d.trim().parse().ok())
-                    .unwrap_or_else(|| panic!("spin said no run_delay_ns: {said:?}"));
-                (pid, d)
+                let field = |name: &str| -> u64 {
+                    said.lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .and_then(|d| d.trim().parse().ok())
+                        .unwrap_or_else(|| panic!("spin said no {name}: {said:?}"))
+                };
+                (pid, field("run_delay_ns "), field("runtime_ns "))
             })
             .collect();
         let s = sample(&topo, &mut bpf);
-        for (pid, kernel) in delays {
+        for (pid, kernel, kernel_ran) in delays {
             let r = row(&s, pid);
             let (ours, unseen) = (r.rq_wait_ns, r.switches_unseen);
             println!(
-                "{} round {round}: spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns, switch-ins unseen {unseen}",
-                bpf.mode().label()
+                "{}{} round {round}: spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns, switch-ins unseen {unseen}; runtime kernel {kernel_ran} ns, llctop {} ns",
+                bpf.mode().label(),
+                if bpf.settles_tasks() { " settled" } else { "" },
+                r.cpu_time_ns
             );
+            if bpf.settles_tasks() {
+                // Its last slice, after it read its schedstat, is llctop's only.
+                assert!(
+                    r.cpu_time_ns >= kernel_ran && r.cpu_time_ns - kernel_ran <= kernel_ran / 50,
+                    "spinner {pid}: llctop runtime {} ns vs the kernel's {kernel_ran} ns",
+                    r.cpu_time_ns
+                );
+                assert_eq!(unseen, 0, "settled waits miss nothing");
+            }
             assert!(
                 kernel > 100_000_000,
                 "the spinners must wait for each other"

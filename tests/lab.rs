@@ -179,6 +179,14 @@ fn check_bpf_migrations(kernel: &str) {
     let unseen: u64 = cpus().map(|c| c.switches_unseen).sum();
     println!("lab {kernel}: {seen} context switches, {unseen} made without the tracepoint");
     assert!(seen > 0 && unseen == 0, "{unseen} of {seen} unseen");
+    // Stock kernels have sched_info, task storage and task iterators: runtime and
+    // per-process waits are each task's own counters, settled (not summed per switch).
+    assert!(
+        bpf.reason
+            .as_deref()
+            .is_some_and(|r| r.contains(llctop::source::bpf::SETTLED)),
+        "{bpf:?}"
+    );
     // No cache-aware scheduling before 7.2: llctop emulates the preference and says why.
     assert!(
         bpf.reason

@@ -10,8 +10,8 @@
 //!   the CPU it saw first and its migrations by then (`se.nr_migrations`; 0: still where
 //!   it was placed) — the stream placement case (shared/seeds/001) in miniature.
 //! - `spin CPU SECS`: a hog pinned to CPU; prints `ready` once it runs there and, at the
-//!   end, `run_delay_ns N`: its time waiting on a run queue as the kernel counts it
-//!   (/proc/thread-self/schedstat).
+//!   end, `run_delay_ns N` and `runtime_ns N`: its time waiting on a run queue and its
+//!   CPU time as the kernel counts them (/proc/thread-self/schedstat).
 //! - `numa FAR NEAR MB SECS`: MB of memory first-touched on CPU FAR's node, then written
 //!   page by page from CPU NEAR (another node) for SECS seconds after a line on stdin;
 //!   prints where its pages are before and after (move_pages(2)): what NUMA balancing
@@ -223,12 +223,15 @@ fn spin(cpu: usize, secs: f64) -> Result<(), String> {
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     spin_for(Duration::from_secs_f64(secs));
-    // The kernel's own account of this thread's time waiting on a run queue.
-    if let Some(d) = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
-    {
-        println!("run_delay_ns {d}");
+    // The kernel's own account of this thread's time waiting on a run queue and running.
+    if let Ok(t) = std::fs::read_to_string("/proc/thread-self/schedstat") {
+        let field = |i: usize| t.split_whitespace().nth(i)?.parse::<u64>().ok();
+        if let Some(d) = field(1) {
+            println!("run_delay_ns {d}");
+        }
+        if let Some(r) = field(0) {
+            println!("runtime_ns {r}");
+        }
     }
     Ok(())
 }

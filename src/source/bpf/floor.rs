@@ -64,6 +64,9 @@ impl ProgStats {
     }
 }
 
+/// The task iterator of bpf/llctop.bpf.c (run by llctop's reads, not by an event).
+pub const ITERATOR: &str = "settle_tasks";
+
 /// The targets of issue "Overhead": sched_switch and the whole per-switch cost, as
 /// multiples of the empty sched_switch program.
 pub const SWITCH_TARGET: f64 = 2.5;
@@ -139,6 +142,22 @@ pub fn compare(llctop: &[ProgStats], floor: &[ProgStats]) -> (String, Option<f64
         per_switch.map_or("-".into(), |x| format!("{x:.1}")),
         show(per_switch_ratio)
     );
+    // Not a per-switch hook: llctop runs it itself, in its reads (its CPU time).
+    if let Some(it) = llctop.iter().find(|p| p.name == ITERATOR && p.run_cnt > 0) {
+        let _ = writeln!(
+            out,
+            "{ITERATOR}, the task iterator llctop runs before each read (in its own CPU time, not a hook): {} tasks visited, {:.1} ns each, {:.2} ms in all{}",
+            it.run_cnt,
+            it.ns_per_event().unwrap_or(0.0),
+            it.run_time_ns as f64 / 1e6,
+            switch
+                .filter(|s| s.run_cnt > 0)
+                .map_or(String::new(), |s| format!(
+                    " ({:.1} ns per context switch if counted with the hooks)",
+                    it.run_time_ns as f64 / s.run_cnt as f64
+                ))
+        );
+    }
     (out, switch_ratio, per_switch_ratio)
 }
 
@@ -173,6 +192,17 @@ mod tests {
         assert!((w.unwrap() - 803.78 / 64.0).abs() < 1e-9, "{w:?}");
         assert!(text.contains("btf_wakeup"), "{text}");
         assert!(text.contains("5.30x"), "wakeup 318 / 60: {text}");
+        assert!(!text.contains(ITERATOR), "{text}");
+        let mut with_it = llctop.to_vec();
+        with_it.push(p(ITERATOR, 200, 100_000));
+        let (text, s2, w2) = compare(&with_it, &floor);
+        assert_eq!((s2, w2), (s, w), "the iterator is not a per-switch hook");
+        assert!(
+            text.contains(
+                "200 tasks visited, 500.0 ns each, 0.10 ms in all (100.0 ns per context switch"
+            ),
+            "{text}"
+        );
         let (_, s, w) = compare(&llctop, &[]);
         assert_eq!((s, w), (None, None), "no floor, no ratio");
     }

@@ -144,6 +144,10 @@ fn is_permission(e: &libbpf_rs::Error) -> bool {
 pub const PREFERRED_KERNEL: &str = "preferred LLC: the kernel's own (p->preferred_llc)";
 pub const PREFERRED_EMULATED: &str = "preferred LLC emulated from each process's runtime per LLC: this kernel has no p->preferred_llc (cache-aware scheduling, v7.2+ with CONFIG_SCHED_CACHE)";
 
+/// The source state's word on where per-process runtime and waits come from, when the
+/// kernel's own per-task counters are settled.
+pub const SETTLED: &str = "per-process runtime and waits: the kernel's own se.sum_exec_runtime and sched_info.run_delay, settled per task at migrations, exits and each read";
+
 pub struct BpfSource {
     skel: skel::LlctopSkel<'static>,
     /// The accumulator slots and the per-process entries mapped into this process.
@@ -152,6 +156,11 @@ pub struct BpfSource {
     pending: Rc<RefCell<Vec<DetailEvent>>>,
     mode: Mode,
     waits: Waits,
+    /// Runtime and per-process waits are the kernel's own counters, settled per task
+    /// (the task iterator runs before every read), not summed at every switch.
+    settle: bool,
+    /// Why this read's task iterator failed.
+    settle_error: Option<String>,
     disabled: Vec<&'static str>,
     nr_llc: usize,
     nr_cpus: usize,
@@ -199,8 +208,15 @@ impl BpfSource {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
         let mut last = String::new();
         for &mode in modes {
-            for numa in [true, false] {
-                match Self::try_load(topo, mode, numa, waits) {
+            // Settling tasks from the kernel's own counters needs direct task pointers
+            // and sched_info; without an iter/task program it falls back to the slots.
+            let settles: &[bool] = if mode == Mode::TpBtf && waits == Waits::SchedInfo {
+                &[true, false]
+            } else {
+                &[false]
+            };
+            for (&settle, numa) in settles.iter().flat_map(|s| [(s, true), (s, false)]) {
+                match Self::try_load(topo, mode, numa, waits, settle) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
@@ -231,6 +247,8 @@ impl BpfSource {
                             pending,
                             mode,
                             waits,
+                            settle,
+                            settle_error: None,
                             disabled: if numa {
                                 vec![]
                             } else {
@@ -254,13 +272,14 @@ impl BpfSource {
                     Err(e) if is_permission(&e) => return Err(LoadError::permission()),
                     Err(e) => {
                         last = format!(
-                            "{} ({}): {e}; libbpf: {}",
+                            "{} ({}{}): {e}; libbpf: {}",
                             mode.label(),
                             if numa {
                                 "with NUMA hooks"
                             } else {
                                 "without NUMA hooks"
                             },
+                            if settle { ", tasks settled" } else { "" },
                             last_libbpf_lines(3)
                         );
                     }
@@ -276,6 +295,7 @@ impl BpfSource {
         mode: Mode,
         numa: bool,
         waits: Waits,
+        settle: bool,
     ) -> Result<
         (
             skel::LlctopSkel<'static>,
@@ -293,6 +313,8 @@ impl BpfSource {
         let nr_llc = topo.llcs.len().max(1);
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
             ro.sched_info_waits = waits == Waits::SchedInfo;
+            ro.task_settle = settle;
+            ro.load_ns = crate::clock::mono_ns();
             ro.nr_llc = nr_llc as u32;
             ro.nr_cpu_ids = nr_cpus as u32;
             let kernel_llc = crate::preferred::kernel_llc_ids(topo);
@@ -350,8 +372,13 @@ impl BpfSource {
         ] {
             p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
         }
+        progs.settle_tasks.set_autoload(settle);
         let mut skel = open.load()?;
         skel.attach()?;
+        if settle {
+            // Every task alive now gets its baseline (counted from here on).
+            run_settle(&skel)?;
+        }
         let pending: Rc<RefCell<Vec<DetailEvent>>> = Rc::new(RefCell::new(Vec::new()));
         let sink = Rc::clone(&pending);
         let mut rb = RingBufferBuilder::new();
@@ -371,6 +398,12 @@ impl BpfSource {
 
     pub fn waits(&self) -> Waits {
         self.waits
+    }
+
+    /// Whether runtime and per-process waits come from the kernel's per-task counters
+    /// (settled by the task iterator and at migrations and exits).
+    pub fn settles_tasks(&self) -> bool {
+        self.settle
     }
 
     /// Attribute `perf`'s per-CPU counters to processes: their fds go into the
@@ -437,17 +470,25 @@ impl BpfSource {
         let mut parts = vec![self.mode.label().to_string()];
         if missed > 0 {
             parts.push(format!(
-                "{missed} of {all} context switches made without the sched_switch tracepoint (this kernel skips it for some tasks): the run-queue waits they ended are missing{}",
-                if self.waits == Waits::SchedInfo {
-                    ", runtimes split at the tasks' own arrival times"
+                "{missed} of {all} context switches made without the sched_switch tracepoint (this kernel skips it for some tasks): {}",
+                if self.settle {
+                    "the run-queue waits they ended are missing from the per-CPU waits (per-process runtimes and waits are the kernel's own)"
+                } else if self.waits == Waits::SchedInfo {
+                    "the run-queue waits they ended are missing, runtimes split at the tasks' own arrival times"
                 } else {
-                    ", their tasks' runtimes go to the task seen before them"
+                    "the run-queue waits they ended are missing, their tasks' runtimes go to the task seen before them"
                 }
             ));
         } else if self.disabled.is_empty() {
             parts.push("every event counted in the kernel".into());
         }
         parts.push(self.waits.label().to_string());
+        if self.settle {
+            parts.push(SETTLED.into());
+        }
+        if let Some(e) = &self.settle_error {
+            parts.push(e.clone());
+        }
         if !self.disabled.is_empty() {
             parts.push(format!(
                 "hooks not available on this kernel: {}",
@@ -473,7 +514,7 @@ impl BpfSource {
         }
         SourceStatus {
             name: "bpf".into(),
-            state: if missed > 0 {
+            state: if missed > 0 || self.settle_error.is_some() {
                 SourceState::Degraded
             } else {
                 SourceState::Active
@@ -483,6 +524,20 @@ impl BpfSource {
     }
 }
 
+/// Run the task iterator once: every task's runtime and wait since its last settle go to
+/// its process's entry (bpf/llctop.bpf.c `settle_tasks`). One `bpf()` call (the
+/// iterator's fd) and a read that returns nothing.
+fn run_settle(skel: &skel::LlctopSkel<'static>) -> Result<(), libbpf_rs::Error> {
+    use std::io::Read;
+    let Some(link) = skel.links.settle_tasks.as_ref() else {
+        return Ok(());
+    };
+    let mut it = libbpf_rs::Iter::new(link)?;
+    let mut buf = [0u8; 64];
+    while it.read(&mut buf).map_err(libbpf_rs::Error::from)? > 0 {}
+    Ok(())
+}
+
 impl Source for BpfSource {
     fn name(&self) -> &'static str {
         "bpf"
@@ -490,6 +545,17 @@ impl Source for BpfSource {
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         let _ = self.ringbuf.consume();
+        // A failed run leaves the running tasks' time since their last settle for the
+        // next read: late, never lost or counted twice.
+        self.settle_error = if self.settle {
+            run_settle(&self.skel).err().map(|e| {
+                format!(
+                    "the task iterator failed ({e}): running tasks' runtime and waits come late"
+                )
+            })
+        } else {
+            None
+        };
         self.mapped.cover_vals(&self.skel);
         let cur = read::read(
             &self.skel,
@@ -497,6 +563,7 @@ impl Source for BpfSource {
             self.nr_llc,
             &self.readers,
             &self.mapped,
+            self.settle,
         );
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
         let unseen = self

@@ -158,13 +158,16 @@ struct Inflight {
 }
 
 /// Read every map of `skel` for `nr_cpus` CPUs and `nr_llc` LLCs, adding each CPU's
-/// running slice (counters read now through `readers`, when attribution is on).
+/// running slice (counters read now through `readers`, when attribution is on). With
+/// `settled` (the task iterator has just settled every task's kernel runtime), the
+/// running slices add no runtime of their own.
 pub fn read(
     skel: &skel::LlctopSkel<'static>,
     nr_cpus: usize,
     nr_llc: usize,
     readers: &[GroupReader],
     mapped: &Mappings,
+    settled: bool,
 ) -> Cumulative {
     let n = nr_cpus;
     let mut c = Cumulative::zeroed(n, nr_llc);
@@ -310,7 +313,7 @@ pub fn read(
         .as_ref()
         .is_some_and(|b| b.kernel_preferred_llc != 0);
     if let Some(ro) = maps.rodata_data.as_ref() {
-        add_inflight(&mut c, inflight, &ro.topo, nr_llc, readers);
+        add_inflight(&mut c, inflight, &ro.topo, nr_llc, readers, settled);
     }
     c
 }
@@ -339,6 +342,7 @@ fn add_inflight(
     topo: &[types::cpu_topo],
     nr_llc: usize,
     readers: &[GroupReader],
+    settled: bool,
 ) {
     for f in inflight {
         let Some(t) = topo.get(f.cpu as usize).filter(|t| t.valid != 0) else {
@@ -361,13 +365,14 @@ fn add_inflight(
                 l.runtime += ns;
             }
         }
-        if f.ns == 0 && counters.is_none() {
+        let ns = if settled { 0 } else { f.ns };
+        if ns == 0 && counters.is_none() {
             continue;
         }
         let Some(l) = c.procs.entry(f.tgid).or_default().on_llc(t.llc, nr_llc) else {
             continue;
         };
-        l.runtime += f.ns;
+        l.runtime += ns;
         if let Some((pc, en, run)) = counters {
             for (a, b) in l.pc.iter_mut().zip(pc) {
                 *a += b;
