@@ -793,6 +793,9 @@ struct task_acct {
 	u64 runtime; /* se.sum_exec_runtime */
 	u64 delay;   /* sched_info.run_delay */
 	u32 done;    /* settled at its exit: what it runs after does not count */
+	/* The proc_vals entry its last settle went to (PROC_SLOTS: none): the next one on
+	 * the same LLC finds it without the proc_idx hash, once its key is checked. */
+	u32 ent;
 };
 
 struct {
@@ -808,15 +811,23 @@ struct {
  * and go to its
  * process's entry for that LLC (LLC_UNKNOWN: a CPU outside the topology, not counted).
  * Two settles of one task at once (the iterator on one CPU, a hook on another) each take
- * their part by exchange, so the parts add up. last: the task exits; nothing after. */
+ * their part by exchange, so the parts add up. */
 #define LLC_UNKNOWN (~0U)
-static __noinline void task_settle_one(struct task_struct *p, u32 llc, bool last)
+/* Why a task is settled: the iterator before a read, a move to another LLC, its exit
+ * (its last switch: nothing after counts). */
+enum { SETTLE_READ, SETTLE_MOVE, SETTLE_LAST };
+static __noinline void task_settle_one(struct task_struct *p, u32 llc, u32 why)
 {
 	u64 rt = p->se.sum_exec_runtime;
-	u64 dl = p->sched_info.run_delay;
 	struct task_acct *a = bpf_task_storage_get(&task_acct, p, 0, 0);
+	/* The iterator skips a task that did not run since (most of them) without reading
+	 * its wait: a wait ends when it runs, or at a move (settled then, before an LLC
+	 * change) or its exit. */
+	if (a && why == SETTLE_READ && a->runtime == rt)
+		return;
+	u64 dl = p->sched_info.run_delay;
 	if (!a) {
-		struct task_acct init = {};
+		struct task_acct init = { .ent = PROC_SLOTS };
 		if (p->start_time < load_ns) {
 			init.runtime = rt;
 			init.delay = dl;
@@ -829,22 +840,42 @@ static __noinline void task_settle_one(struct task_struct *p, u32 llc, bool last
 	}
 	if (a->done)
 		return;
-	/* Most tasks the iterator visits did not run since: nothing to write. */
-	if (!last && a->runtime == rt && a->delay == dl)
+	if (why != SETTLE_LAST && a->runtime == rt && a->delay == dl)
 		return;
-	if (last)
+	if (why == SETTLE_LAST)
 		a->done = 1;
 	u64 ran = rt - __sync_lock_test_and_set(&a->runtime, rt);
 	u64 waited = dl - __sync_lock_test_and_set(&a->delay, dl);
 	if ((!ran && !waited) || llc == LLC_UNKNOWN)
 		return;
-	struct proc_llc_val *v = llc_of(p->tgid, llc, true);
-	if (!v)
-		return;
+	u32 tgid = p->tgid;
+	u32 i = a->ent;
+	struct proc_llc_ent *e = i < PROC_SLOTS ? bpf_map_lookup_elem(&proc_vals, &i) : NULL;
+	/* The entry is another's once userspace freed it (its process exited) and the
+	 * program gave it out again: its key says so. */
+	if (e && e->key != ((u64)tgid << 32 | llc))
+		e = NULL;
+	if (!e) {
+		struct proc_llc_key k = { .tgid = tgid, .llc = llc };
+		u32 *at = bpf_map_lookup_elem(&proc_idx, &k);
+		if (!at) {
+			proc_take(tgid, llc);
+			at = bpf_map_lookup_elem(&proc_idx, &k);
+		}
+		if (at) {
+			i = *at;
+			e = bpf_map_lookup_elem(&proc_vals, &i);
+		}
+		if (!e) {
+			count_proc_dropped();
+			return;
+		}
+		a->ent = i;
+	}
 	if (ran)
-		__sync_fetch_and_add(&v->c.runtime_ns, ran);
+		__sync_fetch_and_add(&e->v.c.runtime_ns, ran);
 	if (waited)
-		__sync_fetch_and_add(&v->c.wait_ns, waited);
+		__sync_fetch_and_add(&e->v.c.wait_ns, waited);
 }
 
 /* Settle a slice of process tgid that ended after ran ns into its slot pa: the runtime
@@ -1001,7 +1032,7 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	if (t && (have_pc || (ran && !pa && !ts)))
 		slice_to_llc(prev_tgid, t->llc, ts ? 0 : ran, &pd, have_pc);
 	if (ts && out_pid && task_state(prev, direct) == TASK_DEAD)
-		task_settle_one(prev, t ? t->llc : LLC_UNKNOWN, true);
+		task_settle_one(prev, t ? t->llc : LLC_UNKNOWN, SETTLE_LAST);
 	cs->last_switch_ns = now;
 	cs->curr_pid = next_pid;
 	cs->curr_tgid = next_pid ? RD(direct, next, tgid) : 0;
@@ -1148,7 +1179,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	/* What it ran and waited since its last settle was on from's LLC: settled before it
 	 * changes LLC (within one, the LLC it is counted on stays right). */
 	if (direct && task_settle && (!a || !b || a->llc != b->llc))
-		task_settle_one(p, a ? a->llc : LLC_UNKNOWN, false);
+		task_settle_one(p, a ? a->llc : LLC_UNKNOWN, SETTLE_MOVE);
 	/* The process's own count goes to this CPU's accumulator slot for it. */
 	struct acc_slot *pa = acc_of(here, RD(direct, p, tgid), h);
 	if (!a || !b) {
@@ -1264,7 +1295,7 @@ int settle_tasks(struct bpf_iter__task *ctx)
 	if (!p || !task_settle)
 		return 0;
 	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
-	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, false);
+	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
 	return 0;
 }
 
