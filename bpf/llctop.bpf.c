@@ -104,9 +104,9 @@ const volatile bool sched_info_waits = false;
 
 /* Set by userspace before load, with tp_btf hooks, sched_info and an iter/task program:
  * each task's runtime and run-queue wait are the kernel's own se.sum_exec_runtime and
- * sched_info.run_delay, settled (task_settle()) into its process's entry for the LLC it
- * ran on when it moves to another CPU, when it exits, and when userspace runs the task
- * iterator before each read — not at every context switch. Otherwise the switch hook
+ * sched_info.run_delay, settled (task_settle_one()) into its process's entry for the LLC
+ * it ran on when it moves to another LLC, at its last switch, and when userspace runs the
+ * task iterator before each read — not at every context switch. Otherwise the switch hook
  * adds each slice and each wait it sees to the outgoing process's accumulator slot. */
 const volatile bool task_settle = false;
 /* CLOCK_MONOTONIC when userspace loaded the program: a task started after it counts
@@ -806,10 +806,10 @@ struct {
 } task_acct SEC(".maps");
 
 /* Settle task p: the CPU time and run-queue wait the kernel counted for it since its last
- * settle were spent on the LLC of the CPU it is on (its CPU changes only through
- * set_task_cpu, whose sched_migrate_task hook settles it before it changes LLC), llc,
- * and go to its
- * process's entry for that LLC (LLC_UNKNOWN: a CPU outside the topology, not counted).
+ * settle were spent on llc, the LLC of the CPU it is on (its CPU changes only through
+ * set_task_cpu, whose sched_migrate_task hook settles it before it changes LLC), and go
+ * to its process's entry for that LLC (LLC_UNKNOWN: a CPU outside the topology, not
+ * counted).
  * Two settles of one task at once (the iterator on one CPU, a hook on another) each take
  * their part by exchange, so the parts add up. */
 #define LLC_UNKNOWN (~0U)

@@ -13,6 +13,8 @@
 //! attach; each tick reads them with the CPUs' accumulator slots not yet flushed, adds
 //! the slice still running on each CPU and what its switch-in found (so a task that
 //! never switches is still counted), and takes the difference with the previous read.
+//! With tp_btf and sched_info, per-process runtime and waits are instead each task's own
+//! kernel counters, settled by a task iterator before every read ([`settle`]).
 //!
 //! Fills: per-CPU context switches, migrations in/out, run-queue wait and its histogram;
 //! exact migrations by distance and cause with the LLC matrix; processes with exact
@@ -27,6 +29,7 @@ pub mod layout;
 mod maps;
 mod processes;
 pub mod read;
+mod settle;
 
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
@@ -39,6 +42,8 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 use self::layout::{MAX_CPUS, NR_PC, parse_event, skel, types};
 use self::processes::name_exited;
 use self::read::Cumulative;
+pub use self::settle::SETTLED;
+use self::settle::run_settle;
 use super::Source;
 use crate::preferred::PreferredLlc;
 use crate::snapshot::{DetailEvent, EventKind, EventLog, Snapshot, SourceState, SourceStatus};
@@ -143,10 +148,6 @@ fn is_permission(e: &libbpf_rs::Error) -> bool {
 /// The source state's word on the preferred LLC, by where it comes from.
 pub const PREFERRED_KERNEL: &str = "preferred LLC: the kernel's own (p->preferred_llc)";
 pub const PREFERRED_EMULATED: &str = "preferred LLC emulated from each process's runtime per LLC: this kernel has no p->preferred_llc (cache-aware scheduling, v7.2+ with CONFIG_SCHED_CACHE)";
-
-/// The source state's word on where per-process runtime and waits come from, when the
-/// kernel's own per-task counters are settled.
-pub const SETTLED: &str = "per-process runtime and waits: the kernel's own se.sum_exec_runtime and sched_info.run_delay, settled per task at migrations, exits and each read";
 
 pub struct BpfSource {
     skel: skel::LlctopSkel<'static>,
@@ -522,20 +523,6 @@ impl BpfSource {
             reason: Some(reason),
         }
     }
-}
-
-/// Run the task iterator once: every task's runtime and wait since its last settle go to
-/// its process's entry (bpf/llctop.bpf.c `settle_tasks`). One `bpf()` call (the
-/// iterator's fd) and a read that returns nothing.
-fn run_settle(skel: &skel::LlctopSkel<'static>) -> Result<(), libbpf_rs::Error> {
-    use std::io::Read;
-    let Some(link) = skel.links.settle_tasks.as_ref() else {
-        return Ok(());
-    };
-    let mut it = libbpf_rs::Iter::new(link)?;
-    let mut buf = [0u8; 64];
-    while it.read(&mut buf).map_err(libbpf_rs::Error::from)? > 0 {}
-    Ok(())
 }
 
 impl Source for BpfSource {
