@@ -539,11 +539,12 @@ __noinline int proc_take(u32 tgid, u32 llc)
 	return -1;
 }
 
-/* The entry of process tgid on LLC llc in proc_vals: looked up in proc_idx, else (when
- * create) taken (proc_take; when another CPU took one for the same key meanwhile, that
- * one). NULL when all are taken: counted in proc_dropped. Out of line: reached from a
- * slot takeover or a slice with counters, not from every switch. */
-static __noinline struct proc_llc_val *llc_of(u32 tgid, u32 llc, bool create)
+/* The entry of process tgid on LLC llc in proc_vals and its index (*idx): looked up in
+ * proc_idx, else (when create) taken (proc_take; when another CPU took one for the same
+ * key meanwhile, that one). NULL when all are taken: counted in proc_dropped. Out of
+ * line: reached from a slot takeover, a slice with counters or a task's settle, not from
+ * every switch. */
+static __noinline struct proc_llc_ent *ent_of(u32 tgid, u32 llc, bool create, u32 *idx)
 {
 	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
 	u32 *at = bpf_map_lookup_elem(&proc_idx, &k);
@@ -551,13 +552,27 @@ static __noinline struct proc_llc_val *llc_of(u32 tgid, u32 llc, bool create)
 		proc_take(tgid, llc);
 		at = bpf_map_lookup_elem(&proc_idx, &k);
 	}
-	struct proc_llc_ent *e = at ? bpf_map_lookup_elem(&proc_vals, at) : NULL;
+	if (!at) {
+		if (create)
+			count_proc_dropped();
+		return NULL;
+	}
+	u32 i = *at;
+	struct proc_llc_ent *e = bpf_map_lookup_elem(&proc_vals, &i);
 	if (!e) {
 		if (create)
 			count_proc_dropped();
 		return NULL;
 	}
-	return &e->v;
+	*idx = i;
+	return e;
+}
+
+static __always_inline struct proc_llc_val *llc_of(u32 tgid, u32 llc, bool create)
+{
+	u32 idx;
+	struct proc_llc_ent *e = ent_of(tgid, llc, create, &idx);
+	return e ? &e->v : NULL;
 }
 
 /* Rate limiter for detail events: event_budget per CPU per 100 ms for migrations, and as
@@ -856,20 +871,9 @@ static __noinline void task_settle_one(struct task_struct *p, u32 llc, u32 why)
 	if (e && e->key != ((u64)tgid << 32 | llc))
 		e = NULL;
 	if (!e) {
-		struct proc_llc_key k = { .tgid = tgid, .llc = llc };
-		u32 *at = bpf_map_lookup_elem(&proc_idx, &k);
-		if (!at) {
-			proc_take(tgid, llc);
-			at = bpf_map_lookup_elem(&proc_idx, &k);
-		}
-		if (at) {
-			i = *at;
-			e = bpf_map_lookup_elem(&proc_vals, &i);
-		}
-		if (!e) {
-			count_proc_dropped();
+		e = ent_of(tgid, llc, true, &i);
+		if (!e)
 			return;
-		}
 		a->ent = i;
 	}
 	if (ran)
