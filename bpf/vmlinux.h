@@ -172,6 +172,29 @@ struct bpf_iter__task {
 	struct task_struct *task;
 };
 
+struct bpf_map;
+
+/* The context of an iter/bpf_map_elem program: one call per element, then one with key
+ * NULL. */
+struct bpf_iter__bpf_map_elem {
+	struct bpf_iter_meta *meta;
+	struct bpf_map *map;
+	void *key;
+	void *value;
+};
+
 #pragma clang attribute pop
+
+/* The open-coded task iterator (kfuncs bpf_iter_task_*, v6.7+): opaque state on the
+ * program's stack, and which tasks it walks. */
+struct bpf_iter_task {
+	__u64 __opaque[3];
+} __attribute__((aligned(8)));
+
+enum {
+	BPF_TASK_ITER_ALL_PROCS = 0,
+	BPF_TASK_ITER_ALL_THREADS = 1,
+	BPF_TASK_ITER_PROC_THREADS = 2,
+};
 
 #endif /* __LLCTOP_VMLINUX_H__ */

@@ -5,10 +5,11 @@
 //! timed (the median of 7). Not a timed test: figures for docs/performance.md (issue
 //! "Scale"). Needs root (BPF). The per-CPU maps have this machine's possible CPUs, not
 //! 256: the per-process maps, the LLC matrix and the per-CPU tables are the scaled part.
-//! Where the source settles each task's own counters (a task iterator before each read,
-//! docs/metrics.md "Processes"), as many real threads as processes are alive too, each
-//! woken before every timed interval so that every one has something to settle: the
-//! iterator's worst case.
+//! Where the source settles each task's own counters (a walk over every task before each
+//! read, docs/metrics.md "Processes"), as many real threads as processes are alive too,
+//! each woken before every timed interval so that every one has something to settle: the
+//! walk's worst case (`SCALE_IDLE_THREADS=1`: left idle). The walk's own time is printed
+//! beside the interval's.
 //!
 //! Run: `scripts/scale-bench.sh` (also counts the `bpf()` calls per interval with
 //! strace), or `cargo run --release --example scale_bench`.
@@ -16,7 +17,7 @@
 use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use llctop::collect::empty_snapshot;
 use llctop::source::Source;
@@ -102,11 +103,15 @@ impl Crowd {
 }
 
 /// One interval: the source's read and snapshot, timed; and the process rows it made.
-fn sample(src: &mut BpfSource, topo: &topology::Topology) -> (std::time::Duration, usize) {
+fn sample(src: &mut BpfSource, topo: &topology::Topology) -> (Duration, Duration, usize) {
     let mut snap = empty_snapshot(topo);
     let t = Instant::now();
     src.sample(topo, &mut snap);
-    (t.elapsed(), snap.processes.map_or(0, |p| p.rows.len()))
+    (
+        t.elapsed(),
+        src.settle_time(),
+        snap.processes.map_or(0, |p| p.rows.len()),
+    )
 }
 
 fn main() -> Result<(), String> {
@@ -118,16 +123,26 @@ fn main() -> Result<(), String> {
     let mut src = BpfSource::load(&topo, 64).map_err(|e| e.to_string())?;
     sample(&mut src, &topo);
     let settles = src.settles_tasks();
+    let idle = std::env::var_os("SCALE_IDLE_THREADS").is_some();
     println!(
         "{}; each process on {LLCS_EACH} LLCs; --top 64{}",
         topo.summary(),
-        if settles {
-            "; tasks settled by an iterator: as many real threads as processes, each woken before every interval"
-        } else {
-            ""
+        match src.walker() {
+            Some(w) => format!(
+                "; {}: as many real threads as processes, {}",
+                w.label(),
+                if idle {
+                    "idle"
+                } else {
+                    "each woken before every interval"
+                }
+            ),
+            None => String::new(),
         }
     );
-    println!("processes  read + snapshot per interval (median of 7)  rows");
+    println!(
+        "processes  read + snapshot per interval (median of 7)  of which the task iterator  rows"
+    );
     let mut runtime = 1_000_000u64;
     let mut crowd = Crowd::new();
     for n in [1_000u32, 2_000, 5_000, 10_000] {
@@ -139,26 +154,31 @@ fn main() -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         sample(&mut src, &topo);
         let mut times = Vec::new();
+        let mut iters = Vec::new();
         let mut rows = 0;
         for _ in 0..7 {
             // Every process ran 1 ms more on each of its LLCs.
             runtime += 1_000_000;
             src.fill_processes(FIRST, n, LLCS_EACH, runtime)
                 .map_err(|e| e.to_string())?;
-            if std::env::var_os("SCALE_IDLE_THREADS").is_none() {
+            if !idle {
                 crowd.wake_all();
             }
             // One write each (scripts/scale-bench.sh finds them in strace's output).
             let _ = std::io::stderr().write_all(format!("BEGIN {n}\n").as_bytes());
-            let (t, r) = sample(&mut src, &topo);
+            let (t, it, r) = sample(&mut src, &topo);
             let _ = std::io::stderr().write_all(format!("END {n}\n").as_bytes());
             times.push(t);
+            iters.push(it);
             rows = r;
         }
         times.sort();
+        iters.sort();
+        let ms = |d: &[Duration]| d[d.len() / 2].as_secs_f64() * 1e3;
         println!(
-            "{n:>9}  {:>10.2} ms {rows:>35}",
-            times[times.len() / 2].as_secs_f64() * 1e3
+            "{n:>9}  {:>10.2} ms {:>40.2} ms {rows:>6}",
+            ms(&times),
+            ms(&iters)
         );
     }
     crowd.stop();

@@ -19,7 +19,7 @@ use llctop::collect::{aggregate, empty_snapshot};
 use llctop::kroot::KernelRoot;
 use llctop::snapshot::Snapshot;
 use llctop::source::Source;
-use llctop::source::bpf::{BpfSource, Mode, Waits};
+use llctop::source::bpf::{BpfSource, Mode, Waits, Walker};
 use llctop::topology::{self, Topology};
 use perf_event_open::config::{Cpu, Opts, Proc};
 use perf_event_open::count::Counter;
@@ -414,4 +414,69 @@ fn exited_processes_are_counted_then_forgotten() {
         keys <= marked && marked <= keys + 4,
         "{marked} entries marked in use for {keys} keys: entries leaked"
     );
+}
+
+/// The walk that settles every task before a read, with each walker this kernel has:
+/// a spinner that keeps running (never migrating, never exiting in the window) is
+/// counted only by the walks, and after each read llctop's total for it is its own
+/// `se.sum_exec_runtime` at the walk — at least what /proc/PID/schedstat said just before
+/// the read and at most what it says just after (the same field: no tolerance).
+#[test]
+#[ignore = "needs root"]
+fn a_running_task_is_settled_by_each_walk() {
+    common::require_root();
+    let root = KernelRoot::default();
+    let topo = topology::discover(&root).expect("topology");
+    let (a, _) = two_cpus(&topo);
+    let walkers = Walker::of_kernel();
+    println!("walkers on this kernel: {walkers:?}");
+    assert!(
+        walkers.contains(&Walker::OpenCoded),
+        "this kernel (6.18) has the open-coded task iterator"
+    );
+    for w in walkers {
+        let mut bpf =
+            BpfSource::load_walkers(&topo, 100_000, &[Mode::TpBtf], Waits::of_kernel(), &[w])
+                .unwrap_or_else(|e| panic!("{w:?}: BPF failed to load as root: {e}"));
+        assert_eq!(bpf.walker(), Some(w), "{w:?} loads on this kernel");
+        sample(&topo, &mut bpf);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+            .args(["spin", &a.to_string(), "4"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spin");
+        let pid = child.id();
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("spin ready");
+        assert_eq!(line.trim(), "ready");
+        let runtime = || -> u64 {
+            std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .expect("schedstat of the spinner")
+        };
+        let mut ours = 0u64;
+        for read in 1..=5 {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let before = runtime();
+            let s = sample(&topo, &mut bpf);
+            let after = runtime();
+            ours += s
+                .processes
+                .as_ref()
+                .and_then(|p| p.rows.iter().find(|r| r.pid == pid))
+                .map_or(0, |r| r.cpu_time_ns);
+            println!(
+                "{w:?} read {read}: spinner {pid}: kernel {before}..{after} ns, llctop {ours} ns ({:?})",
+                bpf.settle_time()
+            );
+            assert!(
+                before <= ours && ours <= after,
+                "{w:?} read {read}: llctop {ours} ns outside the kernel's {before}..{after} ns"
+            );
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }

@@ -180,12 +180,24 @@ fn check_bpf_migrations(kernel: &str) {
     println!("lab {kernel}: {seen} context switches, {unseen} made without the tracepoint");
     assert!(seen > 0 && unseen == 0, "{unseen} of {seen} unseen");
     // Stock kernels have sched_info, task storage and task iterators: runtime and
-    // per-process waits are each task's own counters, settled (not summed per switch).
+    // per-process waits are each task's own counters, settled (not summed per switch),
+    // by the open-coded task walk from 6.7 on and an iter/task program before.
     assert!(
         bpf.reason
             .as_deref()
             .is_some_and(|r| r.contains(llctop::source::bpf::SETTLED)),
         "{bpf:?}"
+    );
+    let walker = if kernel == "6.1" {
+        llctop::source::bpf::Walker::TaskIter
+    } else {
+        llctop::source::bpf::Walker::OpenCoded
+    };
+    assert!(
+        bpf.reason
+            .as_deref()
+            .is_some_and(|r| r.contains(walker.label())),
+        "{kernel}: {walker:?} expected: {bpf:?}"
     );
     // No cache-aware scheduling before 7.2: llctop emulates the preference and says why.
     assert!(

@@ -340,6 +340,15 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
             .is_some_and(|r| r.contains(llctop::source::bpf::PREFERRED_KERNEL)),
         "{bpf:?}"
     );
+    // 7.2 settles its tasks with the open-coded task walk (v6.7+).
+    assert!(
+        bpf.reason.as_deref().is_some_and(|r| r.contains(&format!(
+            "{} ({})",
+            llctop::source::bpf::SETTLED,
+            llctop::source::bpf::Walker::OpenCoded.label()
+        ))),
+        "{bpf:?}"
+    );
     let rows: Vec<(u64, u64, &llctop::snapshot::ProcessStats)> = rec
         .snapshots
         .iter()

@@ -64,8 +64,11 @@ impl ProgStats {
     }
 }
 
-/// The task iterator of bpf/llctop.bpf.c (run by llctop's reads, not by an event).
+/// The task walks of bpf/llctop.bpf.c (run by llctop's reads, not by an event): the
+/// iter/task program, run once per task, and the open-coded walk, run once per read
+/// (src/source/bpf/settle.rs says which is loaded).
 pub const ITERATOR: &str = "settle_tasks";
+pub const WALK: &str = "settle_walk";
 
 /// The targets of issue "Overhead": sched_switch and the whole per-switch cost, as
 /// multiples of the empty sched_switch program.
@@ -143,6 +146,14 @@ pub fn compare(llctop: &[ProgStats], floor: &[ProgStats]) -> (String, Option<f64
         show(per_switch_ratio)
     );
     // Not a per-switch hook: llctop runs it itself, in its reads (its CPU time).
+    let per_switch_note = |ns: u64| {
+        switch.filter(|s| s.run_cnt > 0).map_or(String::new(), |s| {
+            format!(
+                " ({:.1} ns per context switch if counted with the hooks)",
+                ns as f64 / s.run_cnt as f64
+            )
+        })
+    };
     if let Some(it) = llctop.iter().find(|p| p.name == ITERATOR && p.run_cnt > 0) {
         let _ = writeln!(
             out,
@@ -150,12 +161,17 @@ pub fn compare(llctop: &[ProgStats], floor: &[ProgStats]) -> (String, Option<f64
             it.run_cnt,
             it.ns_per_event().unwrap_or(0.0),
             it.run_time_ns as f64 / 1e6,
-            switch
-                .filter(|s| s.run_cnt > 0)
-                .map_or(String::new(), |s| format!(
-                    " ({:.1} ns per context switch if counted with the hooks)",
-                    it.run_time_ns as f64 / s.run_cnt as f64
-                ))
+            per_switch_note(it.run_time_ns)
+        );
+    }
+    if let Some(w) = llctop.iter().find(|p| p.name == WALK && p.run_cnt > 0) {
+        let _ = writeln!(
+            out,
+            "{WALK}, the open-coded task walk llctop runs before each read (in its own CPU time, not a hook): {} walks, {:.1} us each, {:.2} ms in all{}",
+            w.run_cnt,
+            w.ns_per_event().unwrap_or(0.0) / 1e3,
+            w.run_time_ns as f64 / 1e6,
+            per_switch_note(w.run_time_ns)
         );
     }
     (out, switch_ratio, per_switch_ratio)
@@ -201,6 +217,14 @@ mod tests {
             text.contains(
                 "200 tasks visited, 500.0 ns each, 0.10 ms in all (100.0 ns per context switch"
             ),
+            "{text}"
+        );
+        let mut with_walk = llctop.to_vec();
+        with_walk.push(p(WALK, 20, 1_000_000));
+        let (text, s3, w3) = compare(&with_walk, &floor);
+        assert_eq!((s3, w3), (s, w), "the walk is not a per-switch hook");
+        assert!(
+            text.contains("20 walks, 50.0 us each, 1.00 ms in all (1000.0 ns per context switch"),
             "{text}"
         );
         let (_, s, w) = compare(&llctop, &[]);

@@ -14,7 +14,7 @@
 //! the slice still running on each CPU and what its switch-in found (so a task that
 //! never switches is still counted), and takes the difference with the previous read.
 //! With tp_btf and sched_info, per-process runtime and waits are instead each task's own
-//! kernel counters, settled by a task iterator before every read ([`settle`]).
+//! kernel counters, settled by a walk over every task before every read ([`settle`]).
 //!
 //! Fills: per-CPU context switches, migrations in/out, run-queue wait and its histogram;
 //! exact migrations by distance and cause with the LLC matrix; processes with exact
@@ -42,8 +42,8 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 use self::layout::{MAX_CPUS, NR_PC, parse_event, skel, types};
 use self::processes::name_exited;
 use self::read::Cumulative;
-pub use self::settle::SETTLED;
 use self::settle::run_settle;
+pub use self::settle::{SETTLED, Walker};
 use super::Source;
 use crate::preferred::PreferredLlc;
 use crate::snapshot::{DetailEvent, EventKind, EventLog, Snapshot, SourceState, SourceStatus};
@@ -158,10 +158,12 @@ pub struct BpfSource {
     mode: Mode,
     waits: Waits,
     /// Runtime and per-process waits are the kernel's own counters, settled per task
-    /// (the task iterator runs before every read), not summed at every switch.
-    settle: bool,
-    /// Why this read's task iterator failed.
+    /// (this walker runs before every read), not summed at every switch.
+    settle: Option<Walker>,
+    /// Why this read's task walk failed.
     settle_error: Option<String>,
+    /// How long the last read's task walk took (zero without one).
+    settle_time: std::time::Duration,
     disabled: Vec<&'static str>,
     nr_llc: usize,
     nr_cpus: usize,
@@ -206,17 +208,29 @@ impl BpfSource {
         modes: &[Mode],
         waits: Waits,
     ) -> Result<Self, LoadError> {
+        Self::load_walkers(topo, top, modes, waits, &Walker::of_kernel())
+    }
+
+    /// Like [`load_with`](Self::load_with), settling tasks with the first of `walkers`
+    /// that loads (tests run each walker on one kernel).
+    pub fn load_walkers(
+        topo: &Topology,
+        top: usize,
+        modes: &[Mode],
+        waits: Waits,
+        walkers: &[Walker],
+    ) -> Result<Self, LoadError> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
         let mut last = String::new();
         for &mode in modes {
             // Settling tasks from the kernel's own counters needs direct task pointers
-            // and sched_info; without an iter/task program it falls back to the slots.
-            let settles: &[bool] = if mode == Mode::TpBtf && waits == Waits::SchedInfo {
-                &[true, false]
-            } else {
-                &[false]
-            };
-            for (&settle, numa) in settles.iter().flat_map(|s| [(s, true), (s, false)]) {
+            // and sched_info; without a task walker it falls back to the slots.
+            let mut settles: Vec<Option<Walker>> = Vec::new();
+            if mode == Mode::TpBtf && waits == Waits::SchedInfo {
+                settles.extend(walkers.iter().copied().map(Some));
+            }
+            settles.push(None);
+            for (settle, numa) in settles.iter().flat_map(|&s| [(s, true), (s, false)]) {
                 match Self::try_load(topo, mode, numa, waits, settle) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
@@ -250,6 +264,7 @@ impl BpfSource {
                             waits,
                             settle,
                             settle_error: None,
+                            settle_time: Default::default(),
                             disabled: if numa {
                                 vec![]
                             } else {
@@ -280,7 +295,7 @@ impl BpfSource {
                             } else {
                                 "without NUMA hooks"
                             },
-                            if settle { ", tasks settled" } else { "" },
+                            settle.map_or(String::new(), |w| format!(", {}", w.label())),
                             last_libbpf_lines(3)
                         );
                     }
@@ -296,7 +311,7 @@ impl BpfSource {
         mode: Mode,
         numa: bool,
         waits: Waits,
-        settle: bool,
+        settle: Option<Walker>,
     ) -> Result<
         (
             skel::LlctopSkel<'static>,
@@ -314,7 +329,7 @@ impl BpfSource {
         let nr_llc = topo.llcs.len().max(1);
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
             ro.sched_info_waits = waits == Waits::SchedInfo;
-            ro.task_settle = settle;
+            ro.task_settle = settle.is_some();
             ro.load_ns = crate::clock::mono_ns();
             ro.nr_llc = nr_llc as u32;
             ro.nr_cpu_ids = nr_cpus as u32;
@@ -373,10 +388,17 @@ impl BpfSource {
         ] {
             p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
         }
-        progs.settle_tasks.set_autoload(settle);
+        match settle {
+            Some(w) => w.choose(progs),
+            None => {
+                progs.settle_tasks.set_autoload(false);
+                progs.settle_walk.set_autoload(false);
+            }
+        }
         let mut skel = open.load()?;
         skel.attach()?;
-        if settle {
+        if let Some(w) = settle {
+            w.attach(&mut skel)?;
             // Every task alive now gets its baseline (counted from here on).
             run_settle(&skel)?;
         }
@@ -402,9 +424,20 @@ impl BpfSource {
     }
 
     /// Whether runtime and per-process waits come from the kernel's per-task counters
-    /// (settled by the task iterator and at migrations and exits).
+    /// (settled by a walk over every task before each read, and at migrations and exits).
     pub fn settles_tasks(&self) -> bool {
+        self.settle.is_some()
+    }
+
+    /// Which walker settles the tasks before each read, if they are settled.
+    pub fn walker(&self) -> Option<Walker> {
         self.settle
+    }
+
+    /// How long the last read's task walk took (zero where tasks are not settled):
+    /// the part of a read that grows with the tasks alive (examples/scale_bench.rs).
+    pub fn settle_time(&self) -> std::time::Duration {
+        self.settle_time
     }
 
     /// Attribute `perf`'s per-CPU counters to processes: their fds go into the
@@ -472,7 +505,7 @@ impl BpfSource {
         if missed > 0 {
             parts.push(format!(
                 "{missed} of {all} context switches made without the sched_switch tracepoint (this kernel skips it for some tasks): {}",
-                if self.settle {
+                if self.settle.is_some() {
                     "the run-queue waits they ended are missing from the per-CPU waits (per-process runtimes and waits are the kernel's own)"
                 } else if self.waits == Waits::SchedInfo {
                     "the run-queue waits they ended are missing, runtimes split at the tasks' own arrival times"
@@ -484,8 +517,8 @@ impl BpfSource {
             parts.push("every event counted in the kernel".into());
         }
         parts.push(self.waits.label().to_string());
-        if self.settle {
-            parts.push(SETTLED.into());
+        if let Some(w) = self.settle {
+            parts.push(format!("{SETTLED} ({})", w.label()));
         }
         if let Some(e) = &self.settle_error {
             parts.push(e.clone());
@@ -534,15 +567,17 @@ impl Source for BpfSource {
         let _ = self.ringbuf.consume();
         // A failed run leaves the running tasks' time since their last settle for the
         // next read: late, never lost or counted twice.
-        self.settle_error = if self.settle {
+        let t0 = std::time::Instant::now();
+        self.settle_error = if self.settle.is_some() {
             run_settle(&self.skel).err().map(|e| {
                 format!(
-                    "the task iterator failed ({e}): running tasks' runtime and waits come late"
+                    "the task walk failed ({e}): running tasks' runtime and waits come late"
                 )
             })
         } else {
             None
         };
+        self.settle_time = t0.elapsed();
         self.mapped.cover_vals(&self.skel);
         let cur = read::read(
             &self.skel,
@@ -550,7 +585,7 @@ impl Source for BpfSource {
             self.nr_llc,
             &self.readers,
             &self.mapped,
-            self.settle,
+            self.settle.is_some(),
         );
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
         let unseen = self
