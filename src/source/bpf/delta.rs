@@ -84,6 +84,7 @@ pub fn counters_between(pc_mask: u32, cur: &LlcCum, prev: &LlcCum, secs: f64) ->
     if pc_mask == 0 {
         return None;
     }
+    let (cur, prev) = (cur.pc(), prev.pc());
     let pick = |slot: Slot| {
         let i = slot.index();
         (i < NR_PC && pc_mask & (1 << i) != 0).then(|| d(cur.pc[i], prev.pc[i]))
@@ -143,7 +144,8 @@ pub fn processes(
         (0..p.nr_llc as u32)
             .map(|l| {
                 let (x, y) = (a.at(l), b.at(l));
-                counters_between(p.pc_mask, &x, &y, p.secs).filter(|_| d(x.running, y.running) > 0)
+                counters_between(p.pc_mask, x, y, p.secs)
+                    .filter(|_| d(x.pc().running, y.pc().running) > 0)
             })
             .collect()
     };
@@ -156,7 +158,8 @@ pub fn processes(
     let runtime_of = |a: &ProcCum, b: &ProcCum, into: &mut Vec<u64>| {
         into.clear();
         into.resize(p.nr_llc, 0);
-        for &(l, x) in &a.llc {
+        for (l, x) in &a.llc {
+            let l = *l;
             if let Some(r) = into.get_mut(l as usize) {
                 *r = d(x.runtime, b.at(l).runtime);
             }
@@ -185,7 +188,8 @@ pub fn processes(
             continue;
         }
         ran.clear();
-        ran.extend(a.llc.iter().filter_map(|&(l, x)| {
+        ran.extend(a.llc.iter().filter_map(|(l, x)| {
+            let l = *l;
             let r = d(x.runtime, b.at(l).runtime);
             ((l as usize) < p.nr_llc && r > 0).then_some((l, r))
         }));
@@ -447,14 +451,11 @@ mod tests {
         p.unseen_ins = 2;
         // The kernel numbered llctop's LLC 1 as 3.
         p.kernel_pref = 3;
-        p.llc[1].1.pc = [1000, 2000, 10, 5, 1];
-        p.llc[1].1.enabled = 100;
-        p.llc[1].1.running = 50; // multiplexed half the time: scaled ×2
+        // Multiplexed half the time: scaled ×2.
+        p.llc[1].1.add_pc(&[1000, 2000, 10, 5, 1], 100, 50);
         cur.procs.insert(20, p);
         let mut idle = proc(&[0; 4], [0; 4]);
-        idle.llc[0].1.pc = [10, 0, 0, 0, 0];
-        idle.llc[0].1.enabled = 7;
-        idle.llc[0].1.running = 7;
+        idle.llc[0].1.add_pc(&[10, 0, 0, 0, 0], 7, 7);
         cur.procs.insert(0, idle);
         let params = ProcessParams {
             topo: &t,

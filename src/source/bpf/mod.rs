@@ -570,9 +570,7 @@ impl Source for BpfSource {
         let t0 = std::time::Instant::now();
         self.settle_error = if self.settle.is_some() {
             run_settle(&self.skel).err().map(|e| {
-                format!(
-                    "the task walk failed ({e}): running tasks' runtime and waits come late"
-                )
+                format!("the task walk failed ({e}): running tasks' runtime and waits come late")
             })
         } else {
             None
@@ -586,6 +584,9 @@ impl Source for BpfSource {
             &self.readers,
             &self.mapped,
             self.settle.is_some(),
+            self.prev
+                .as_ref()
+                .map_or((0, 0), |p| (p.procs.len(), p.ents.len())),
         );
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
         let unseen = self
