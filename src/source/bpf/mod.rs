@@ -4,7 +4,8 @@
 //! The stages: [`read`] takes the maps' cumulative values (the raw stage), [`delta`]
 //! turns two reads into the interval's figures (pure, unit-tested), and [`layout`] holds
 //! what the C program and Rust share, from the generated types; `processes.rs` forgets
-//! the processes that exited once counted.
+//! the processes that exited once counted; `attribution.rs` hands the perf source's
+//! counters to the program for per-process attribution.
 //!
 //! Loading ([`BpfSource::load`]) tries, in order: tp_btf hooks with the optional NUMA
 //! hooks, tp_btf without them, then the same with raw_tp; a permission error stops the
@@ -23,6 +24,7 @@
 //! schedstat and NUMA stay with the procfs source; names and cgroups of the rows come
 //! from the enrichment stage (src/enrich.rs).
 
+mod attribution;
 pub mod delta;
 pub mod floor;
 pub mod layout;
@@ -37,7 +39,7 @@ use std::rc::Rc;
 use std::sync::Mutex;
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
 
 use self::layout::{MAX_CPUS, NR_PC, parse_event, skel, types};
 use self::processes::name_exited;
@@ -47,7 +49,7 @@ pub use self::settle::{SETTLED, Walker};
 use super::Source;
 use crate::preferred::PreferredLlc;
 use crate::snapshot::{DetailEvent, EventKind, EventLog, Snapshot, SourceState, SourceStatus};
-use crate::source::perf::{GroupReader, PerfSource};
+use crate::source::perf::GroupReader;
 use crate::topology::Topology;
 
 /// Detail events kept per snapshot; the rest count as dropped.
@@ -438,62 +440,6 @@ impl BpfSource {
     /// the part of a read that grows with the tasks alive (examples/scale_bench.rs).
     pub fn settle_time(&self) -> std::time::Duration {
         self.settle_time
-    }
-
-    /// Attribute `perf`'s per-CPU counters to processes: their fds go into the
-    /// program's PERF_EVENT_ARRAY (the map holds its own reference), which reads them
-    /// with `bpf_perf_event_read_value` at every context switch and adds the deltas to
-    /// the process that ran. Returns the number of CPUs attributed; on failure
-    /// attribution stays off and the reason shows in the bpf source state.
-    pub fn attach_counters(&mut self, perf: &PerfSource) -> usize {
-        use std::os::fd::AsRawFd;
-        let mut mask = 0u32;
-        let mut readers = Vec::new();
-        let mut errors = Vec::new();
-        for cpu in perf.attribution() {
-            let mut ok = false;
-            for (slot, fd) in &cpu.members {
-                let key = (cpu.cpu as usize * NR_PC + slot.index()) as u32;
-                let fd = fd.as_raw_fd() as u32;
-                match self.skel.maps.pmu.update(
-                    &key.to_ne_bytes(),
-                    &fd.to_ne_bytes(),
-                    MapFlags::ANY,
-                ) {
-                    Ok(()) => {
-                        mask |= 1 << slot.index();
-                        ok = true;
-                    }
-                    Err(e) => errors.push(format!("cpu{} {}: {e}", cpu.cpu, slot.label())),
-                }
-            }
-            match cpu.reader {
-                Ok(r) if ok => readers.push(r),
-                Ok(_) => {}
-                Err(e) => errors.push(format!("cpu{}: {e}", cpu.cpu)),
-            }
-        }
-        self.attribution_note = if readers.is_empty() {
-            Some(if errors.is_empty() {
-                "per-process counters off: no per-CPU counters open (see the perf source)".into()
-            } else {
-                format!("per-process counters off: {}", errors.join("; "))
-            })
-        } else if errors.is_empty() {
-            None
-        } else {
-            Some(format!(
-                "per-process counters partial: {}",
-                errors.join("; ")
-            ))
-        };
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            bss.pc_mask = if readers.is_empty() { 0 } else { mask };
-        }
-        self.pc_mask = mask;
-        let n = readers.len();
-        self.readers = readers;
-        n
     }
 
     /// The state line of the source: how it is attached, where the preferred LLC comes
