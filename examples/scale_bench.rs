@@ -140,9 +140,7 @@ fn main() -> Result<(), String> {
             None => String::new(),
         }
     );
-    println!(
-        "processes  read + snapshot per interval (median of 7)  of which the task iterator  rows"
-    );
+    println!("processes  read + snapshot per interval (median of 7)  of which the task walk  rows");
     let mut runtime = 1_000_000u64;
     let mut crowd = Crowd::new();
     for n in [1_000u32, 2_000, 5_000, 10_000] {
@@ -176,7 +174,7 @@ fn main() -> Result<(), String> {
         iters.sort();
         let ms = |d: &[Duration]| d[d.len() / 2].as_secs_f64() * 1e3;
         println!(
-            "{n:>9}  {:>10.2} ms {:>40.2} ms {rows:>6}",
+            "{n:>9}  {:>10.2} ms {:>35.2} ms {rows:>6}",
             ms(&times),
             ms(&iters)
         );

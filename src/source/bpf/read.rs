@@ -17,8 +17,9 @@ use crate::clock::mono_ns;
 use crate::source::perf::GroupReader;
 
 /// What a process did on one LLC, cumulative: runtime, and the counters where any were
-/// read for it (boxed: without a PMU or attribution, as on most reads, an entry is 16
-/// bytes, and a 10,000-process read touches a quarter of the memory; issue "Scale").
+/// read for it (boxed: without a PMU or attribution, as on most machines, an entry is 16
+/// bytes instead of 64, which the fold and the deltas of 10,000 processes feel; issue
+/// "Scale", docs/performance.md (h)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LlcCum {
     pub runtime: u64,
@@ -236,8 +237,7 @@ pub fn read(
         p.add_counts(&v.c);
         if let Some(l) = p.on_llc(llc, nr_llc) {
             l.runtime += v.c.runtime_ns;
-            // Without attribution the program writes no counters: their part of the
-            // entry is not read at all (a third of the memory this loop streams).
+            // Without attribution the program writes no counters: nothing to add.
             if with_pc {
                 l.add_pc(&v.pc, v.pc_enabled, v.pc_running);
             }
