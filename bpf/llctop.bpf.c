@@ -20,10 +20,10 @@
  * (`task_settle`), per-process runtime and waits are not summed per switch at all: each
  * task's own se.sum_exec_runtime and sched_info.run_delay are settled into its process's
  * count for its LLC before it changes LLC, at its last switch and by a walk over every task
- * that userspace runs before each read (settle_walk, or settle_tasks before v6.7). Otherwise (and for the v7.2 preferred-LLC time, judged
- * per slice) per-process sums go to per-CPU accumulators (a slot per process,
- * direct-mapped by tgid), flushed to the shared map only when another process needs the
- * slot.
+ * that userspace runs before each read (settle_walk, or settle_tasks before v6.7).
+ * Otherwise (and for the v7.2 preferred-LLC time, judged per slice) per-process sums go
+ * to per-CPU accumulators (a slot per process, direct-mapped by tgid), flushed to the
+ * shared map only when another process needs the slot.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
