@@ -30,5 +30,6 @@ pub mod settings;
 pub mod snapshot;
 pub mod source;
 pub mod suggest;
+pub mod text;
 pub mod topology;
 pub mod tui;

@@ -7,6 +7,7 @@ use clap::{CommandFactory, FromArgMatches};
 use llctop::cli::{Cli, Command};
 use llctop::kroot::KernelRoot;
 use llctop::run::{self, Changes, Error};
+use llctop::text::{escape, guard};
 use llctop::{knobs, record, topology, tui};
 
 fn main() -> ExitCode {
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
             return match res {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("llctop: man: {e}");
+                    eprintln!("llctop: man: {}", escape(&e.to_string()));
                     ExitCode::FAILURE
                 }
             };
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
     let origins = match llctop::settings::apply(&mut cli, &matches) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("llctop: {e}");
+            eprintln!("llctop: {}", escape(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
     }
     let res = dispatch(cli);
     if let Err(e) = &res {
-        eprintln!("llctop: {e}");
+        eprintln!("llctop: {}", escape(&e.to_string()));
     }
     if let Some(sig) = run::ended_by_signal() {
         eprintln!("llctop: stopped by signal {sig}");
@@ -91,7 +92,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             Ok(())
         }
         Some(Command::Topology { json: false }) => {
-            print!("{}", topology::render::tree(&topo));
+            print!("{}", guard(&topology::render::tree(&topo)));
             Ok(())
         }
         Some(Command::Report {
@@ -101,17 +102,17 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
         }) => {
             if compare {
                 let rec = record::reader::open(&file)?;
-                print!("{}", record::report::compare(&rec, json)?);
+                print!("{}", guard(&record::report::compare(&rec, json)?));
             } else {
                 // Read as a stream: no bound on the recording's length.
                 let stream = record::reader::Stream::open(&file, u64::MAX)?;
-                print!("{}", record::report::render_stream(stream)?);
+                print!("{}", guard(&record::report::render_stream(stream)?));
             }
             Ok(())
         }
         Some(Command::Diff { a, b }) => {
             let (a, b) = (record::reader::open(&a)?, record::reader::open(&b)?);
-            print!("{}", record::diff::render(&a, &b));
+            print!("{}", guard(&record::diff::render(&a, &b)));
             Ok(())
         }
         Some(Command::Ab {

@@ -11,6 +11,7 @@ use super::metrics::{self, Better};
 use super::stats;
 use super::{Arm, Experiment, Window};
 use crate::snapshot::Snapshot;
+use crate::text::Esc;
 
 /// One metric's comparison (its statistics flattened next to the name in JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,9 +125,9 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
     let _ = writeln!(
         out,
         "{}: A = {}, B = {}; {} of {} windows of {:.1} s (after {:.1} s warm-up each), ABBA order",
-        exp.knob,
-        exp.a,
-        exp.b,
+        Esc(&exp.knob),
+        Esc(&exp.a),
+        Esc(&exp.b),
         v.windows,
         v.planned,
         exp.window_ns as f64 / 1e9,
@@ -145,8 +146,8 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
         let _ = writeln!(
             out,
             "{:<28} {:>5} {:>10} {:>10} {:>8} {:>18} {:>6.3}  {}",
-            r.metric,
-            r.unit,
+            Esc(&r.metric),
+            Esc(&r.unit),
             num(c.median_a),
             num(c.median_b),
             c.change.map(pct).unwrap_or_else(|| "-".into()),

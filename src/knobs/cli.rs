@@ -4,6 +4,7 @@
 use clap::Subcommand;
 
 use super::{Session, profile, render, session};
+use crate::text::Esc;
 
 #[derive(Subcommand, Debug)]
 pub enum KnobsCommand {
@@ -36,7 +37,7 @@ pub enum KnobsCommand {
 }
 
 fn fail(e: &dyn std::fmt::Display, code: u8) -> u8 {
-    eprintln!("llctop: {e}");
+    eprintln!("llctop: {}", Esc(&e.to_string()));
     code
 }
 
@@ -66,7 +67,7 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
             if json {
                 return print_json(s.registry());
             }
-            print!("{}", render::list(s.registry()));
+            print!("{}", crate::text::guard(&render::list(s.registry())));
             0
         }
         KnobsCommand::Get { id, json } => {
@@ -81,13 +82,13 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
             }
             match reg.read_value(&knob) {
                 Ok(v) => {
-                    println!("{v}");
+                    println!("{}", Esc(&v));
                     0
                 }
                 Err(e) => match &knob.value {
                     // The lockdown fallback knows the value without opening the file.
                     Some(v) if knob.value_source.is_some() => {
-                        println!("{v}");
+                        println!("{}", Esc(v));
                         0
                     }
                     _ => fail(&e, 6),
@@ -98,7 +99,7 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
             s.read_domains();
             match s.registry_mut().resolve(&id) {
                 Ok(k) => {
-                    print!("{}", render::describe(k));
+                    print!("{}", crate::text::guard(&render::describe(k)));
                     0
                 }
                 Err(e) => fail(&e, 3),
@@ -150,12 +151,12 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
         KnobsCommand::Profiles { json } => {
             let (all, errors) = profile::load_all(profile::user_dir().as_deref());
             for e in &errors {
-                eprintln!("llctop: {e}");
+                eprintln!("llctop: {}", Esc(&e.to_string()));
             }
             if json {
                 return print_json(&all).max(u8::from(!errors.is_empty()));
             }
-            print!("{}", render::profiles(&all));
+            print!("{}", crate::text::guard(&render::profiles(&all)));
             u8::from(!errors.is_empty())
         }
     }
@@ -165,12 +166,17 @@ fn restore(s: &mut Session, ids: &[String]) -> u8 {
     match s.restore_journal(ids) {
         Ok((ok, failed)) => {
             for e in s.take_events() {
-                println!("{}: {} -> {} (restored)", e.id, e.old, e.new);
+                println!(
+                    "{}: {} -> {} (restored)",
+                    Esc(&e.id),
+                    Esc(&e.old),
+                    Esc(&e.new)
+                );
             }
             if ok.is_empty() && failed.is_empty() {
                 println!(
                     "nothing to restore (journal {})",
-                    s.journal().path().display()
+                    Esc(&s.journal().path().display().to_string())
                 );
             }
             let mut code = 0;
@@ -186,21 +192,16 @@ fn restore(s: &mut Session, ids: &[String]) -> u8 {
 /// Tell the operator what a change did: the values, and whether it stays or is
 /// restored on exit.
 pub fn print_change(s: &Session, c: &session::Change) {
+    let (id, old, new) = (Esc(&c.id), Esc(&c.old), Esc(&c.new));
     if c.old == c.new {
-        println!("{}: already {}", c.id, c.new);
+        println!("{id}: already {new}");
     } else if s.options().keep_changes {
         println!(
-            "{}: {} -> {} (read back; journaled in {}: `llctop knobs restore` puts back the original)",
-            c.id,
-            c.old,
-            c.new,
-            s.journal().path().display()
+            "{id}: {old} -> {new} (read back; journaled in {}: `llctop knobs restore` puts back the original)",
+            Esc(&s.journal().path().display().to_string())
         );
     } else {
-        println!(
-            "{}: {} -> {} (read back; restored on exit)",
-            c.id, c.old, c.new
-        );
+        println!("{id}: {old} -> {new} (read back; restored on exit)");
     }
 }
 
@@ -208,7 +209,7 @@ pub fn print_change(s: &Session, c: &session::Change) {
 pub fn apply_profile(s: &mut Session, p: &profile::Profile) -> Result<(), session::KnobError> {
     let (plan, skipped) = p.plan(s.registry_mut());
     for sk in skipped {
-        println!("{}: skipped {sk}", p.name);
+        println!("{}: skipped {}", Esc(&p.name), Esc(&sk));
     }
     for c in s.apply(&p.name, &plan)? {
         print_change(s, &c);

@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 use super::profile::Profile;
 use super::registry::Registry;
 use super::{Access, Family, Knob};
+use crate::text::{Esc, escape};
 
 fn value(k: &Knob) -> String {
     match &k.value {
-        Some(v) => v.clone(),
+        Some(v) => escape(v).into_owned(),
         None => "?".into(),
     }
 }
@@ -64,7 +65,7 @@ pub fn list(reg: &Registry) -> String {
             };
             let mut line = format!(
                 "  {:<w$}  {:>8}{changed} {:<8}",
-                k.id,
+                Esc(&k.id),
                 value(k),
                 short_type(k)
             );
@@ -81,13 +82,13 @@ pub fn list(reg: &Registry) -> String {
             let _ = writeln!(out, "{}", line.trim_end());
         }
         for (i, r) in reasons.iter().enumerate() {
-            let _ = writeln!(out, "    [{}] {r}", i + 1);
+            let _ = writeln!(out, "    [{}] {}", i + 1, Esc(r));
         }
     }
     if !reg.missing.is_empty() {
         let _ = writeln!(out, "not available");
         for m in &reg.missing {
-            let _ = writeln!(out, "  {}: {}", m.what, m.reason);
+            let _ = writeln!(out, "  {}: {}", Esc(&m.what), Esc(&m.reason));
         }
     }
     let _ = writeln!(
@@ -117,22 +118,22 @@ fn short_type(k: &Knob) -> String {
 /// Everything about one knob.
 pub fn describe(k: &Knob) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}  ({})", k.id, k.family.label());
-    let _ = writeln!(out, "  path:    {}", k.path.display());
+    let _ = writeln!(out, "{}  ({})", Esc(&k.id), k.family.label());
+    let _ = writeln!(out, "  path:    {}", Esc(&k.path.display().to_string()));
     let _ = writeln!(out, "  type:    {}", k.kind.summary());
     match (&k.value, &k.value_reason) {
         (Some(v), _) => {
-            let _ = writeln!(out, "  value:   {v}");
+            let _ = writeln!(out, "  value:   {}", Esc(v));
         }
         (None, Some(r)) => {
-            let _ = writeln!(out, "  value:   unreadable: {r}");
+            let _ = writeln!(out, "  value:   unreadable: {}", Esc(r));
         }
         (None, None) => {
             let _ = writeln!(out, "  value:   unknown");
         }
     }
     if let Some(s) = &k.value_source {
-        let _ = writeln!(out, "           ({s})");
+        let _ = writeln!(out, "           ({})", Esc(s));
     }
     if let Some(d) = &k.default {
         let _ = writeln!(out, "  default: {d}");
@@ -142,7 +143,7 @@ pub fn describe(k: &Knob) -> String {
             let _ = writeln!(out, "  access:  writable");
         }
         Access::ReadOnly(r) => {
-            let _ = writeln!(out, "  access:  read-only: {r}");
+            let _ = writeln!(out, "  access:  read-only: {}", Esc(r));
         }
     }
     let _ = writeln!(out, "  {}", k.description);
@@ -169,13 +170,13 @@ pub fn describe(k: &Knob) -> String {
 pub fn profiles(ps: &[Profile]) -> String {
     let mut out = String::new();
     for p in ps {
-        let _ = writeln!(out, "{}  ({})", p.name, p.origin);
-        let _ = writeln!(out, "  {}", p.description);
+        let _ = writeln!(out, "{}  ({})", Esc(&p.name), Esc(&p.origin));
+        let _ = writeln!(out, "  {}", Esc(&p.description));
         for (id, v) in &p.set {
-            let _ = writeln!(out, "    set {id} = {v}");
+            let _ = writeln!(out, "    set {} = {}", Esc(id), Esc(v));
         }
         for (id, v) in &p.optional {
-            let _ = writeln!(out, "    set {id} = {v}  (where available)");
+            let _ = writeln!(out, "    set {} = {}  (where available)", Esc(id), Esc(v));
         }
         if let Some(r) = &p.reference {
             let _ = writeln!(out, "  see: {r}");

@@ -30,6 +30,7 @@ use super::journal::{Entry, Journal, JournalError};
 use super::owner::Owners;
 use super::registry::Registry;
 use super::{Knob, domains};
+use crate::text::Esc;
 
 mod restore;
 
@@ -542,13 +543,16 @@ impl Drop for Session {
     fn drop(&mut self) {
         let (restored, failed) = self.finish();
         if !restored.is_empty() {
-            eprintln!("llctop: restored {}", restored.join(", "));
+            eprintln!("llctop: restored {}", Esc(&restored.join(", ")));
         }
         for e in failed {
-            eprintln!("llctop: could not restore: {e} (llctop knobs restore retries)");
+            eprintln!(
+                "llctop: could not restore: {} (llctop knobs restore retries)",
+                Esc(&e.to_string())
+            );
         }
         for n in self.take_notes() {
-            eprintln!("llctop: {n}");
+            eprintln!("llctop: {}", Esc(&n));
         }
     }
 }

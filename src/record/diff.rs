@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use crate::text::Esc;
+
 use super::reader::Recording;
 use crate::experiment::metrics;
 use crate::snapshot::Snapshot;
@@ -107,8 +109,8 @@ pub fn render(a: &Recording, b: &Recording) -> String {
         let _ = writeln!(
             out,
             "{name}: host {} · kernel {} · {} · {} snapshots",
-            r.header.host.as_deref().unwrap_or("?"),
-            r.header.kernel.as_deref().unwrap_or("?"),
+            Esc(r.header.host.as_deref().unwrap_or("?")),
+            Esc(r.header.kernel.as_deref().unwrap_or("?")),
             r.header.topology.summary(),
             r.snapshots.len()
         );
@@ -124,7 +126,7 @@ pub fn render(a: &Recording, b: &Recording) -> String {
     } else {
         let _ = writeln!(out, "\nKnobs that differ at the start");
         for (id, va, vb) in &knobs {
-            let _ = writeln!(out, "  {id:<40} A {va:<12} B {vb}");
+            let _ = writeln!(out, "  {:<40} A {:<12} B {}", Esc(id), Esc(va), Esc(vb));
         }
     }
     for (name, r) in [("A", a), ("B", b)] {
@@ -132,7 +134,9 @@ pub fn render(a: &Recording, b: &Recording) -> String {
             let _ = writeln!(
                 out,
                 "  changed while recording {name}: {} {} -> {}",
-                k.id, k.old, k.new
+                Esc(&k.id),
+                Esc(&k.old),
+                Esc(&k.new)
             );
         }
     }
@@ -162,7 +166,7 @@ pub fn render(a: &Recording, b: &Recording) -> String {
         let _ = writeln!(
             out,
             "{:<30} {:>12} {:>12} {:>9} {:>10} {:>10}{}",
-            l.key,
+            Esc(&l.key),
             num(l.mean_a),
             num(l.mean_b),
             change,

@@ -11,6 +11,7 @@ use crate::cpulist;
 use crate::findings::Kind;
 use crate::findings::advisor::State;
 use crate::snapshot::Precision;
+use crate::text::Esc;
 use crate::topology::Distance;
 
 fn pct(x: f64) -> String {
@@ -36,8 +37,8 @@ impl Summary {
             out,
             "llctop recording v{}: host {} · kernel {} · {}",
             h.version,
-            h.host.as_deref().unwrap_or("?"),
-            h.kernel.as_deref().unwrap_or("?"),
+            Esc(h.host.as_deref().unwrap_or("?")),
+            Esc(h.kernel.as_deref().unwrap_or("?")),
             h.topology.summary()
         );
         let _ = writeln!(
@@ -66,13 +67,13 @@ impl Summary {
                     "  {:+7.1}s {:?} {}: {} -> {} (read back {}){}",
                     at,
                     k.action,
-                    k.id,
-                    k.old,
-                    k.new,
-                    k.read_back,
+                    Esc(&k.id),
+                    Esc(&k.old),
+                    Esc(&k.new),
+                    Esc(&k.read_back),
                     k.label
                         .as_deref()
-                        .map(|l| format!(" [{l}]"))
+                        .map(|l| format!(" [{}]", Esc(l)))
                         .unwrap_or_default()
                 );
             }
@@ -85,14 +86,14 @@ impl Summary {
                     || "before the first snapshot".into(),
                     |s| format!("after #{s}"),
                 );
-                let _ = writeln!(out, "  {at:+7.1}s {:<24} {after}", m.label);
+                let _ = writeln!(out, "  {at:+7.1}s {:<24} {after}", Esc(&m.label));
             }
         }
         if self.snapshots == 0 {
             return out;
         }
         for (name, n) in &self.notes {
-            let _ = writeln!(out, "  source {name}: {n}");
+            let _ = writeln!(out, "  source {}: {}", Esc(name), Esc(n));
         }
 
         out.push_str(&self.findings());
@@ -171,7 +172,7 @@ impl Summary {
                     .iter()
                     .find(|(n, _)| n.contains("schedstat"))
                     .map_or("no source recorded it", |(_, r)| r.as_str());
-                let _ = writeln!(out, "\nLoad balancing: not recorded ({why})");
+                let _ = writeln!(out, "\nLoad balancing: not recorded ({})", Esc(why));
             }
         }
 
@@ -188,7 +189,7 @@ impl Summary {
             let _ = writeln!(out, "\nPlacements: {placed} new tasks");
             for p in &piles {
                 let at = p.first_ns.saturating_sub(t0) as f64 / 1e9;
-                let _ = writeln!(out, "  {:+.1}s {}", at, p.describe());
+                let _ = writeln!(out, "  {:+.1}s {}", at, Esc(&p.describe()));
             }
         }
         if dropped > 0 {
@@ -226,7 +227,7 @@ impl Summary {
                     out,
                     "  {:>8} {:<16} {:>9.2} {:>7} {:>6} {:>6}",
                     pid,
-                    p.comm.chars().take(16).collect::<String>(),
+                    Esc(&p.comm.chars().take(16).collect::<String>()),
                     p.cpu as f64 / 1e9,
                     hit,
                     p.migs,
@@ -264,6 +265,7 @@ impl Summary {
         for i in 0..=cuts.len() {
             let to = cuts.get(i).map_or("end".to_string(), |c| c.to_string());
             let name: String = format!("{from} → {to}").chars().take(28).collect();
+            let name = crate::text::escape(&name);
             from = to;
             let Some(part) = self.stretches.get(i).filter(|p| p.snapshots > 0) else {
                 let _ = writeln!(out, "  {name:<28} no snapshots");
@@ -318,11 +320,11 @@ impl Summary {
                     .map(|s| format!(" [seed {s}]"))
                     .unwrap_or_default()
             );
-            let _ = writeln!(out, "      {}", f.summary);
+            let _ = writeln!(out, "      {}", Esc(&f.summary));
             let facts: Vec<String> = f
                 .facts
                 .iter()
-                .map(|x| format!("{} {}", x.label, x.shown()))
+                .map(|x| format!("{} {}", Esc(&x.label), Esc(&x.shown())))
                 .collect();
             let _ = writeln!(
                 out,
@@ -332,7 +334,7 @@ impl Summary {
                 facts.join(" · ")
             );
             if let Some(s) = &f.suggestion {
-                let _ = writeln!(out, "      try: {} — {}", s.command, s.why);
+                let _ = writeln!(out, "      try: {} — {}", Esc(&s.command), Esc(&s.why));
             }
         }
         let blind: Vec<&str> = adv
@@ -342,7 +344,7 @@ impl Summary {
             .map(|e| e.latest().summary.as_str())
             .collect();
         if let Some(b) = blind.last() {
-            let _ = writeln!(out, "  cannot be judged here: {b}");
+            let _ = writeln!(out, "  cannot be judged here: {}", Esc(b));
         }
         if !self.recorded_findings.is_empty() {
             let recorded: Vec<(u64, Kind, &str)> = self

@@ -18,6 +18,7 @@ use crate::knobs::session::Change;
 use crate::knobs::{Session, profile};
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, Writer};
+use crate::text::Esc;
 use crate::topology::Topology;
 
 /// What to compare and how (the command line of `llctop ab`).
@@ -84,10 +85,11 @@ fn kill(pid: u32) {
 
 /// Say a change on stderr (stdout is the verdict's, JSON with --json).
 fn say(c: &Change) {
+    let (id, old, new) = (Esc(&c.id), Esc(&c.old), Esc(&c.new));
     if c.old == c.new {
-        eprintln!("llctop: {} already {}", c.id, c.new);
+        eprintln!("llctop: {id} already {new}");
     } else {
-        eprintln!("llctop: {}: {} -> {} (read back)", c.id, c.old, c.new);
+        eprintln!("llctop: {id}: {old} -> {new} (read back)");
     }
 }
 
@@ -105,7 +107,12 @@ fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), E
             Arm::A => {
                 if let Some(step) = s.undo()? {
                     for c in &step.changes {
-                        eprintln!("llctop: {}: {} -> {} (undone)", c.id, c.new, c.old);
+                        eprintln!(
+                            "llctop: {}: {} -> {} (undone)",
+                            Esc(&c.id),
+                            Esc(&c.new),
+                            Esc(&c.old)
+                        );
                     }
                 }
             }
@@ -227,8 +234,8 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}",
                 win.index + 1,
                 total,
-                exp.knob,
-                win.value,
+                Esc(&exp.knob),
+                Esc(&win.value),
                 win.first_seq,
                 win.last_seq
             );
@@ -280,7 +287,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
             serde_json::to_string_pretty(&serde_json::json!({"experiment": exp, "verdict": v}))?
         );
     } else {
-        print!("{}", verdict::render(&exp, &v));
+        print!("{}", crate::text::guard(&verdict::render(&exp, &v)));
     }
     match error {
         Some(e) => Err(e),

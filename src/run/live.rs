@@ -10,6 +10,7 @@ use crate::findings::Kind;
 use crate::findings::advisor::{FindingLine, State, Trail};
 use crate::kroot::KernelRoot;
 use crate::snapshot::Snapshot;
+use crate::text::Esc;
 use crate::topology::{Distance, Topology};
 
 pub fn run(
@@ -28,7 +29,7 @@ pub fn run(
         if first {
             for s in &snap.sources {
                 if let Some(r) = &s.reason {
-                    eprintln!("  {} {:?}: {}", s.name, s.state, r);
+                    eprintln!("  {} {:?}: {}", s.name, s.state, Esc(r));
                 }
             }
             first = false;
@@ -55,10 +56,10 @@ pub fn finding_line(l: &FindingLine) -> String {
     let mut line = format!(
         "  ⚑ {state} {} {}",
         f.severity.label().to_uppercase(),
-        f.headline()
+        Esc(&f.headline())
     );
     if let (State::Fired, Some(s)) = (l.state, &f.suggestion) {
-        line.push_str(&format!(" — try: {}", s.command));
+        line.push_str(&format!(" — try: {}", Esc(&s.command)));
     }
     line
 }
@@ -113,7 +114,7 @@ pub fn summary_line(s: &Snapshot) -> String {
         let interval = s.time.interval_ns.max(1) as f64;
         line.push_str(&format!(
             " | top {}({}) cpu {:.0}%",
-            top.comm,
+            Esc(&top.comm),
             top.pid,
             100.0 * top.cpu_time_ns as f64 / interval
         ));

@@ -18,6 +18,7 @@ use crate::collect::Collector;
 use crate::knobs::{self, Session, cli::print_change, journal, journal::Journal, profile, session};
 use crate::kroot::KernelRoot;
 use crate::source;
+use crate::text::Esc;
 use crate::topology::Topology;
 
 pub type Error = Box<dyn std::error::Error>;
@@ -86,11 +87,14 @@ fn restore_orphans(s: &mut Session) {
     if !restored.is_empty() {
         eprintln!(
             "llctop: restored {} (left changed by an llctop run that ended without restoring)",
-            restored.join(", ")
+            Esc(&restored.join(", "))
         );
     }
     for e in failed {
-        eprintln!("llctop: could not restore a knob a killed run left changed: {e}");
+        eprintln!(
+            "llctop: could not restore a knob a killed run left changed: {}",
+            Esc(&e.to_string())
+        );
     }
 }
 
@@ -154,19 +158,22 @@ pub fn run_session(
 pub fn finish_session(s: &mut Session) {
     let (restored, failed) = s.finish();
     if !restored.is_empty() {
-        eprintln!("llctop: restored {}", restored.join(", "));
+        eprintln!("llctop: restored {}", Esc(&restored.join(", ")));
     }
     for e in &failed {
-        eprintln!("llctop: could not restore: {e} (`llctop knobs restore` retries)");
+        eprintln!(
+            "llctop: could not restore: {} (`llctop knobs restore` retries)",
+            Esc(&e.to_string())
+        );
     }
     for n in s.take_notes() {
-        eprintln!("llctop: {n}");
+        eprintln!("llctop: {}", Esc(&n));
     }
     let kept = s.pending();
     if s.options().keep_changes && !kept.is_empty() {
         eprintln!(
             "llctop: kept {} (--keep-changes); `llctop knobs restore` puts the originals back",
-            kept.join(", ")
+            Esc(&kept.join(", "))
         );
     }
 }

@@ -122,7 +122,7 @@ fn log_sources(prev: &[SourceStatus], now: &[SourceStatus]) {
             format!("{:?}", s.state).to_lowercase(),
             s.reason
                 .as_deref()
-                .map(|r| format!(": {r}"))
+                .map(|r| format!(": {}", crate::text::Esc(r)))
                 .unwrap_or_default()
         );
     }
