@@ -42,9 +42,9 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub keep_changes: bool,
 
-    /// The knob journal (default: /run/llctop/journal.json as root, else
-    /// $XDG_STATE_HOME/llctop/journal.json).
-    #[arg(long, global = true, env = "LLCTOP_JOURNAL", value_name = "FILE")]
+    /// The knob journal (default: $LLCTOP_JOURNAL if set and not empty, else
+    /// /run/llctop/journal.json as root, else $XDG_STATE_HOME/llctop/journal.json).
+    #[arg(long, global = true, value_name = "FILE")]
     pub journal: Option<PathBuf>,
 
     /// TUI colour theme: dark, light, high-contrast, colorblind, or one of
@@ -87,7 +87,12 @@ impl Cli {
             top: self.top,
             read_only: self.read_only,
             keep_changes: self.keep_changes,
-            journal: self.journal.clone(),
+            journal: self.journal.clone().or_else(|| {
+                // Read here, not by clap: an empty value is unset, not an error.
+                std::env::var_os("LLCTOP_JOURNAL")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            }),
         }
     }
 }

@@ -76,6 +76,30 @@ impl KernelRoot {
         &self.root
     }
 
+    /// Where a write to `kernel_path` goes. On the live system, the path itself; under a
+    /// fixture root (`--sysroot`), the path with every symlink resolved, refused when
+    /// that leads out of the tree — a planted link cannot turn a knob write into a write
+    /// anywhere else.
+    pub fn write_target(&self, kernel_path: impl AsRef<Path>) -> Result<PathBuf, String> {
+        let p = self.path(&kernel_path);
+        if self.is_live() {
+            return Ok(p);
+        }
+        let root = std::fs::canonicalize(&self.root)
+            .map_err(|e| format!("--sysroot {}: {e}", self.root.display()))?;
+        let real = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if real.starts_with(&root) {
+            Ok(real)
+        } else {
+            Err(format!(
+                "{} leads to {}, outside --sysroot {}: not written",
+                kernel_path.as_ref().display(),
+                real.display(),
+                root.display()
+            ))
+        }
+    }
+
     /// Map an absolute kernel path such as `/proc/stat` to its place under the root.
     pub fn path(&self, kernel_path: impl AsRef<Path>) -> PathBuf {
         let p = kernel_path.as_ref();

@@ -50,7 +50,7 @@ pub fn path(explicit: Option<&Path>) -> Option<PathBuf> {
 /// the user may not read at the default place (e.g. root's HOME after dropping
 /// privileges), with a warning on stderr.
 pub fn load(path: &Path, explicit: bool) -> Result<File, String> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::config::read_capped(path, crate::config::MAX_FILE) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
             return Ok(File::default());

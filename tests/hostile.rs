@@ -2,8 +2,11 @@
 //! - text output: a recording whose process names, cgroups, knob values, labels, host
 //!   and experiment values hold every control character prints none of them raw in
 //!   `report`, `report --compare` or `diff`, and no embedded newline starts a line;
-//!
-//! (the other items have their tests beside this one, each named after what it proves).
+//! - no write follows a symlink: a knob write under `--sysroot` that a planted link leads
+//!   out of the tree is refused (the journal's temp and lock files: unit tests in
+//!   knobs::journal);
+//! - config files are bounded (1 MiB, regular files only), a relative or non-directory
+//!   `XDG_CONFIG_HOME` is ignored with a warning, an empty `LLCTOP_JOURNAL` is unset.
 
 mod common;
 
@@ -165,4 +168,119 @@ fn text_output_of_a_hostile_recording_escapes_every_control_character() {
             "{what}: the poisoned strings are shown, escaped:\n{text}"
         );
     }
+}
+
+/// A fixture root with one writable knob (sched.migration_cost_ns = 500000).
+fn knob_fixture() -> (tempfile::TempDir, llctop::kroot::KernelRoot) {
+    let (dir, root, _) = common::writable_root("qemu-lab-2s2llc");
+    let d = dir.path();
+    common::put(
+        d,
+        "proc/self/mountinfo",
+        "32 1 0:7 / /sys/kernel/debug rw - debugfs debugfs rw\n",
+    );
+    common::put(d, "sys/kernel/debug/sched/migration_cost_ns", "500000\n");
+    (dir, root)
+}
+
+#[test]
+fn a_knob_write_under_sysroot_never_follows_a_symlink_out_of_the_tree() {
+    let (dir, root) = knob_fixture();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "500000\n").unwrap();
+    let knob = dir.path().join("sys/kernel/debug/sched/migration_cost_ns");
+    std::fs::remove_file(&knob).unwrap();
+    std::os::unix::fs::symlink(&victim, &knob).unwrap();
+    let j = dir.path().join("journal.json");
+    let out = common::llctop(&root, &j, &["knobs", "set", "sched.migration_cost_ns", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {err}");
+    assert!(err.contains("outside --sysroot"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "500000\n");
+    // Nothing journaled for a write that never happened.
+    let journal = std::fs::read_to_string(&j).unwrap_or_default();
+    assert!(!journal.contains("migration_cost_ns"), "{journal}");
+    // A symlink that stays inside the tree is written through.
+    let inside = dir.path().join("sys/kernel/debug/sched/real_cost");
+    std::fs::write(&inside, "500000\n").unwrap();
+    std::fs::remove_file(&knob).unwrap();
+    std::os::unix::fs::symlink(&inside, &knob).unwrap();
+    let out = common::llctop(&root, &j, &["knobs", "set", "sched.migration_cost_ns", "0"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&inside).unwrap().trim(), "0");
+}
+
+#[test]
+fn config_and_environment_that_make_no_sense_are_refused_or_ignored_never_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/epyc-7702p");
+    let base = || {
+        let mut c = Command::new(BIN);
+        c.arg("--sysroot").arg(&topo).env_remove("LLCTOP_JOURNAL");
+        c
+    };
+    // --config on a symlink to /dev/zero: refused at once, not read without end.
+    let zero = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let t = std::time::Instant::now();
+    let out = base()
+        .arg("--config")
+        .arg(&zero)
+        .arg("topology")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+    // A config larger than 1 MiB: refused with the reason.
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, "#".repeat(2 << 20)).unwrap();
+    let out = base()
+        .arg("--config")
+        .arg(&big)
+        .arg("topology")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("larger than"), "{err}");
+    // XDG_CONFIG_HOME naming a file, or relative: ignored with a warning, the command runs.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    for (value, why) in [
+        (file.as_os_str(), "is not a directory"),
+        ("relative/dir".as_ref(), "is relative"),
+    ] {
+        let out = base()
+            .env("XDG_CONFIG_HOME", value)
+            .arg("topology")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{value:?}: {err}");
+        assert!(
+            err.contains(why) && err.contains("XDG_CONFIG_HOME"),
+            "{err}"
+        );
+    }
+    // An empty LLCTOP_JOURNAL is unset.
+    let out = base()
+        .env("LLCTOP_JOURNAL", "")
+        .arg("topology")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -421,27 +421,35 @@ fn read_only_sessions_and_read_only_knobs_refuse() {
 
 #[test]
 fn a_kernel_that_reads_back_something_else_is_an_error() {
-    // /proc/self/coredump_filter is a real kernel file that reads back in hex what was
-    // written in decimal: 16 reads back as 00000010. Only this test process is affected.
-    let cf = Path::new("/proc/self/coredump_filter");
-    assert!(
-        cf.exists(),
-        "{} exists on every Linux with procfs",
-        cf.display()
-    );
-    let original = fs::read_to_string(cf).unwrap();
+    // /proc/PID/coredump_filter is a real kernel file that reads back in hex what was
+    // written in decimal: 16 reads back as 00000010. It is bind-mounted over the
+    // fixture's knob in a mount namespace of its own (a symlink out of the tree would be
+    // refused: knob writes under --sysroot never leave it), and the shell then becomes
+    // llctop, so that llctop writes its own process's filter. Unprivileged, the
+    // namespace is a user namespace's (unshare -Urm).
     let (dir, root) = fixture();
     let p = root.path("/sys/kernel/debug/sched/nr_migrate");
-    fs::remove_file(&p).unwrap();
-    std::os::unix::fs::symlink(cf, &p).unwrap();
-    fs::write(cf, "0x10").unwrap(); // reads "00000010": a valid decimal 10
     let j = dir.path().join("journal.json");
-    let mut s = session(&root, &j, Options::default());
-    let e = s.set("sched.nr_migrate", "16").unwrap_err();
-    println!("{e}");
-    assert!(matches!(e, KnobError::ReadBack { .. }), "{e}");
-    assert!(e.to_string().contains("read back \"10\""), "{e}");
-    assert_eq!(e.exit_code(), 7);
+    // SAFETY: no preconditions.
+    let ns = if unsafe { libc::geteuid() } == 0 {
+        "-m"
+    } else {
+        "-Urm"
+    };
+    let out = Command::new("unshare")
+        .args([ns, "sh", "-c"])
+        .arg("mount --bind /proc/$$/coredump_filter \"$1\" && exec \"$2\" --sysroot \"$3\" --journal \"$4\" knobs set sched.nr_migrate 16")
+        .arg("sh")
+        .arg(&p)
+        .arg(env!("CARGO_BIN_EXE_llctop"))
+        .arg(root.root())
+        .arg(&j)
+        .output()
+        .expect("unshare (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{err}");
+    assert_eq!(out.status.code(), Some(7), "a read-back mismatch: {err}");
+    assert!(err.contains("read back \"10\""), "{err}");
     // The change stays journaled so that it can be put back.
     assert!(
         Journal::new(&j)
@@ -449,8 +457,6 @@ fn a_kernel_that_reads_back_something_else_is_an_error() {
             .unwrap()
             .is_some()
     );
-    s.finish();
-    fs::write(cf, original.trim()).unwrap();
 }
 
 #[test]

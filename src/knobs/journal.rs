@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config;
+
 pub const FORMAT: &str = "llctop-knob-journal";
 pub const VERSION: u32 = 1;
 
@@ -70,6 +72,34 @@ pub fn default_path() -> PathBuf {
         .join("journal.json")
 }
 
+/// The most a journal file may hold (a few hundred bytes per changed knob).
+const MAX_JOURNAL: u64 = 16 << 20;
+
+/// A new temporary file beside `path` (`<name>.tmp.<pid>.<n>`), created exclusively
+/// (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600): whatever is planted at a name — a file, a
+/// symlink — is never opened, the next name is tried.
+fn create_temp(path: &Path) -> std::io::Result<(File, PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut last = None;
+    for n in 0..64u32 {
+        let mut tmp = path.as_os_str().to_os_string();
+        tmp.push(format!(".tmp.{}.{n}", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(config::NO_FOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name free")))
+}
+
 /// Holds the journal's lock until dropped.
 struct Lock(File);
 
@@ -110,11 +140,7 @@ impl Journal {
         }
         let mut lock_path = self.path.clone().into_os_string();
         lock_path.push(".lock");
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
+        let f = config::open_lock_file(Path::new(&lock_path))
             .map_err(|e| self.err(format!("lock file: {e}")))?;
         // SAFETY: valid open fd.
         if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
@@ -124,7 +150,7 @@ impl Journal {
     }
 
     fn load(&self) -> Result<File_, JournalError> {
-        match fs::read_to_string(&self.path) {
+        match config::read_own(&self.path, MAX_JOURNAL) {
             Ok(text) if text.trim().is_empty() => Ok(File_::default()),
             Ok(text) => {
                 let f: File_ = serde_json::from_str(&text).map_err(|e| self.err(e))?;
@@ -145,17 +171,14 @@ impl Journal {
     }
 
     fn store(&self, f: &File_) -> Result<(), JournalError> {
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(".tmp.{}", std::process::id()));
-        let tmp = PathBuf::from(tmp);
         let out = File_ {
             format: FORMAT.into(),
             version: VERSION,
             entries: f.entries.clone(),
         };
         let text = serde_json::to_vec_pretty(&out).map_err(|e| self.err(e))?;
-        let write = || -> std::io::Result<()> {
-            let mut file = File::create(&tmp)?;
+        let (mut file, tmp) = create_temp(&self.path).map_err(|e| self.err(e))?;
+        let mut write = || -> std::io::Result<()> {
             file.write_all(&text)?;
             file.sync_all()?;
             fs::rename(&tmp, &self.path)?;
@@ -292,5 +315,40 @@ mod tests {
         }
         let e = Journal::new(dir.path()).entries().unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn planted_symlinks_at_the_temp_names_and_the_lock_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.json");
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        // A symlink at every temporary name this process could use first.
+        for n in 0..4 {
+            std::os::unix::fs::symlink(
+                &victim,
+                dir.path()
+                    .join(format!("journal.json.tmp.{}.{n}", std::process::id())),
+            )
+            .unwrap();
+        }
+        let j = Journal::new(&p);
+        assert!(j.record(entry("a", "0")).unwrap());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        let m = fs::symlink_metadata(&p).unwrap();
+        assert!(m.file_type().is_file(), "the journal is a regular file");
+        assert_eq!(j.entries().unwrap().len(), 1);
+        // A lock file planted as a symlink: refused, its target neither created nor
+        // touched.
+        let q = dir.path().join("other.json");
+        let target = dir.path().join("created-by-root");
+        std::os::unix::fs::symlink(&target, dir.path().join("other.json.lock")).unwrap();
+        let e = Journal::new(&q).entries().unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(!target.exists());
+        // A journal planted as a symlink: refused, not read through.
+        let r = dir.path().join("linked.json");
+        std::os::unix::fs::symlink(&p, &r).unwrap();
+        assert!(Journal::new(&r).entries().is_err());
     }
 }

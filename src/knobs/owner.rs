@@ -11,7 +11,7 @@
 //! system; it holds the owner's pid, for the message.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -71,12 +71,7 @@ impl Owners {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("knob owners {}: {e}", self.dir.display()))?;
         let p = self.file_for(root, id);
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&p)
+        crate::config::open_lock_file(&p)
             .map_err(|e| format!("knob owner file {}: {e}", p.display()))
     }
 

@@ -438,6 +438,11 @@ impl Session {
             }
             return Ok(change);
         }
+        let full = self
+            .registry
+            .root()
+            .write_target(&knob.path)
+            .map_err(|why| KnobError::Refused(format!("{}: {why}", knob.id)))?;
         if action != KnobAction::Internal {
             self.owners
                 .acquire(&root_dir, &knob.id)
@@ -460,7 +465,7 @@ impl Session {
             self.touched.push(knob.id.clone());
         }
         let bytes = knob.kind.encode(&value);
-        let full = self.registry.root().path(&knob.path);
+
         // Opened like `echo VALUE > file` (O_WRONLY|O_TRUNC; kernel files ignore the
         // truncation), written in one write().
         let written = std::fs::OpenOptions::new()
