@@ -51,10 +51,16 @@ impl Collector {
     /// Read every source. The first call takes the baseline and returns `None`; each later
     /// call returns the snapshot of the interval since the previous call.
     pub fn tick(&mut self) -> Option<Snapshot> {
+        self.tick_after(0)
+    }
+
+    /// [`Collector::tick`] after `missed` ticks that did not run (said in the snapshot).
+    fn tick_after(&mut self, missed: u32) -> Option<Snapshot> {
         let now = mono_ns();
         let prev = self.prev_mono.replace(now);
         let mut snap = self.read(now, prev);
         prev?;
+        snap.time.missed_ticks = missed;
         snap.seq = self.seq;
         self.seq += 1;
         aggregate(&self.topo, &mut snap);
@@ -73,6 +79,8 @@ impl Collector {
 
     /// Run `f` on every snapshot, one per `interval`, drift-free, until `f` returns false
     /// or `stop()` says so. Sleeps in short steps so that a stop request is seen quickly.
+    /// Ticks missed while the process did not run (SIGSTOP, a stalled machine, a slow
+    /// `f`) are skipped, not caught up: one longer snapshot, never a burst of slivers.
     pub fn run(
         &mut self,
         interval: Duration,
@@ -98,13 +106,25 @@ impl Collector {
                 }
                 std::thread::sleep(step.min(deadline - now));
             }
-            if let Some(s) = self.tick()
+            let missed = missed_ticks(deadline, std::time::Instant::now(), interval);
+            if missed > 0 {
+                // Back on the grid: the next deadline is the first still ahead.
+                let skip = interval.saturating_mul(missed);
+                deadline = deadline.checked_add(skip).unwrap_or(deadline);
+            }
+            if let Some(s) = self.tick_after(missed)
                 && !f(s)
             {
                 return;
             }
         }
     }
+}
+
+/// Whole intervals that passed after `deadline` before `now`: the ticks missed.
+fn missed_ticks(deadline: std::time::Instant, now: std::time::Instant, interval: Duration) -> u32 {
+    let late = now.saturating_duration_since(deadline).as_nanos();
+    u32::try_from(late / interval.as_nanos().max(1)).unwrap_or(u32::MAX)
 }
 
 /// A snapshot with one entry per CPU/LLC/node and nothing measured yet.
@@ -283,6 +303,16 @@ pub fn aggregate(topo: &Topology, snap: &mut Snapshot) {
 mod tests {
     use super::*;
     use crate::snapshot::Migrations;
+
+    #[test]
+    fn ticks_missed_are_whole_intervals_late() {
+        let t0 = std::time::Instant::now();
+        let s = Duration::from_secs(1);
+        assert_eq!(missed_ticks(t0, t0, s), 0);
+        assert_eq!(missed_ticks(t0, t0 + Duration::from_millis(999), s), 0);
+        assert_eq!(missed_ticks(t0, t0 + Duration::from_millis(5_500), s), 5);
+        assert_eq!(missed_ticks(t0 + s, t0, s), 0, "early is not late");
+    }
 
     #[test]
     fn aggregates_groups_and_matrix() {

@@ -284,3 +284,202 @@ fn config_and_environment_that_make_no_sense_are_refused_or_ignored_never_fatal(
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+const COST: &str = "sys/kernel/debug/sched/migration_cost_ns";
+
+/// `llctop ab sched.migration_cost_ns=500000,0` on the fixture, recorded to `out`.
+fn ab_on_fixture(
+    root: &llctop::kroot::KernelRoot,
+    journal: &Path,
+    out: &Path,
+    interval: &str,
+    window: &str,
+) -> std::process::Child {
+    common::llctop(
+        root,
+        journal,
+        &[
+            "--interval",
+            interval,
+            "--source",
+            "procfs",
+            "ab",
+            "sched.migration_cost_ns=500000,0",
+            "--window",
+            window,
+            "--warmup",
+            "0s",
+            "--rounds",
+            "2",
+            "-o",
+        ],
+    )
+    .arg(out)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap()
+}
+
+/// Read `child`'s stderr until a line containing `what` (returned with the lines before);
+/// the rest is drained by a thread and returned when it ends.
+fn stderr_until(
+    child: &mut std::process::Child,
+    what: &str,
+) -> (String, std::thread::JoinHandle<String>) {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        seen.push_str(&line);
+        if line.contains(what) {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut r, &mut s);
+        s
+    });
+    (seen, rest)
+}
+
+fn windows_of(rec: &Path) -> Vec<Value> {
+    std::fs::read_to_string(rec)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "window")
+        .collect()
+}
+
+#[test]
+fn an_experiment_owns_its_knob_a_second_is_refused_and_a_change_behind_its_back_is_not_counted() {
+    let (dir, root) = knob_fixture();
+    let j = dir.path().join("journal.json");
+    let rec = dir.path().join("ab.jsonl");
+    let mut first = ab_on_fixture(&root, &j, &rec, "200ms", "2s");
+    // The knob is held before the first window: its first value is in place.
+    let (seen, rest) = stderr_until(&mut first, "already 500000");
+    // A second experiment on the same knob, while the knob is at its original value.
+    let out = common::llctop(
+        &root,
+        &j,
+        &[
+            "--interval",
+            "200ms",
+            "--source",
+            "procfs",
+            "ab",
+            "sched.migration_cost_ns=500000,1000",
+            "--window",
+            "1s",
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {err}");
+    assert!(
+        err.contains(&format!("another llctop (pid {})", first.id())),
+        "names the first's pid: {err}"
+    );
+    assert!(!err.contains("window 1/"), "no window ran: {err}");
+    // Changed behind the first's back during its first window.
+    std::fs::write(dir.path().join(COST), "123\n").unwrap();
+    let status = first.wait().unwrap();
+    let err = format!("{seen}{}", rest.join().unwrap());
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains("not counted: sched.migration_cost_ns: now 123"),
+        "said: {err}"
+    );
+    let ws = windows_of(&rec);
+    assert_eq!(ws.len(), 4, "{ws:?}");
+    let spoilt: Vec<&Value> = ws.iter().filter(|w| w["not_counted"].is_string()).collect();
+    assert_eq!(spoilt.len(), 1, "{ws:?}");
+    assert!(
+        spoilt[0]["not_counted"]
+            .as_str()
+            .unwrap()
+            .contains("now 123")
+    );
+    // The verdict says how many counted; the knob ends at its original value.
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut first.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert!(stdout.contains("3 of 4 windows"), "{stdout}");
+    assert!(stdout.contains("not counted: window"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(COST))
+            .unwrap()
+            .trim(),
+        "500000"
+    );
+    let out = Command::new(BIN)
+        .args(["report", "--compare"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("3 of 4 windows"),
+        "the recording agrees: {text}"
+    );
+}
+
+#[test]
+fn a_stall_during_an_experiment_is_one_long_snapshot_never_a_burst_of_short_windows() {
+    let (dir, root) = knob_fixture();
+    let j = dir.path().join("journal.json");
+    let rec = dir.path().join("ab.jsonl");
+    let interval_ns = 100_000_000u64;
+    let mut child = ab_on_fixture(&root, &j, &rec, "100ms", "1s");
+    let (_, rest) = stderr_until(&mut child, "window 1/4");
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    let status = child.wait().unwrap();
+    let err = rest.join().unwrap();
+    assert!(status.success(), "{err}");
+    let snaps: Vec<Value> = std::fs::read_to_string(&rec)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "snapshot")
+        .collect();
+    let interval = |s: &Value| s["time"]["interval_ns"].as_u64().unwrap();
+    let missed: Vec<u64> = snaps
+        .iter()
+        .filter_map(|s| s["time"]["missed_ticks"].as_u64())
+        .collect();
+    assert!(
+        missed.iter().any(|&m| m >= 20),
+        "the 3 s stop is one snapshot that says so: {missed:?}"
+    );
+    for s in &snaps {
+        assert!(
+            interval(s) >= interval_ns / 2,
+            "no catch-up sliver: {}",
+            s["time"]
+        );
+    }
+    // Every counted window measured at least 90% of its second.
+    for w in windows_of(&rec) {
+        let (a, b) = (
+            w["first_seq"].as_u64().unwrap(),
+            w["last_seq"].as_u64().unwrap(),
+        );
+        let ns: u64 = snaps
+            .iter()
+            .filter(|s| (a..=b).contains(&s["seq"].as_u64().unwrap()))
+            .map(interval)
+            .sum();
+        if w["not_counted"].is_null() {
+            assert!(ns >= 900_000_000, "window {w}: {ns} ns");
+        }
+    }
+}

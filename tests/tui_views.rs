@@ -76,6 +76,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         unix_ns: 1_795_000_000_000_000_000 + seq * 1_000_000_000,
         mono_ns: (seq + 1) * 1_000_000_000,
         interval_ns: 1_000_000_000,
+        missed_ticks: 0,
     };
     let n_cpu = topo.cpus.len() as u32;
     let n_llc = topo.llcs.len();

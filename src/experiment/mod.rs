@@ -73,6 +73,71 @@ pub struct Window {
     pub command_secs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// Why the verdict leaves this window out (shorter than 90% of the planned window,
+    /// a snapshot without its figures, the knob changed behind the experiment's back);
+    /// absent: counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_counted: Option<String>,
+}
+
+/// The share of the planned window a window must have measured to be counted.
+pub const MIN_WINDOW_SHARE: f64 = 0.9;
+
+impl Experiment {
+    /// Whether `windows` can be this experiment's: at least one round, at most the
+    /// planned number of windows, each index once and in order, each with the arm and
+    /// value the ABBA order gives it, and snapshot ranges that run forward and do not
+    /// overlap. A recording whose window lines fail this is refused, not judged.
+    pub fn check_windows(&self, windows: &[Window]) -> Result<(), String> {
+        let order = self.order();
+        if order.is_empty() {
+            return Err("the experiment plans no windows (rounds 0)".into());
+        }
+        if windows.len() > order.len() {
+            return Err(format!(
+                "{} window lines for {} planned windows",
+                windows.len(),
+                order.len()
+            ));
+        }
+        let mut last: Option<&Window> = None;
+        for w in windows {
+            let i = w.index as usize;
+            let Some(&arm) = order.get(i) else {
+                return Err(format!("window {i}: only {} are planned", order.len()));
+            };
+            if w.arm != arm || w.value != self.value(arm) {
+                return Err(format!(
+                    "window {i}: arm {:?} = {:?}, but the plan runs {arm:?} = {:?} there",
+                    w.arm,
+                    w.value,
+                    self.value(arm)
+                ));
+            }
+            if w.first_seq > w.last_seq {
+                return Err(format!(
+                    "window {i}: snapshots #{}..=#{} run backwards",
+                    w.first_seq, w.last_seq
+                ));
+            }
+            if let Some(p) = last {
+                if w.index <= p.index {
+                    return Err(format!(
+                        "window {i} after window {}: a repeated or out-of-order window",
+                        p.index
+                    ));
+                }
+                if w.first_seq <= p.last_seq {
+                    return Err(format!(
+                        "window {i} (#{}..) overlaps window {} (..#{})",
+                        w.first_seq, p.index, p.last_seq
+                    ));
+                }
+            }
+            last = Some(w);
+        }
+        Ok(())
+    }
 }
 
 /// `KNOB=A,B` → (knob, A, B).
@@ -126,5 +191,59 @@ mod tests {
         ] {
             assert!(parse_spec(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn window_lines_that_make_no_sense_are_refused() {
+        let e = Experiment {
+            knob: "k".into(),
+            a: "0".into(),
+            b: "1".into(),
+            window_ns: 1,
+            warmup_ns: 0,
+            rounds: 2,
+            command: vec![],
+            steady: false,
+        };
+        let w = |index: u32, arm: Arm, first_seq: u64, last_seq: u64| Window {
+            index,
+            arm,
+            value: e.value(arm).into(),
+            first_seq,
+            last_seq,
+            command_secs: None,
+            exit_code: None,
+            not_counted: None,
+        };
+        use Arm::{A, B};
+        let good = [w(0, A, 0, 1), w(1, B, 3, 4), w(2, B, 6, 7), w(3, A, 9, 9)];
+        assert_eq!(e.check_windows(&good), Ok(()));
+        assert_eq!(e.check_windows(&good[..2]), Ok(()), "stopped early");
+        let bad: Vec<(&str, Vec<Window>)> = vec![
+            ("repeated", vec![w(0, A, 0, 1), w(0, A, 0, 1)]),
+            ("overlaps", vec![w(0, A, 0, 5), w(1, B, 3, 4)]),
+            ("backwards", vec![w(0, A, 5, 1)]),
+            ("plan runs", vec![w(0, B, 0, 1)]),
+            ("only 4", vec![w(7, A, 0, 1)]),
+            ("out-of-order", vec![w(1, B, 0, 1), w(0, A, 3, 4)]),
+        ];
+        for (want, ws) in bad {
+            let err = e.check_windows(&ws).unwrap_err();
+            assert!(err.contains(want), "{want}: {err}");
+        }
+        let mut other = w(1, B, 3, 4);
+        other.value = "2".into();
+        assert!(e.check_windows(&[other]).is_err(), "a value outside a/b");
+        let eight: Vec<Window> = (0..8).map(|i| w(i % 4, A, 0, 0)).collect();
+        assert!(
+            e.check_windows(&eight)
+                .unwrap_err()
+                .contains("8 window lines")
+        );
+        let none = Experiment {
+            rounds: 0,
+            ..e.clone()
+        };
+        assert!(none.check_windows(&[]).unwrap_err().contains("rounds 0"));
     }
 }

@@ -43,15 +43,30 @@ pub struct Runner {
     measure: u64,
     /// The window's command decides when it ends.
     by_command: bool,
+    /// The collector's interval: a measured snapshot much shorter is a catch-up one.
+    interval_ns: u64,
     w: usize,
     k: u64,
     first_seq: Option<u64>,
+    /// Time measured in the current window (its measured snapshots' intervals).
+    measured_ns: u64,
+    /// Why the current window will not be counted, once something spoilt it.
+    spoilt: Option<String>,
+    /// A measured snapshot had the system's busy figure: one without it lacks figures.
+    saw_busy: bool,
     windows: Vec<Window>,
     kept: Vec<Snapshot>,
 }
 
 fn snapshots_for(ns: u64, interval: Duration) -> u64 {
     (ns as f64 / 1e9 / interval.as_secs_f64().max(1e-9)).round() as u64
+}
+
+/// Measured snapshots per window: the fewest whose intervals cover 95% of the window, so
+/// that an on-time window always clears the 90% a window must measure to be counted.
+fn measured_for(ns: u64, interval: Duration) -> u64 {
+    let per = interval.as_secs_f64().max(1e-9);
+    ((ns as f64 / 1e9 * 0.95 / per).ceil() as u64).max(1)
 }
 
 impl Runner {
@@ -62,12 +77,16 @@ impl Runner {
         Runner {
             order: exp.order(),
             warm: snapshots_for(exp.warmup_ns, interval),
-            measure: snapshots_for(exp.window_ns, interval).max(1),
+            measure: measured_for(exp.window_ns, interval),
             by_command,
             exp,
+            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
             w: 0,
             k: 0,
             first_seq: None,
+            measured_ns: 0,
+            spoilt: None,
+            saw_busy: false,
             windows: Vec::new(),
             kept: Vec::new(),
         }
@@ -90,6 +109,13 @@ impl Runner {
         &self.windows
     }
 
+    /// The current window will not be counted, for `why` (the first reason stays).
+    pub fn spoil(&mut self, why: impl Into<String>) {
+        if !self.is_done() && self.spoilt.is_none() {
+            self.spoilt = Some(why.into());
+        }
+    }
+
     /// One snapshot taken while the current window's value was in place. `command`:
     /// how the window's command ended, once it has (wall time, exit code).
     pub fn on_snapshot(&mut self, snap: &Snapshot, command: Option<(f64, Option<i32>)>) -> Step {
@@ -105,6 +131,20 @@ impl Runner {
             };
         }
         self.first_seq.get_or_insert(snap.seq);
+        self.measured_ns = self.measured_ns.saturating_add(snap.time.interval_ns);
+        if snap.system.busy.is_some() {
+            self.saw_busy = true;
+        } else if self.saw_busy {
+            self.spoil(format!("snapshot #{} has no busy figure", snap.seq));
+        }
+        if snap.time.interval_ns < self.interval_ns / 2 {
+            self.spoil(format!(
+                "snapshot #{} covers {:.1} ms of a {:.0} ms interval",
+                snap.seq,
+                snap.time.interval_ns as f64 / 1e6,
+                self.interval_ns as f64 / 1e6
+            ));
+        }
         self.kept.push(snap.clone());
         let finished = if self.by_command {
             command.is_some()
@@ -115,6 +155,14 @@ impl Runner {
             return Step::Continue;
         }
         let arm = self.order[self.w];
+        let planned = self.exp.window_ns as f64;
+        if !self.by_command && (self.measured_ns as f64) < super::MIN_WINDOW_SHARE * planned {
+            self.spoil(format!(
+                "measured {:.3} s of the planned {:.3} s",
+                self.measured_ns as f64 / 1e9,
+                planned / 1e9
+            ));
+        }
         let win = Window {
             index: self.w as u32,
             arm,
@@ -123,11 +171,13 @@ impl Runner {
             last_seq: snap.seq,
             command_secs: command.map(|c| c.0),
             exit_code: command.and_then(|c| c.1),
+            not_counted: self.spoilt.take(),
         };
         self.windows.push(win.clone());
         self.w += 1;
         self.k = 0;
         self.first_seq = None;
+        self.measured_ns = 0;
         match self.order.get(self.w) {
             Some(&next) => Step::Flip(win, next),
             None => Step::Done(win),
@@ -177,6 +227,7 @@ mod tests {
                 unix_ns: 0,
                 mono_ns: 0,
                 interval_ns: 1_000_000_000,
+                missed_ticks: 0,
             },
             ..Default::default()
         }
@@ -221,5 +272,75 @@ mod tests {
         };
         assert_eq!((w.first_seq, w.last_seq, w.command_secs), (0, 2, Some(2.5)));
         assert!(r.progress().measuring);
+    }
+
+    fn short(seq: u64, ms: u64) -> Snapshot {
+        let mut s = snap(seq);
+        s.time.interval_ns = ms * 1_000_000;
+        s
+    }
+
+    #[test]
+    fn a_window_shorter_than_planned_or_spoilt_is_measured_but_not_counted() {
+        // After a stall the old collector fired a burst of sliver snapshots: a window
+        // made of them measured 0.5 ms of its 1 s.
+        let mut r = Runner::new(exp(2, 0, 1, false), Duration::from_secs(1));
+        let Step::Flip(w, _) = r.on_snapshot(&short(0, 1), None) else {
+            panic!()
+        };
+        let why = w.not_counted.expect("not counted");
+        assert!(why.contains("covers 1.0 ms"), "{why}");
+        // An on-time window counts.
+        let Step::Flip(w, _) = r.on_snapshot(&snap(1), None) else {
+            panic!()
+        };
+        assert_eq!(w.not_counted, None);
+        // A knob changed behind the experiment's back spoils its window.
+        r.spoil("k: now 7, not the 1 llctop put in place");
+        let Step::Flip(w, _) = r.on_snapshot(&snap(2), None) else {
+            panic!()
+        };
+        assert!(w.not_counted.as_deref().unwrap().contains("now 7"));
+        // A snapshot without busy after others had it: figures missing.
+        let mut busy = snap(3);
+        busy.system.busy = Some(0.5);
+        let mut r2 = Runner::new(exp(1, 0, 2, false), Duration::from_secs(1));
+        assert_eq!(r2.on_snapshot(&busy, None), Step::Continue);
+        let Step::Flip(w, _) = r2.on_snapshot(&snap(4), None) else {
+            panic!()
+        };
+        assert!(w.not_counted.as_deref().unwrap().contains("no busy"));
+        let v = r.verdict();
+        assert_eq!((v.windows, v.measured(), v.planned), (1, 3, 4));
+        assert_eq!(v.not_counted.len(), 2);
+        let text = super::verdict::render(&r.exp, &v);
+        assert!(text.contains("1 of 4 windows of 1.0 s counted"), "{text}");
+        assert!(text.contains("not counted: window 1:"), "{text}");
+        assert!(
+            text.contains("stopped early: 3 of 4 windows measured"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_long_snapshot_after_a_stall_still_counts() {
+        let mut r = Runner::new(exp(1, 0, 1, false), Duration::from_secs(1));
+        let mut long = snap(0);
+        long.time.interval_ns = 5_500_000_000;
+        long.time.missed_ticks = 4;
+        let Step::Flip(w, _) = r.on_snapshot(&long, None) else {
+            panic!()
+        };
+        assert_eq!(w.not_counted, None);
+    }
+
+    #[test]
+    fn measured_snapshots_cover_most_of_the_window() {
+        let ms = Duration::from_millis;
+        assert_eq!(measured_for(1_000_000_000, ms(1000)), 1);
+        assert_eq!(measured_for(10_000_000_000, ms(1000)), 10);
+        assert_eq!(measured_for(1_000_000_000, ms(300)), 4);
+        assert_eq!(measured_for(3_000_000_000, ms(500)), 6);
+        assert_eq!(measured_for(100_000_000, ms(1000)), 1);
     }
 }

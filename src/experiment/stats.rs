@@ -1,7 +1,7 @@
 //! The statistics of an A/B experiment, over one value per window and arm: the medians,
 //! B relative to A with a bootstrap confidence interval, and a two-sided Wilcoxon
 //! rank-sum test by permutation (exact when the splits are few, else a fixed number of
-//! random splits). Every random draw comes from a generator seeded by the data's size, so
+//! random splits; past [`LARGE`] windows per value, their large-sample forms). Every random draw comes from a generator seeded by the data's size, so
 //! the same windows give the same verdict live, in `llctop report --compare` and in tests.
 
 use rand::seq::SliceRandom;
@@ -14,6 +14,13 @@ pub const ALPHA: f64 = 0.05;
 pub const MAX_SPLITS: u64 = 20_000;
 /// Bootstrap resamples for the interval.
 pub const RESAMPLES: usize = 2_000;
+/// Windows per value from which the large-sample forms replace resampling: the rank-sum
+/// test's normal approximation (with tie and continuity corrections) and an interval from
+/// the medians' McKean–Schrader standard errors. Both are standard well before 30 per
+/// group, and they keep a verdict over many windows linear in their number.
+pub const LARGE: usize = 30;
+/// The 97.5 % point of the standard normal.
+const Z975: f64 = 1.959_963_984_540_054;
 const SEED: u64 = 0x11c7_0b5e;
 
 /// The comparison of one metric.
@@ -204,15 +211,85 @@ pub fn bootstrap_ci(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     Some((at(0.025), at(0.975)))
 }
 
+/// Two-sided p-value of the rank-sum test from its normal approximation: the rank sum
+/// of B against its mean, with the variance corrected for ties and a continuity
+/// correction of ½.
+pub fn normal_p(a: &[f64], b: &[f64]) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 1.0;
+    }
+    let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    let r = ranks(&pooled);
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    let n = n1 + n2;
+    let w: f64 = r[a.len()..].iter().sum();
+    let mean = n2 * (n + 1.0) / 2.0;
+    let mut sorted = pooled;
+    sorted.sort_by(f64::total_cmp);
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let j = sorted[i..].partition_point(|x| *x == sorted[i]) + i;
+        let t = (j - i) as f64;
+        ties += t * t * t - t;
+        i = j;
+    }
+    let var = n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = ((w - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    libm::erfc(z / std::f64::consts::SQRT_2).min(1.0)
+}
+
+/// The McKean–Schrader standard error of the median of `v` (sorted): the distance
+/// between the order statistics that bound its distribution-free 95 % interval, over
+/// 2 × 1.96.
+fn median_se(sorted: &[f64]) -> f64 {
+    let n = sorted.len() as f64;
+    let c = ((n + 1.0) / 2.0 - Z975 * (n / 4.0).sqrt()).round().max(1.0) as usize;
+    let lo = sorted[c - 1];
+    let hi = sorted[sorted.len().saturating_sub(c)];
+    (hi - lo).abs() / (2.0 * Z975)
+}
+
+/// 95 % interval of median(B)/median(A) − 1 from the medians' standard errors (delta
+/// method on the ratio).
+pub fn normal_ci(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    let sort = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        s
+    };
+    let (sa, sb) = (sort(a), sort(b));
+    let (ma, mb) = (median(&sa)?, median(&sb)?);
+    let r = rel(ma, mb)? + 1.0;
+    let (ea, eb) = (
+        median_se(&sa) / ma.abs(),
+        median_se(&sb) / mb.abs().max(f64::MIN_POSITIVE),
+    );
+    let se = r.abs() * (ea * ea + eb * eb).sqrt();
+    Some((r - Z975 * se - 1.0, r + Z975 * se - 1.0))
+}
+
 /// Compare B's windows with A's; None when either has no value.
 pub fn compare(a: &[f64], b: &[f64]) -> Option<Comparison> {
     let (median_a, median_b) = (median(a)?, median(b)?);
+    let large = a.len() >= LARGE && b.len() >= LARGE;
     Some(Comparison {
         median_a,
         median_b,
         change: rel(median_a, median_b),
-        ci: bootstrap_ci(a, b),
-        p: permutation_p(a, b),
+        ci: if large {
+            normal_ci(a, b)
+        } else {
+            bootstrap_ci(a, b)
+        },
+        p: if large {
+            normal_p(a, b)
+        } else {
+            permutation_p(a, b)
+        },
         n_a: a.len(),
         n_b: b.len(),
     })
@@ -311,5 +388,61 @@ mod tests {
         assert_eq!((c.change, c.ci), (None, None));
         let same = compare(&[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0]).unwrap();
         assert!(!same.significant() && same.p == 1.0);
+    }
+
+    #[test]
+    fn the_large_sample_forms_agree_with_resampling_where_both_apply() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for shift in [0.0, 0.3, 0.6] {
+            let a = noise(&mut rng, LARGE, 10.0, 1.0);
+            let b = noise(&mut rng, LARGE, 10.0 + shift, 1.0);
+            let (pn, pp) = (normal_p(&a, &b), permutation_p(&a, &b));
+            assert!(
+                (pn - pp).abs() < 0.02,
+                "shift {shift}: normal {pn} permutation {pp}"
+            );
+            let (nlo, nhi) = normal_ci(&a, &b).unwrap();
+            let (blo, bhi) = bootstrap_ci(&a, &b).unwrap();
+            println!("shift {shift}: normal [{nlo:.3}, {nhi:.3}] bootstrap [{blo:.3}, {bhi:.3}]");
+            let (wn, wb) = (nhi - nlo, bhi - blo);
+            assert!(
+                (nlo - blo).abs() < 0.05
+                    && (nhi - bhi).abs() < 0.05
+                    && wn < 1.5 * wb
+                    && wb < 1.5 * wn,
+                "shift {shift}: normal [{nlo}, {nhi}] bootstrap [{blo}, {bhi}]"
+            );
+        }
+        // Ties: every value the same is no difference at all.
+        assert_eq!(normal_p(&[1.0; 40], &[1.0; 40]), 1.0);
+    }
+
+    #[test]
+    fn many_windows_keep_the_false_alarm_rate_and_find_small_effects() {
+        let mut rng = ChaCha8Rng::seed_from_u64(13);
+        let trials = 400;
+        let (mut alarms, mut found, mut covered) = (0, 0, 0);
+        for _ in 0..trials {
+            let a = noise(&mut rng, 50, 50.0, 1.0);
+            let same = noise(&mut rng, 50, 50.0, 1.0);
+            if compare(&a, &same).unwrap().significant() {
+                alarms += 1;
+            }
+            let b = noise(&mut rng, 50, 51.0, 1.0);
+            let c = compare(&a, &b).unwrap();
+            if c.significant() {
+                found += 1;
+            }
+            let (lo, hi) = c.ci.unwrap();
+            if lo <= 0.02 && 0.02 <= hi {
+                covered += 1;
+            }
+        }
+        println!(
+            "50 per value: {alarms} false alarms, {found} found, {covered} covered of {trials}"
+        );
+        assert!(alarms as f64 <= 0.06 * trials as f64, "{alarms}");
+        assert!(found as f64 >= 0.9 * trials as f64, "{found}");
+        assert!(covered as f64 >= 0.9 * trials as f64, "{covered}");
     }
 }

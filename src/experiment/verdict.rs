@@ -27,22 +27,35 @@ pub struct Row {
 /// The verdict (`"type":"verdict"` at the end of a recording).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// Windows measured (of those planned).
+    /// Windows counted (measured, and not left out).
     pub windows: usize,
     pub planned: usize,
     pub rows: Vec<Row>,
+    /// The windows measured but left out, and why (`window N: reason`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_counted: Vec<String>,
+}
+
+impl Verdict {
+    /// Windows measured, counted or not.
+    pub fn measured(&self) -> usize {
+        self.windows + self.not_counted.len()
+    }
+}
+
+/// The snapshots `first..=last` of `snaps` (in seq order): found by binary search, so a
+/// verdict over many windows stays linear in the recording.
+fn seq_range(snaps: &[Snapshot], first: u64, last: u64) -> &[Snapshot] {
+    let lo = snaps.partition_point(|s| s.seq < first);
+    let hi = snaps.partition_point(|s| s.seq <= last);
+    snaps.get(lo..hi.max(lo)).unwrap_or_default()
 }
 
 /// Every metric of every window, by arm: key → (A's values, B's values).
-fn by_arm(windows: &[Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
+fn by_arm(windows: &[&Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
     let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for w in windows {
-        let mine: Vec<Snapshot> = snaps
-            .iter()
-            .filter(|s| (w.first_seq..=w.last_seq).contains(&s.seq))
-            .cloned()
-            .collect();
-        let mut m = metrics::window(&mine);
+        let mut m = metrics::window(seq_range(snaps, w.first_seq, w.last_seq));
         if let Some(t) = w.command_secs {
             m.insert("command.wall".into(), t);
         }
@@ -80,10 +93,29 @@ fn word(c: &stats::Comparison, better: Better, a: &[f64], b: &[f64]) -> &'static
     }
 }
 
-/// The verdict over the measured windows.
+/// The verdict over the measured windows that count (`snaps` in any order; sorted by
+/// seq here when they are not).
 pub fn compute(exp: &Experiment, windows: &[Window], snaps: &[Snapshot]) -> Verdict {
+    let sorted;
+    let snaps = if snaps.is_sorted_by_key(|s| s.seq) {
+        snaps
+    } else {
+        let mut v = snaps.to_vec();
+        v.sort_by_key(|s| s.seq);
+        sorted = v;
+        &sorted
+    };
+    let counted: Vec<&Window> = windows.iter().filter(|w| w.not_counted.is_none()).collect();
+    let not_counted = windows
+        .iter()
+        .filter_map(|w| {
+            w.not_counted
+                .as_ref()
+                .map(|why| format!("window {}: {why}", w.index + 1))
+        })
+        .collect();
     let mut rows = Vec::new();
-    for (metric, (a, b)) in by_arm(windows, snaps) {
+    for (metric, (a, b)) in by_arm(&counted, snaps) {
         let Some(c) = stats::compare(&a, &b) else {
             continue;
         };
@@ -96,9 +128,10 @@ pub fn compute(exp: &Experiment, windows: &[Window], snaps: &[Snapshot]) -> Verd
         });
     }
     Verdict {
-        windows: windows.len(),
+        windows: counted.len(),
         planned: exp.order().len(),
         rows,
+        not_counted,
     }
 }
 
@@ -124,7 +157,7 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}: A = {}, B = {}; {} of {} windows of {:.1} s (after {:.1} s warm-up each), ABBA order",
+        "{}: A = {}, B = {}; {} of {} windows of {:.1} s counted (after {:.1} s warm-up each), ABBA order",
         Esc(&exp.knob),
         Esc(&exp.a),
         Esc(&exp.b),
@@ -165,11 +198,15 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
             "note: with {per_arm} windows per value the smallest possible p is {min_p:.2}: no difference can be shown; use --rounds 4 or more"
         );
     }
-    if v.windows < 2 * exp.rounds as usize {
+    for why in &v.not_counted {
+        let _ = writeln!(out, "not counted: {}", Esc(why));
+    }
+    if v.measured() < v.planned {
         let _ = writeln!(
             out,
             "stopped early: {} of {} windows measured",
-            v.windows, v.planned
+            v.measured(),
+            v.planned
         );
     }
     out
@@ -187,6 +224,7 @@ mod tests {
                 unix_ns: 0,
                 mono_ns: 0,
                 interval_ns: 1_000_000_000,
+                missed_ticks: 0,
             },
             migrations: Some(Migrations {
                 by_distance: ByDistance {
@@ -231,6 +269,7 @@ mod tests {
                 last_seq: seq + 1,
                 command_secs: Some(2.0),
                 exit_code: Some(0),
+                not_counted: None,
             });
         }
         let v = compute(&exp, &windows, &snaps);

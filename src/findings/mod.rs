@@ -388,6 +388,7 @@ pub(crate) mod testing {
                 unix_ns: 0,
                 mono_ns: (seq + 1) * 1_000_000_000,
                 interval_ns: 1_000_000_000,
+                missed_ticks: 0,
             },
             system: SystemStats {
                 busy: Some(busy),

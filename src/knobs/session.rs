@@ -32,6 +32,7 @@ use super::registry::Registry;
 use super::{Knob, domains};
 use crate::text::Esc;
 
+mod hold;
 mod restore;
 
 /// What a knob event did.
@@ -151,6 +152,8 @@ pub struct Session {
     /// The value this session last wrote to each knob and read back.
     written: BTreeMap<String, String>,
     owners: Owners,
+    /// Knobs held for an experiment's whole run, whatever their value ([`Session::hold`]).
+    held: Vec<String>,
     /// Things to tell the operator when the session ends (a knob changed behind us).
     notes: Vec<String>,
     events: Vec<KnobEvent>,
@@ -168,6 +171,7 @@ impl Session {
             originals: BTreeMap::new(),
             written: BTreeMap::new(),
             owners: Owners::new(super::owner::default_dir()),
+            held: Vec::new(),
             notes: Vec::new(),
             events: Vec::new(),
             finished: false,
@@ -436,6 +440,10 @@ impl Session {
             if action == KnobAction::Restore {
                 self.journal.remove(&root_dir, &knob.id)?;
             }
+            if action != KnobAction::Internal && action != KnobAction::Restore {
+                // The value this session puts in place, though it was there already.
+                self.written.insert(knob.id.clone(), value);
+            }
             return Ok(change);
         }
         let full = self
@@ -451,12 +459,15 @@ impl Session {
                 .entry(knob.id.clone())
                 .or_insert_with(|| old.clone());
         }
+        // What a crash leaves to restore: the value this session found (taken when it
+        // first changed the knob, or when it began to hold it).
+        let original = self.originals.get(&knob.id).unwrap_or(&old).clone();
         let added = self.journal.record(Entry {
             root: root_dir.clone(),
             id: knob.id.clone(),
             path: knob.path.clone(),
-            original: old.clone(),
-            restore_bytes: knob.kind.encode(&old),
+            original: original.clone(),
+            restore_bytes: knob.kind.encode(&original),
             changed_unix_ns: crate::clock::unix_ns(),
             pid: std::process::id(),
             kept: self.opts.keep_changes,

@@ -193,6 +193,7 @@ mod tests {
                     unix_ns: 0,
                     mono_ns: 0,
                     interval_ns: 1_000_000_000,
+                    missed_ticks: 0,
                 },
                 migrations: Some(Migrations {
                     by_distance: ByDistance {

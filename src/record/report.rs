@@ -415,6 +415,8 @@ pub fn compare(rec: &Recording, json: bool) -> Result<String, String> {
         .experiment
         .as_ref()
         .ok_or("not a recording of `llctop ab`: it has no experiment line")?;
+    exp.check_windows(&rec.windows)
+        .map_err(|e| format!("the recording's window lines make no sense: {e}"))?;
     let v = crate::experiment::verdict::compute(exp, &rec.windows, &rec.snapshots);
     if json {
         let j = serde_json::json!({"experiment": exp, "verdict": v});

@@ -127,12 +127,12 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     s.read_domains();
     // Everything is checked before anything is written: an unknown or read-only knob
     // or a value it would refuse ends the experiment here.
-    let (knob, a, b, how) = match (&plan.spec, &plan.profile) {
+    let (knob, a, b, how, held) = match (&plan.spec, &plan.profile) {
         (Some(spec), None) => {
             let (knob, a, b) = experiment::parse_spec(spec)?;
             let (id, a) = s.check(&knob, &a)?;
             let (_, b) = s.check(&id, &b)?;
-            (id.clone(), a, b, Flip::Knob { id })
+            (id.clone(), a, b, Flip::Knob { id: id.clone() }, vec![id])
         }
         (None, Some(name)) => {
             let p = profile::find(name, profile::user_dir().as_deref())?;
@@ -143,8 +143,9 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 )
                 .into());
             }
+            let mut ids = Vec::new();
             for (id, value) in &steps {
-                s.check(id, value)?;
+                ids.push(s.check(id, value)?.0);
             }
             let flip = Flip::Profile { profile: p };
             (
@@ -152,6 +153,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 "before".into(),
                 name.clone(),
                 flip,
+                ids,
             )
         }
         _ => return Err("give KNOB=A,B or --profile NAME".into()),
@@ -168,6 +170,11 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     };
     if plan.rounds == 0 {
         return Err("--rounds must be at least 1".into());
+    }
+    // The experiment owns its knobs from before the first window to its end, whatever
+    // their value: a second experiment (or any llctop change) is refused meanwhile.
+    for id in &held {
+        s.hold(id)?;
     }
     let mut run = Run::start(opts, root, topo, None)?;
     let mut writer = match &plan.output {
@@ -209,12 +216,31 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         None
     };
     let mut error: Option<Error> = None;
+    // The window whose changed knob was said already.
+    let mut said: Option<usize> = None;
     run.each(|snap, knobs| {
         let mut step = || -> Result<bool, Error> {
             if let (Some(wr), Some(s)) = (writer.as_mut(), knobs.as_mut()) {
                 wr.write_snapshot(snap)?;
                 for ev in s.take_events() {
                     wr.write_knob(&ev)?;
+                }
+            }
+            // Re-read at every snapshot: a value changed behind the experiment's back
+            // spoils the window it happened in.
+            if let Some(s) = knobs.as_ref() {
+                let drift = s.drifted(&held);
+                if !drift.is_empty() {
+                    let w = runner.progress().window;
+                    if said != Some(w) {
+                        eprintln!(
+                            "llctop: window {}/{total} not counted: {}",
+                            w + 1,
+                            Esc(&drift.join("; "))
+                        );
+                        said = Some(w);
+                    }
+                    runner.spoil(drift.join("; "));
                 }
             }
             let ended = cmd
@@ -231,13 +257,17 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
             };
             cmd = None;
             eprintln!(
-                "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}",
+                "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
                 win.index + 1,
                 total,
                 Esc(&exp.knob),
                 Esc(&win.value),
                 win.first_seq,
-                win.last_seq
+                win.last_seq,
+                win.not_counted
+                    .as_deref()
+                    .map(|why| format!(", not counted: {}", Esc(why)))
+                    .unwrap_or_default()
             );
             if let Some(wr) = writer.as_mut() {
                 wr.write_experiment_line(Line::Window(win))?;

@@ -73,6 +73,15 @@ pub struct SnapshotTime {
     pub mono_ns: u64,
     /// Measured length of the interval, ns.
     pub interval_ns: u64,
+    /// Ticks the collector skipped before this snapshot because it did not run (a
+    /// stopped process, a stalled machine): the interval is that much longer, one
+    /// snapshot instead of a burst of slivers.
+    #[serde(default, skip_serializing_if = "no_ticks")]
+    pub missed_ticks: u32,
+}
+
+fn no_ticks(n: &u32) -> bool {
+    *n == 0
 }
 
 impl SnapshotTime {

@@ -66,6 +66,9 @@ impl Session {
 
     /// Let go of a knob once it is back at the value this session found.
     pub(super) fn release_if_home(&mut self, id: &str, value: &str) {
+        if self.held.iter().any(|h| h == id) {
+            return;
+        }
         if self.originals.get(id).map(String::as_str) == Some(value) {
             let root = self.registry.root().root().to_path_buf();
             self.owners.release(&root, id);

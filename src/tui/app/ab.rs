@@ -80,6 +80,10 @@ impl App {
         if a == b {
             return self.say(Level::Warn, format!("{id}: B is its value now ({a})"));
         }
+        // Owned for the whole experiment: another llctop is refused meanwhile.
+        if let Err(e) = s.hold(&id) {
+            return self.say(Level::Bad, e.to_string());
+        }
         let exp = Experiment {
             knob: id.clone(),
             a,
@@ -122,6 +126,12 @@ impl App {
         let Some(snap) = self.snaps.newest() else {
             return;
         };
+        if let Some(s) = self.session.as_ref() {
+            let drift = s.drifted(std::slice::from_ref(&st.runner.exp.knob));
+            if !drift.is_empty() {
+                st.runner.spoil(drift.join("; "));
+            }
+        }
         let step = st.runner.on_snapshot(snap, None);
         let knob = st.runner.exp.knob.clone();
         let (win, next) = match step {
@@ -159,6 +169,9 @@ impl App {
         let Some(st) = self.experiment.as_mut() else {
             return;
         };
+        if let Some(s) = self.session.as_mut() {
+            s.unhold(&st.runner.exp.knob);
+        }
         let v = st.runner.verdict();
         let moved = v
             .rows
