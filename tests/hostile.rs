@@ -483,3 +483,83 @@ fn a_stall_during_an_experiment_is_one_long_snapshot_never_a_burst_of_short_wind
         }
     }
 }
+
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Wait for `child` at most `limit`; kill it (and fail) if it is still running.
+fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn recording_to_a_fifo_never_outlives_its_duration_or_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let record = |extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(["--interval", "200ms", "record", "-o"])
+            .arg(&fifo)
+            .args(extra)
+            .env("LLCTOP_JOURNAL", dir.path().join("j.json"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    // No reader at all: given up at the duration.
+    let mut c = record(&["--duration", "2s"]);
+    let st = wait_at_most(&mut c, std::time::Duration::from_secs(5), "no reader");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!st.success(), "{err}");
+    assert!(
+        err.contains("waiting for a reader") && err.contains("in time"),
+        "{err}"
+    );
+    // No reader, no duration: SIGTERM ends the wait.
+    let mut c = record(&[]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    let st = wait_at_most(&mut c, std::time::Duration::from_secs(5), "SIGTERM");
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    // A reader that opens the FIFO and never reads: the run still ends at its duration
+    // (and a grace of 2 s for the last lines).
+    let mut c = record(&["--duration", "2s"]);
+    let reader = std::fs::File::open(&fifo).unwrap();
+    // The smallest pipe (a page): the recording fills it in its first lines.
+    // SAFETY: fcntl(2) on a descriptor we own.
+    let size = unsafe {
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&reader),
+            libc::F_SETPIPE_SZ,
+            4096,
+        )
+    };
+    assert!(size >= 4096, "F_SETPIPE_SZ");
+    let st = wait_at_most(&mut c, std::time::Duration::from_secs(15), "stuck reader");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    drop(reader);
+    assert!(!st.success(), "{err}");
+    assert!(err.contains("takes nothing more"), "{err}");
+}

@@ -7,13 +7,13 @@
 //! line is a sync-flushed deflate block, readable up to the point of a kill).
 
 pub mod diff;
+pub mod output;
 pub mod parallel;
 pub mod reader;
 pub mod report;
 pub mod summary;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +28,7 @@ use crate::knobs::session::KnobEvent;
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::topology::Topology;
 
+use output::Output;
 pub use reader::Recording;
 
 pub const FORMAT: &str = "llctop-recording";
@@ -106,9 +107,9 @@ pub enum RecordError {
 }
 
 enum Sink {
-    Plain(BufWriter<File>),
+    Plain(BufWriter<Output>),
     /// Boxed: the zlib-rs encoder's state is large.
-    Gz(Box<GzEncoder<BufWriter<File>>>),
+    Gz(Box<GzEncoder<BufWriter<Output>>>),
 }
 
 impl Sink {
@@ -161,12 +162,25 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// A recording at `path` that no reader can hold up for more than 10 s (the TUI's):
+    /// a FIFO with no reader is refused at once.
     pub fn create(path: &Path, header: &Header) -> Result<Self, RecordError> {
-        let file = File::create(path).map_err(|source| RecordError::Io {
+        let wait = output::Wait {
+            stall: Some(std::time::Duration::from_secs(10)),
+            ..output::Wait::default()
+        };
+        let file = Output::open(path, wait).map_err(|source| RecordError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let buf = BufWriter::new(file);
+        Self::over(file, header)
+    }
+
+    /// A recording written to `out`, opened already.
+    pub fn over(out: Output, header: &Header) -> Result<Self, RecordError> {
+        let path = out.path().to_path_buf();
+        let path = path.as_path();
+        let buf = BufWriter::new(out);
         let gz = path.extension().is_some_and(|e| e == "gz");
         let sink = if gz {
             Sink::Gz(Box::new(GzEncoder::new(buf, Compression::default())))

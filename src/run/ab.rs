@@ -176,9 +176,19 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     for id in &held {
         s.hold(id)?;
     }
-    let mut run = Run::start(opts, root, topo, None)?;
-    let mut writer = match &plan.output {
-        Some(path) => {
+    // The output first: a FIFO's reader is waited for (until a signal) before the
+    // sources load.
+    let stop = super::stop_flag()?;
+    let out = match &plan.output {
+        Some(path) => Some(
+            record::output::Output::open(path, super::output_wait(&stop, None))
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut run = Run::start_with(opts, root, topo, None, stop)?;
+    let mut writer = match out {
+        Some(out) => {
             let header = Header::new(
                 record::host_and_kernel(root),
                 opts.interval,
@@ -186,7 +196,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 run.sources.clone(),
             )
             .with_knobs(s.registry());
-            let mut w = Writer::create(path, &header)?;
+            let mut w = Writer::over(out, &header)?;
             w.write_experiment_line(Line::Experiment(exp.clone()))?;
             Some(w)
         }

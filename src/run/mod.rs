@@ -198,7 +198,18 @@ impl Run {
         topo: &Topology,
         duration: Option<Duration>,
     ) -> Result<Run, Error> {
-        let stop = stop_flag()?;
+        Run::start_with(opts, root, topo, duration, stop_flag()?)
+    }
+
+    /// [`Run::start`] with a stop flag taken earlier (to wait for an output before the
+    /// sources load).
+    pub fn start_with(
+        opts: &Options,
+        root: &KernelRoot,
+        topo: &Topology,
+        duration: Option<Duration>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Run, Error> {
         let sources = source::select(opts.source, opts.top, root, topo)?;
         let mut collector = Collector::new(root, topo.clone(), sources);
         let sources = collector.baseline();
@@ -291,6 +302,20 @@ pub fn ended_by_signal() -> Option<i32> {
     match last_signal().load(Ordering::Relaxed) {
         0 => None,
         n => i32::try_from(n).ok(),
+    }
+}
+
+/// How a headless run's output waits for its reader: until a stop signal, or the run's
+/// duration from now.
+pub fn output_wait(
+    stop: &Arc<AtomicBool>,
+    duration: Option<Duration>,
+) -> crate::record::output::Wait {
+    crate::record::output::Wait {
+        stop: Some(Arc::clone(stop)),
+        until: duration.and_then(|d| std::time::Instant::now().checked_add(d)),
+        stall: None,
+        for_reader: true,
     }
 }
 

@@ -29,14 +29,19 @@ pub fn run(
     duration: Option<Duration>,
     changes: &Changes,
 ) -> Result<(), Error> {
-    let mut run = Run::start(opts, root, topo, duration)?;
+    // The output first: a FIFO's reader is waited for (until a signal or the duration)
+    // before the sources load.
+    let stop = super::stop_flag()?;
+    let out = record::output::Output::open(output, super::output_wait(&stop, duration))
+        .map_err(|e| format!("{}: {e}", output.display()))?;
+    let mut run = Run::start_with(opts, root, topo, duration, stop)?;
     let header = Header::new(
         record::host_and_kernel(root),
         opts.interval,
         topo.clone(),
         run.sources.clone(),
     );
-    let mut writer = Writer::create(output, &header)?;
+    let mut writer = Writer::over(out, &header)?;
     // After the header: the knob lines come after the start they are measured from.
     run.change_knobs(opts, root, topo, changes)?;
     let mut error: Option<RecordError> = None;
