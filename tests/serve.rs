@@ -4,28 +4,15 @@
 //! migrations by distance and per-LLC busy time. Non-loopback addresses are refused
 //! without --allow-remote.
 
+mod common;
+
 use std::io::Write;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::serve::{Kill, free_port};
+
 const BIN: &str = env!("CARGO_BIN_EXE_llctop");
-
-/// A free TCP port on 127.0.0.1 (bound and released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn get(url: &str, accept: Option<&str>) -> Result<(u16, String, String), String> {
     let mut req = ureq::get(url);

@@ -1,15 +1,23 @@
 //! `llctop serve`: a headless collector — the same sources and snapshots as `record` and
 //! the TUI — exposing its figures to Prometheus on `/metrics` (OpenMetrics when the
-//! scraper asks for it, the classic text format otherwise; [`metrics`]) and `/healthz`.
+//! scraper asks for it, the classic text format otherwise; [`metrics`]) and `/healthz`
+//! (the snapshot's age and the listener's health), over a listener that holds under
+//! abuse ([`http`]).
 //! Read-only: it never writes a knob, it reports their values. It listens on loopback
 //! unless told `--allow-remote`, logs each change of a source's state on stderr, and
 //! stops on SIGTERM like every other run.
 
+pub mod http;
 pub mod metrics;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 
 use crate::kroot::KernelRoot;
 use crate::run::{Error, Options, Run};
@@ -48,32 +56,29 @@ pub fn run(
     process_series: usize,
 ) -> Result<(), Error> {
     check_listen(&listen, allow_remote)?;
-    let server = tiny_http::Server::http(listen)
-        .map_err(|e| Error::from(format!("listen on {listen}: {e}")))?;
-    let server = Arc::new(server);
     let mut run = Run::start(opts, root, topo, None)?;
     let shared = Arc::new(Mutex::new(Shared {
         exporter: Exporter::new(topo).with_process_series(process_series),
         last_mono_ns: 0,
         interval: opts.interval,
     }));
+    // Bound after the sources load (their descriptors count against the connection cap).
+    let health: Arc<OnceLock<Arc<http::ListenerHealth>>> = Arc::new(OnceLock::new());
+    let handler: http::Handler = {
+        let (shared, health) = (Arc::clone(&shared), Arc::clone(&health));
+        Arc::new(move |req| answer(req, &shared, health.get().map(|h| h.as_ref())))
+    };
+    let mut server = http::Server::start(listen, handler)
+        .map_err(|e| Error::from(format!("listen on {listen}: {e}")))?;
+    let _ = health.set(Arc::clone(&server.health));
     eprintln!(
-        "llctop serve: http://{}/metrics every {} ({})",
-        server.server_addr(),
+        "llctop serve: http://{}/metrics every {} ({}; at most {} connections)",
+        server.local_addr(),
         humantime::format_duration(opts.interval),
-        topo.summary()
+        topo.summary(),
+        server.health.cap.load(std::sync::atomic::Ordering::Relaxed)
     );
     log_sources(&[], &run.sources);
-    let http = {
-        let (server, shared) = (Arc::clone(&server), Arc::clone(&shared));
-        std::thread::Builder::new()
-            .name("llctop-http".into())
-            .spawn(move || {
-                for req in server.incoming_requests() {
-                    answer(req, &shared);
-                }
-            })?
-    };
     let mut prev = run.sources.clone();
     let mut n = 0u64;
     // Discovered once (discovery reads /proc/kallsyms and the kernel's BTF); only the
@@ -102,8 +107,7 @@ pub fn run(
             Err(_) => false,
         }
     });
-    server.unblock();
-    let _ = http.join();
+    server.stop();
     eprintln!("llctop serve: stopped");
     Ok(())
 }
@@ -128,60 +132,88 @@ fn log_sources(prev: &[SourceStatus], now: &[SourceStatus]) {
     }
 }
 
-fn header(name: &str, value: &str) -> Option<tiny_http::Header> {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
+/// A plain response.
+fn reply(code: u16, ctype: &str, body: String, head_only: bool) -> Response<Full<Bytes>> {
+    let len = body.len();
+    let body = if head_only { String::new() } else { body };
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(ctype) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    // HEAD: the length the GET would have.
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    resp
 }
 
-fn answer(req: tiny_http::Request, shared: &Mutex<Shared>) {
-    let openmetrics = req.headers().iter().any(|h| {
-        h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
-    });
-    let (code, body, ctype) = match (req.method(), req.url()) {
-        (tiny_http::Method::Get, "/metrics") => match shared.lock() {
-            Ok(s) => {
-                let om = s.exporter.openmetrics();
-                if openmetrics {
-                    (
-                        200,
-                        om,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )
-                } else {
-                    (
-                        200,
-                        metrics::classic(&om),
-                        "text/plain; version=0.0.4; charset=utf-8",
-                    )
-                }
-            }
-            Err(_) => (500, "collector failed\n".into(), "text/plain"),
-        },
-        (tiny_http::Method::Get, "/healthz") => match shared.lock() {
-            Ok(s) => {
-                let age = crate::clock::mono_ns().saturating_sub(s.last_mono_ns);
-                let fresh =
-                    s.last_mono_ns > 0 && Duration::from_nanos(age) <= s.interval.saturating_mul(3);
-                if fresh {
-                    (200, "ok\n".into(), "text/plain")
-                } else {
-                    (503, "no recent snapshot\n".into(), "text/plain")
-                }
-            }
-            Err(_) => (500, "collector failed\n".into(), "text/plain"),
-        },
-        (tiny_http::Method::Get, "/") => (
-            200,
-            "llctop serve: /metrics (Prometheus), /healthz\n".into(),
-            "text/plain",
-        ),
-        _ => (404, "not found: /metrics, /healthz\n".into(), "text/plain"),
-    };
-    let mut resp = tiny_http::Response::from_string(body).with_status_code(code);
-    if let Some(h) = header("Content-Type", ctype) {
-        resp = resp.with_header(h);
+/// What `serve` answers: GET or HEAD of `/metrics`, `/healthz` and `/` (a query string is
+/// ignored); another method on them is 405, another path 404.
+fn answer(
+    req: &Request<Incoming>,
+    shared: &Mutex<Shared>,
+    listener: Option<&http::ListenerHealth>,
+) -> Response<Full<Bytes>> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let path = req.uri().path();
+    let known = matches!(path, "/metrics" | "/healthz" | "/");
+    let head = req.method() == Method::HEAD;
+    if !known {
+        return reply(404, TEXT, "not found: /metrics, /healthz\n".into(), head);
     }
-    // A scraper that went away is its own business.
-    let _ = req.respond(resp);
+    if req.method() != Method::GET && !head {
+        let mut r = reply(405, TEXT, "method not allowed: GET, HEAD\n".into(), false);
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    let openmetrics = req.headers().get_all(header::ACCEPT).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|s| s.contains("application/openmetrics-text"))
+    });
+    let Ok(s) = shared.lock() else {
+        return reply(500, TEXT, "collector failed\n".into(), head);
+    };
+    match path {
+        "/metrics" => {
+            let om = s.exporter.openmetrics();
+            if openmetrics {
+                reply(
+                    200,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    om,
+                    head,
+                )
+            } else {
+                reply(
+                    200,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    metrics::classic(&om),
+                    head,
+                )
+            }
+        }
+        "/healthz" => {
+            let age = crate::clock::mono_ns().saturating_sub(s.last_mono_ns);
+            let fresh =
+                s.last_mono_ns > 0 && Duration::from_nanos(age) <= s.interval.saturating_mul(3);
+            let listener = listener
+                .map(http::ListenerHealth::describe)
+                .unwrap_or_default();
+            if fresh {
+                let body = format!("ok: snapshot {:.1} s old; {listener}\n", age as f64 / 1e9);
+                reply(200, TEXT, body, head)
+            } else {
+                reply(503, TEXT, format!("no recent snapshot; {listener}\n"), head)
+            }
+        }
+        _ => reply(
+            200,
+            TEXT,
+            "llctop serve: /metrics (Prometheus), /healthz\n".into(),
+            head,
+        ),
+    }
 }
 
 #[cfg(test)]
