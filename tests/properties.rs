@@ -1,7 +1,8 @@
 //! Property tests (proptest, stable Rust) for every parser that reads what a kernel, a
 //! file or a user hands llctop: the cpulist format, sysfs cache sizes, /proc/stat,
-//! /proc/schedstat v15–v17, the knob journal, knob values and the recording reader. Each
-//! never panics on any input, and round-trips or keeps its invariants on valid input.
+//! /proc/schedstat v15–v17, the knob journal, knob values, the recording reader, an
+//! experiment's window lines and the config file. Each never panics on any input, and
+//! round-trips or keeps its invariants on valid input.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -112,5 +113,66 @@ proptest! {
         if let Ok(rec) = llctop::record::reader::parse(Path::new("p.jsonl"), Cursor::new(b)) {
             let _ = llctop::record::report::render(&rec);
         }
+    }
+
+    #[test]
+    fn window_lines_are_judged_or_refused_and_the_verdict_keeps_its_counts(
+        rounds in 0u32..4,
+        lines in prop::collection::vec((0u32..10, any::<bool>(), 0u8..3, 0u64..40, 0u64..40, prop::option::of("[a-z ]{0,12}")), 0..12),
+    ) {
+        use llctop::experiment::{Arm, Experiment, Window, verdict};
+        let exp = Experiment {
+            knob: "k".into(),
+            a: "0".into(),
+            b: "1".into(),
+            window_ns: 1_000_000_000,
+            warmup_ns: 0,
+            rounds,
+            command: vec![],
+            steady: false,
+        };
+        let windows: Vec<Window> = lines
+            .iter()
+            .map(|(index, b, value, first, last, why)| Window {
+                index: *index,
+                arm: if *b { Arm::B } else { Arm::A },
+                value: ["0", "1", "2"][*value as usize].into(),
+                first_seq: *first,
+                last_seq: *last,
+                command_secs: None,
+                exit_code: None,
+                not_counted: why.clone(),
+            })
+            .collect();
+        let snaps: Vec<llctop::snapshot::Snapshot> = (0..40u64)
+            .rev()
+            .map(|seq| llctop::snapshot::Snapshot {
+                seq,
+                time: llctop::snapshot::SnapshotTime { interval_ns: 1_000_000_000, ..Default::default() },
+                ..Default::default()
+            })
+            .collect();
+        if exp.check_windows(&windows).is_ok() {
+            let order = exp.order();
+            prop_assert!(windows.len() <= order.len());
+            prop_assert!(windows.windows(2).all(|w| w[0].index < w[1].index && w[0].last_seq < w[1].first_seq));
+            for w in &windows {
+                prop_assert_eq!(w.arm, order[w.index as usize]);
+                prop_assert_eq!(w.value.as_str(), exp.value(w.arm));
+            }
+            let v = verdict::compute(&exp, &windows, &snaps);
+            prop_assert_eq!(v.measured(), windows.len());
+            prop_assert!(v.windows <= v.planned);
+            let _ = verdict::render(&exp, &v);
+        }
+    }
+
+    #[test]
+    fn a_config_file_of_any_text_is_read_or_refused(text in "\\PC{0,200}|(interval|theme|view|top|source) = \"?[a-z0-9]{0,6}\"?\n\\[keys\\]\n[a-z_]{1,8} = \\[\"[A-Za-z]{0,3}\"\\]") {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, &text).expect("write");
+        let _ = llctop::settings::load(&p, true);
+        let _ = llctop::settings::load(&p, false);
     }
 }
