@@ -28,4 +28,5 @@ fn main() {
         println!("cargo:rerun-if-changed={src}");
     }
     println!("cargo:rerun-if-changed=bpf/vmlinux.h");
+    println!("cargo:rerun-if-changed=bpf/trace.bpf.h");
 }

@@ -159,6 +159,8 @@ struct cpu_stat {
 	 * tracepoint for some tasks); the wait that unseen switch-in ended is lost. */
 	u64 switches_unseen;
 	u64 events_dropped;
+	/* Trace records (trace mode) the trace ring buffer had no room for. */
+	u64 trace_dropped;
 	/* Updates of proc_vals / proc_idx / exited refused because the map was full. */
 	u64 proc_dropped;
 	u64 budget_window;
@@ -692,6 +694,8 @@ static __noinline void emit_probe(struct cpu_stat *cs, struct task_struct *p, s3
 	((direct) ? emit_direct(cs, p, from, to, EV_PACK(kind, dist, cause)) :                  \
 		    emit_probe(cs, p, from, to, EV_PACK(kind, dist, cause)))
 
+#include "trace.bpf.h"
+
 struct pc_delta {
 	u64 pc[NR_PC];
 	u64 enabled;
@@ -1044,6 +1048,8 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	cs->curr_hit = 0;
 	cs->curr_pref = PREF_UNSET;
 	cs->switches++;
+	if (trace_on)
+		trace_switch(cpu, preempt, prev, next, direct);
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
 	if (!kq) {
@@ -1119,7 +1125,11 @@ static __always_inline int on_wakeup_new(struct task_struct *p, const bool direc
 	if (!cs)
 		return 0;
 	cs->wakeup_new++;
-	emit(cs, EV_PLACEMENT, p, bpf_get_smp_processor_id(), task_cpu(p, direct), 0, 0, direct);
+	u32 here = bpf_get_smp_processor_id();
+	u32 to = task_cpu(p, direct);
+	emit(cs, EV_PLACEMENT, p, here, to, 0, 0, direct);
+	if (trace_on)
+		trace_task_event(p, here, to, 0, T_PLACE, 0, 0, direct);
 	return 0;
 }
 
@@ -1190,6 +1200,8 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 		cs->mig_unclassified++;
 		if (pa)
 			pa->c.mig_unclassified++;
+		if (trace_on)
+			trace_task_event(p, here, to, from, T_MIGRATE, T_DIST_NONE, cause, direct);
 		return 0;
 	}
 	u8 d;
@@ -1212,6 +1224,8 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	}
 	if (d >= D_XLLC)
 		emit(cs, EV_MIGRATION, p, from, to, d, cause, direct);
+	if (trace_on)
+		trace_task_event(p, here, to, from, T_MIGRATE, d, cause, direct);
 	return 0;
 }
 
@@ -1233,6 +1247,8 @@ static __always_inline int on_exit(struct task_struct *p, const bool direct)
 	if (!direct && !sched_info_waits)
 		bpf_map_delete_elem(&wait_start, &pid);
 	take_numa_mark(pid);
+	if (trace_on)
+		trace_task_event(p, bpf_get_smp_processor_id(), 0, 0, T_EXIT, 0, 0, direct);
 	/* The last thread of the process: note its exit, with the leader's name (what
 	 * /proc/PID/comm showed; the leader outlives its threads as a zombie). */
 	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
@@ -1288,6 +1304,25 @@ int BPF_PROG(btf_swap_numa, struct task_struct *src, int src_cpu, struct task_st
 {
 	mark_numa(src, true);
 	return mark_numa(dst, true);
+}
+
+/* Trace mode only (loaded when userspace sets trace_on). */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(btf_waking, struct task_struct *p)
+{
+	return on_waking(p, true);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child, true);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(btf_exec, struct task_struct *p)
+{
+	return on_exec(p, true);
 }
 
 /* Run by userspace before each read (and once at attach) where settle_walk is not
@@ -1385,4 +1420,22 @@ int BPF_PROG(raw_swap_numa, struct task_struct *src, int src_cpu, struct task_st
 {
 	mark_numa(src, false);
 	return mark_numa(dst, false);
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(raw_waking, struct task_struct *p)
+{
+	return on_waking(p, false);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child, false);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(raw_exec, struct task_struct *p)
+{
+	return on_exec(p, false);
 }

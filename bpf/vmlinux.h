@@ -122,6 +122,8 @@ struct task_struct {
 	int nr_cpus_allowed;
 	const struct cpumask *cpus_ptr;
 	char comm[16];
+	int prio;       /* as sched_switch's ftrace event shows it (120: nice 0) */
+	int exit_state; /* EXIT_ZOMBIE / EXIT_DEAD, or 0 */
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
 	/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE); probed with

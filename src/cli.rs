@@ -117,6 +117,46 @@ pub enum Command {
         #[command(flatten)]
         changes: Changes,
     },
+    /// A Perfetto trace of every context switch, waking, migration (with its distance
+    /// and cause) and placement, with llctop's counters per node, LLC and CPU, knob
+    /// changes and findings (open it in ui.perfetto.dev; docs/timeline.md).
+    Trace {
+        /// Output file (`.pftrace`).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Stop after this long, in wall time (default: until the command exits, or
+        /// Ctrl-C, SIGTERM, SIGHUP, SIGQUIT).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Counter tracks per CPU too (busy, run-queue wait, migrations in and out).
+        #[arg(long)]
+        cpu_counters: bool,
+        /// The kernel's trace buffer: a power of two from 64KiB to 1GiB (records the
+        /// writer has not read when it is full are counted as lost).
+        #[arg(long, default_value = "32MiB", value_parser = parse_buffer)]
+        buffer: u32,
+        #[command(flatten)]
+        changes: Changes,
+        /// A command to trace (after `--`): the trace covers its lifetime and llctop
+        /// exits with its status.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// A recording in another format: `--perfetto` writes a Perfetto trace of its
+    /// counters, migrations, placements, knob changes, markers, findings and A/B windows.
+    Export {
+        /// The recording.
+        file: PathBuf,
+        /// Write a Perfetto trace (the only format so far).
+        #[arg(long, required = true)]
+        perfetto: bool,
+        /// Output file.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Counter tracks per CPU too.
+        #[arg(long)]
+        cpu_counters: bool,
+    },
     /// Summarise a recording.
     Report {
         file: PathBuf,
@@ -247,6 +287,24 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
 
 /// A duration: `1s`, `500ms`, `2m` (humantime), or plain seconds (`2`, `0.25`); never
 /// zero, at most [`MAX_SPAN`].
+/// A trace buffer size: `64KiB` … `1GiB` (or plain bytes), a power of two.
+pub fn parse_buffer(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let (num, mult) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+        .iter()
+        .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
+        .unwrap_or((t, 1));
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a size such as 32MiB"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .filter(|b| (64 << 10..=1 << 30).contains(b) && b.is_power_of_two())
+        .ok_or_else(|| format!("{s:?}: a power of two from 64KiB to 1GiB"))?;
+    u32::try_from(bytes).map_err(|_| format!("{s:?}: too large"))
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = if s.chars().all(|c| c.is_ascii_digit() || c == '.') {
         s.parse::<f64>()

@@ -32,4 +32,5 @@ pub mod source;
 pub mod suggest;
 pub mod text;
 pub mod topology;
+pub mod trace;
 pub mod tui;

@@ -75,7 +75,7 @@ fn main() -> ExitCode {
         return ExitCode::from(128u8.saturating_add(u8::try_from(sig).unwrap_or(0)));
     }
     match res {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(run::exit_status()),
         Err(_) => ExitCode::FAILURE,
     }
 }
@@ -144,6 +144,29 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             duration,
             changes,
         }) => run::record::run(&opts, &root, &topo, &output, duration, &changes),
+        Some(Command::Trace {
+            output,
+            duration,
+            cpu_counters,
+            buffer,
+            changes,
+            command,
+        }) => {
+            let plan = llctop::trace::live::Plan {
+                output,
+                duration,
+                cpu_counters,
+                buffer,
+                command,
+            };
+            llctop::trace::live::run(&opts, &root, &topo, &plan, &changes)
+        }
+        Some(Command::Export {
+            file,
+            perfetto: _,
+            output,
+            cpu_counters,
+        }) => llctop::trace::export::run(&file, &output, cpu_counters),
         Some(Command::Live { duration, changes }) => {
             run::live::run(&opts, &root, &topo, duration, &changes)
         }

@@ -3,7 +3,10 @@
 //!
 //! - `hop A B N`: a single-threaded process pins itself to CPU A, prints `ready`, waits
 //!   for a line on stdin, then alternates its affinity between B and A N times — exactly
-//!   N migrations of this process, each verified with sched_getcpu — and prints `done N`.
+//!   N migrations of this process, each verified with sched_getcpu — and prints `done N
+//!   migrations M switches V I`: the kernel's own count of its migrations
+//!   (`se.nr_migrations`, `?` without /proc/PID/sched) and of its voluntary and involuntary
+//!   context switches (getrusage).
 //! - `pinned-threads CPUS T SECS`: moves to the first of CPUS, allows all of CPUS (e.g.
 //!   `0,2,4,6`), starts T threads (inheriting that) each spinning for SECS seconds, and
 //!   prints the parent's CPU and, per thread in creation order, `thread I TID CPU MOVES`:
@@ -97,7 +100,19 @@ fn hop(a: usize, b: usize, n: u64) -> Result<(), String> {
         }
         spin_for(Duration::from_micros(200));
     }
-    println!("done {n}");
+    // The kernel's own counts for this (single-threaded) process: its migrations
+    // (`se.nr_migrations`, `?` without /proc/PID/sched) and its context switches
+    // (getrusage: voluntary, involuntary) — oracles that share no code with llctop.
+    // SAFETY: rusage is plain data that getrusage fills.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    println!(
+        "done {n} migrations {} switches {} {}",
+        own_migrations().map_or("?".into(), |m| m.to_string()),
+        ru.ru_nvcsw,
+        ru.ru_nivcsw
+    );
     Ok(())
 }
 

@@ -103,6 +103,12 @@ impl Output {
         &self.path
     }
 
+    /// A second handle on the open file (to cut a regular file back to its last whole
+    /// record after a failed write).
+    pub fn try_clone_file(&self) -> io::Result<File> {
+        self.file.try_clone()
+    }
+
     /// Wait until the reader makes room, in steps that look at the stop flag.
     fn wait_writable(&self, since: Instant, stopped_at: &mut Option<Instant>) -> io::Result<()> {
         let over = self.wait.until.is_some_and(|u| Instant::now() >= u);

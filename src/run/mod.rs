@@ -211,16 +211,29 @@ impl Run {
         stop: Arc<AtomicBool>,
     ) -> Result<Run, Error> {
         let sources = source::select(opts.source, opts.top, root, topo)?;
+        Ok(Run::with_sources(opts, root, topo, duration, stop, sources))
+    }
+
+    /// A run over `sources` chosen by the caller (`llctop trace`: the BPF source in trace
+    /// mode).
+    pub fn with_sources(
+        opts: &Options,
+        root: &KernelRoot,
+        topo: &Topology,
+        duration: Option<Duration>,
+        stop: Arc<AtomicBool>,
+        sources: Vec<Box<dyn source::Source>>,
+    ) -> Run {
         let mut collector = Collector::new(root, topo.clone(), sources);
         let sources = collector.baseline();
-        Ok(Run {
+        Run {
             collector,
             sources,
             knobs: None,
             stop,
             interval: opts.interval,
             duration,
-        })
+        }
     }
 
     /// Make the run's knob changes (a failed change ends the run; what was applied is
@@ -293,6 +306,18 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>, Error> {
         signal_hook::flag::register_usize(sig, Arc::clone(last_signal()), sig as usize)?;
     }
     Ok(flag)
+}
+
+/// The exit status a run asks for when it ends without an error (`llctop trace -- CMD`:
+/// the command's); 0 when none set it.
+static EXIT_STATUS: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_exit_status(code: u8) {
+    EXIT_STATUS.store(usize::from(code), Ordering::Relaxed);
+}
+
+pub fn exit_status() -> u8 {
+    u8::try_from(EXIT_STATUS.load(Ordering::Relaxed)).unwrap_or(1)
 }
 
 /// The signal that stopped the run, if one did: the exit status is then 128 + it, as a

@@ -44,8 +44,6 @@ pub fn select(
     root: &KernelRoot,
     topo: &Topology,
 ) -> Result<Vec<Box<dyn Source>>, bpf::LoadError> {
-    // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
-    let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
     // The BPF programs count the running kernel's events: against a fixture tree's
     // topology they would be another machine's numbers labelled exact.
     let bpf = match kind {
@@ -55,6 +53,34 @@ pub fn select(
         Kind::Auto if !root.is_live() => Some(Err(bpf::LoadError(NOT_LIVE_BPF.into()))),
         Kind::Auto => Some(bpf::BpfSource::load(topo, top)),
     };
+    Ok(assemble(bpf, top, root, topo))
+}
+
+/// The sources of `llctop trace`: the BPF source in trace mode (required: a trace is its
+/// records) with a trace ring buffer of `ring` bytes, and its tap, beside the others.
+pub fn select_traced(
+    top: usize,
+    root: &KernelRoot,
+    topo: &Topology,
+    ring: u32,
+) -> Result<(Vec<Box<dyn Source>>, bpf::tracing::TraceTap), bpf::LoadError> {
+    if !root.is_live() {
+        return Err(bpf::LoadError(NOT_LIVE_BPF.into()));
+    }
+    let b = bpf::BpfSource::load_traced(topo, top, ring)?;
+    let tap = b.trace_tap()?;
+    Ok((assemble(Some(Ok(b)), top, root, topo), tap))
+}
+
+/// The list of sources around the BPF one (or why there is none).
+fn assemble(
+    bpf: Option<Result<bpf::BpfSource, bpf::LoadError>>,
+    top: usize,
+    root: &KernelRoot,
+    topo: &Topology,
+) -> Vec<Box<dyn Source>> {
+    // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
+    let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
     let exact = matches!(bpf, Some(Ok(_)));
     let mut list: Vec<Box<dyn Source>> = Vec::new();
     match bpf {
@@ -84,7 +110,7 @@ pub fn select(
     } else {
         procfs
     }));
-    Ok(list)
+    list
 }
 
 pub trait Source {

@@ -110,6 +110,17 @@ impl Distance {
             Distance::CrossNode => "xnode",
         }
     }
+
+    /// Its JSON name (recordings, `ByDistance`'s fields, trace event names): `smt`,
+    /// `llc`, `cross_llc`, `cross_node`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Distance::Smt => "smt",
+            Distance::Llc => "llc",
+            Distance::CrossLlc => "cross_llc",
+            Distance::CrossNode => "cross_node",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

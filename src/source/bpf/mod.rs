@@ -32,6 +32,7 @@ mod maps;
 mod processes;
 pub mod read;
 mod settle;
+pub mod tracing;
 
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
@@ -222,6 +223,42 @@ impl BpfSource {
         waits: Waits,
         walkers: &[Walker],
     ) -> Result<Self, LoadError> {
+        Self::load_all(topo, top, modes, waits, walkers, None)
+    }
+
+    /// Load in trace mode with a trace ring buffer of `ring` bytes (a power of two, at
+    /// least a page): every switch, waking, migration, placement, fork and exit is also
+    /// written to it ([`tracing`]; [`BpfSource::trace_tap`] reads it).
+    pub fn load_traced(topo: &Topology, top: usize, ring: u32) -> Result<Self, LoadError> {
+        Self::load_all(
+            topo,
+            top,
+            &[Mode::TpBtf, Mode::RawTp],
+            Waits::of_kernel(),
+            &Walker::of_kernel(),
+            Some(ring),
+        )
+    }
+
+    /// The trace ring buffer and per-CPU statistics as handles for a thread of their own
+    /// (a source loaded in trace mode; otherwise the ring is a page nothing writes to).
+    pub fn trace_tap(&self) -> Result<tracing::TraceTap, LoadError> {
+        tracing::TraceTap::new(
+            &self.skel.maps.trace_rb,
+            &self.skel.maps.cpu_stats,
+            self.nr_cpus,
+        )
+        .map_err(|e| LoadError(format!("trace ring buffer: {e}")))
+    }
+
+    fn load_all(
+        topo: &Topology,
+        top: usize,
+        modes: &[Mode],
+        waits: Waits,
+        walkers: &[Walker],
+        trace: Option<u32>,
+    ) -> Result<Self, LoadError> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
         let mut last = String::new();
         for &mode in modes {
@@ -233,7 +270,7 @@ impl BpfSource {
             }
             settles.push(None);
             for (settle, numa) in settles.iter().flat_map(|&s| [(s, true), (s, false)]) {
-                match Self::try_load(topo, mode, numa, waits, settle) {
+                match Self::try_load(topo, mode, numa, waits, settle, trace) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
@@ -314,6 +351,7 @@ impl BpfSource {
         numa: bool,
         waits: Waits,
         settle: Option<Walker>,
+        trace: Option<u32>,
     ) -> Result<
         (
             skel::LlctopSkel<'static>,
@@ -332,6 +370,7 @@ impl BpfSource {
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
             ro.sched_info_waits = waits == Waits::SchedInfo;
             ro.task_settle = settle.is_some();
+            ro.trace_on = trace.is_some();
             ro.load_ns = crate::clock::mono_ns();
             ro.nr_llc = nr_llc as u32;
             ro.nr_cpu_ids = nr_cpus as u32;
@@ -366,6 +405,9 @@ impl BpfSource {
             .set_max_entries((nr_cpus * layout::ACC_SLOTS) as u32)?;
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
+            .trace_rb
+            .set_max_entries(trace.unwrap_or(tracing::RING_OFF))?;
+        open.maps
             .llc_matrix
             .set_max_entries((nr_llc * nr_llc * nr_llc) as u32)?;
         let progs = &mut open.progs;
@@ -389,6 +431,17 @@ impl BpfSource {
             (&mut progs.raw_swap_numa, false, true, false),
         ] {
             p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
+        }
+        // The trace-only hooks.
+        for (p, is_btf) in [
+            (&mut progs.btf_waking, true),
+            (&mut progs.btf_fork, true),
+            (&mut progs.btf_exec, true),
+            (&mut progs.raw_waking, false),
+            (&mut progs.raw_fork, false),
+            (&mut progs.raw_exec, false),
+        ] {
+            p.set_autoload(is_btf == btf && trace.is_some());
         }
         match settle {
             Some(w) => w.choose(progs),

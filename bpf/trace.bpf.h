@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Trace mode (`llctop trace`): every context switch, waking, migration, new-task
+ * placement, fork and exit as one record in the trace ring buffer, for userspace to write
+ * as a Perfetto trace (src/trace/). Off by default: `trace_on` is a load-time constant, so
+ * without it the verifier drops every trace path and the trace-only programs
+ * (sched_waking, sched_process_fork) are not loaded at all. A record the ring has no room
+ * for is counted per CPU (cpu_stat.trace_dropped), never lost silently.
+ *
+ * Included by llctop.bpf.c after the helpers it uses (topo_of, task_cpu, the maps).
+ */
+
+/* Records are submitted without waking the reader: it drains the buffer every few
+ * milliseconds on its own. A wakeup per record would make the reader switch in and out
+ * for each, and each of those switches would be a record (a loop that feeds itself). */
+#define TRACE_SUBMIT 1 /* BPF_RB_NO_WAKEUP */
+
+/* Set by userspace before load for `llctop trace`. */
+const volatile bool trace_on = false;
+
+/* Kinds of trace records. */
+enum llctop_trace_kind { T_SWITCH = 1, T_WAKING, T_MIGRATE, T_PLACE, T_FORK, T_EXIT, T_EXEC };
+/* A migration the topology cannot classify (a CPU outside it). */
+enum { T_DIST_NONE = 255 };
+
+/* One trace record (56 bytes). The fields' meaning depends on the kind:
+ *   T_SWITCH:  cpu; pid/tgid/prio/comm of next; x = prev_state (as the sched_switch ftrace
+ *              event encodes it); y = prev's pid.
+ *   T_WAKING:  cpu = the waker's CPU; target = the woken task's CPU; pid/tgid/prio/comm.
+ *   T_MIGRATE: cpu = the CPU that moved it; from -> target; dist, cause; pid/tgid/prio/comm.
+ *   T_PLACE:   cpu = the parent's CPU; target = where the new task was put; pid/tgid/comm;
+ *              x = nr_cpus_allowed; y = idle allowed CPUs then; from = the lowest of
+ *              them (0xffff: none).
+ *   T_FORK:    pid/tgid/comm of the child; x = parent pid; y = parent tgid.
+ *   T_EXIT:    pid/tgid/comm of the exiting thread.
+ *   T_EXEC:    pid/tgid and the new comm of a thread that exec'd. */
+struct trace_rec {
+	u64 ts; /* CLOCK_MONOTONIC */
+	u32 pid;
+	u32 tgid;
+	u8 kind;
+	u8 dist;
+	u8 cause;
+	u8 pad;
+	u16 cpu;
+	u16 target;
+	u16 from;
+	u16 pad2;
+	s32 prio;
+	u32 x;
+	u32 y;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* set before load: the trace buffer, or a page when off */
+} trace_rb SEC(".maps");
+
+/* Never read or written: carries the record's layout into BTF (src/source/bpf/layout.rs). */
+const volatile struct {
+	enum llctop_trace_kind kind;
+	struct trace_rec rec;
+} trace_layout;
+
+/* sched_switch's prev_state as its ftrace event encodes it (__trace_sched_switch_state):
+ * preempted is TASK_REPORT_MAX (0x100, "R+"); else the highest TASK_REPORT bit of the
+ * state (with exit_state), TASK_REPORT_IDLE (0x80, "I") for an idle kthread. */
+static __always_inline u32 trace_prev_state(bool preempt, struct task_struct *p, const bool direct)
+{
+	if (preempt)
+		return 0x100;
+	u32 raw = task_state(p, direct);
+	u32 s = (raw | (u32)RD(direct, p, exit_state)) & 0x7f;
+	if (!s)
+		return raw == 0x402 ? 0x80 : 0;
+	return 1u << log2_u64(s);
+}
+
+/* A record reserved and stamped, or NULL (counted as dropped). */
+static __always_inline struct trace_rec *trace_reserve(u8 kind, u32 cpu)
+{
+	struct trace_rec *r = bpf_ringbuf_reserve(&trace_rb, sizeof(*r), 0);
+	if (!r) {
+		struct cpu_stat *cs = stats_of(cpu);
+		if (cs)
+			cs->trace_dropped++;
+		return NULL;
+	}
+	r->ts = bpf_ktime_get_ns();
+	r->kind = kind;
+	r->cpu = (u16)cpu;
+	r->dist = 0;
+	r->cause = 0;
+	r->pad = 0;
+	r->pad2 = 0;
+	r->target = 0;
+	r->from = 0;
+	r->x = 0;
+	r->y = 0;
+	return r;
+}
+
+/* pid, tgid, prio and comm of p into r. */
+static __always_inline void trace_task(struct trace_rec *r, struct task_struct *p, const bool direct)
+{
+	r->pid = RD(direct, p, pid);
+	r->tgid = RD(direct, p, tgid);
+	r->prio = RD(direct, p, prio);
+	if (direct)
+		__builtin_memcpy(r->comm, p->comm, sizeof(r->comm));
+	else
+		BPF_CORE_READ_STR_INTO(&r->comm, p, comm);
+}
+
+static __always_inline void trace_switch_body(u32 cpu, bool preempt, struct task_struct *prev,
+					      struct task_struct *next, const bool direct)
+{
+	struct trace_rec *r = trace_reserve(T_SWITCH, cpu);
+	if (!r)
+		return;
+	trace_task(r, next, direct);
+	r->x = trace_prev_state(preempt, prev, direct);
+	r->y = RD(direct, prev, pid);
+	bpf_ringbuf_submit(r, TRACE_SUBMIT);
+}
+
+static __noinline void trace_switch_direct(u32 cpu, bool preempt, struct task_struct *prev,
+					   struct task_struct *next)
+{
+	trace_switch_body(cpu, preempt, prev, next, true);
+}
+
+static __noinline void trace_switch_probe(u32 cpu, bool preempt, struct task_struct *prev,
+					  struct task_struct *next)
+{
+	trace_switch_body(cpu, preempt, prev, next, false);
+}
+
+#define trace_switch(cpu, preempt, prev, next, direct)                                       \
+	((direct) ? trace_switch_direct(cpu, preempt, prev, next) :                              \
+		    trace_switch_probe(cpu, preempt, prev, next))
+
+/* T_WAKING, T_MIGRATE, T_PLACE, T_EXIT: one task, the CPUs and a packed word
+ * (kind | dist << 8 | cause << 16). Out of line, one copy per kind of pointer read. */
+static __always_inline void trace_task_event_body(struct task_struct *p, u32 cpu, u32 target,
+						  u32 from, u32 packed, const bool direct)
+{
+	u8 kind = packed & 0xff;
+	struct trace_rec *r = trace_reserve(kind, cpu);
+	if (!r)
+		return;
+	trace_task(r, p, direct);
+	r->target = (u16)target;
+	r->from = (u16)from;
+	r->dist = (packed >> 8) & 0xff;
+	r->cause = (packed >> 16) & 0xff;
+	if (kind == T_PLACE) {
+		r->x = RD(direct, p, nr_cpus_allowed);
+		struct idle_scan s = { .mask = (u64)RD(direct, p, cpus_ptr), .target = target,
+				       .first = -1 };
+		bpf_loop(nr_cpu_ids < MAX_CPUS ? nr_cpu_ids : MAX_CPUS, idle_scan_cpu, &s, 0);
+		r->y = s.idle;
+		r->from = s.first < 0 ? 0xffff : (u16)s.first;
+	}
+	bpf_ringbuf_submit(r, TRACE_SUBMIT);
+}
+
+static __noinline void trace_task_direct(struct task_struct *p, u32 cpu, u32 target, u32 from,
+					 u32 packed)
+{
+	trace_task_event_body(p, cpu, target, from, packed, true);
+}
+
+static __noinline void trace_task_probe(struct task_struct *p, u32 cpu, u32 target, u32 from,
+					u32 packed)
+{
+	trace_task_event_body(p, cpu, target, from, packed, false);
+}
+
+#define trace_task_event(p, cpu, target, from, kind, dist, cause, direct)                    \
+	((direct) ? trace_task_direct(p, cpu, target, from, EV_PACK(kind, dist, cause)) :        \
+		    trace_task_probe(p, cpu, target, from, EV_PACK(kind, dist, cause)))
+
+static __always_inline int on_waking(struct task_struct *p, const bool direct)
+{
+	if (!trace_on)
+		return 0;
+	u32 cpu = bpf_get_smp_processor_id();
+	trace_task_event(p, cpu, task_cpu(p, direct), 0, T_WAKING, 0, 0, direct);
+	return 0;
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
+				   const bool direct)
+{
+	if (!trace_on)
+		return 0;
+	struct trace_rec *r = trace_reserve(T_FORK, bpf_get_smp_processor_id());
+	if (!r)
+		return 0;
+	trace_task(r, child, direct);
+	r->x = RD(direct, parent, pid);
+	r->y = RD(direct, parent, tgid);
+	bpf_ringbuf_submit(r, TRACE_SUBMIT);
+	return 0;
+}
+
+static __always_inline int on_exec(struct task_struct *p, const bool direct)
+{
+	if (!trace_on)
+		return 0;
+	trace_task_event(p, bpf_get_smp_processor_id(), 0, 0, T_EXEC, 0, 0, direct);
+	return 0;
+}

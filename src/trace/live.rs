@@ -1,0 +1,386 @@
+//! `llctop trace`: a bounded capture written as a Perfetto trace as it runs. The BPF source
+//! is loaded in trace mode; one thread owns the trace file and drains the trace ring
+//! buffer into it (per-CPU sched bundles, migrations, placements, forks), while the run's
+//! collector goes on as in `record` and sends each snapshot, its knob changes, the
+//! advisor's findings and the sources' state changes to that thread. It ends at
+//! `--duration`, on a signal, or — with `-- CMD` — when the command exits (llctop then
+//! exits with the command's status). Records the ring buffer had no room for are counted
+//! per CPU, written into the trace's statistics and said at the end.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::timeline::Timeline;
+use crate::findings::advisor::{FindingLine, Trail};
+use crate::knobs::session::KnobEvent;
+use crate::kroot::KernelRoot;
+use crate::record::output::Output;
+use crate::run::{self, Changes, Error, Options, Run};
+use crate::snapshot::{Snapshot, SourceStatus};
+use crate::source::bpf::tracing::TraceTap;
+use crate::text::Esc;
+use crate::topology::Topology;
+
+/// What to trace and where (the command line of `llctop trace`).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub output: PathBuf,
+    pub duration: Option<Duration>,
+    /// Counter tracks per CPU too.
+    pub cpu_counters: bool,
+    /// The trace ring buffer, bytes (a power of two).
+    pub buffer: u32,
+    pub command: Vec<String>,
+}
+
+/// What the collector's thread tells the trace's.
+enum Msg {
+    Snapshot(Box<Snapshot>),
+    Knob(KnobEvent),
+    KnobSeen {
+        mono: u64,
+        id: String,
+        old: String,
+        new: String,
+    },
+    Finding(u64, Box<FindingLine>),
+    Source(u64, SourceStatus),
+}
+
+/// (CLOCK_BOOTTIME, CLOCK_MONOTONIC) now.
+fn boot_and_mono() -> (u64, u64) {
+    let read = |id| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec; both clocks exist on Linux.
+        unsafe { libc::clock_gettime(id, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    };
+    let mono = read(libc::CLOCK_MONOTONIC);
+    (read(libc::CLOCK_BOOTTIME), mono)
+}
+
+/// How the trace ended on the writer's side.
+struct Written {
+    error: Option<String>,
+    switches: u64,
+    wakings: u64,
+    counts: super::timeline::Counts,
+    bytes: u64,
+    lost: Vec<u64>,
+    undecoded: u64,
+}
+
+/// The writer thread: the trace ring buffer and the collector's messages into the file.
+fn writer_thread(
+    tap: TraceTap,
+    mut tl: Timeline<Output>,
+    rx: mpsc::Receiver<Msg>,
+    done: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    cut: Option<std::fs::File>,
+) -> Written {
+    let error: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
+    let tl_cell = std::cell::RefCell::new(&mut tl);
+    let fail = |e: std::io::Error| {
+        let mut g = error.borrow_mut();
+        if g.is_none() {
+            *g = Some(e.to_string());
+        }
+    };
+    let drained = tap.drain(
+        Duration::from_millis(25),
+        |r| {
+            if error.borrow().is_none()
+                && let Err(e) = tl_cell.borrow_mut().record(&r)
+            {
+                fail(e);
+            }
+        },
+        || {
+            let mut t = tl_cell.borrow_mut();
+            while let Ok(m) = rx.try_recv() {
+                if error.borrow().is_some() {
+                    continue;
+                }
+                let res = match m {
+                    Msg::Snapshot(s) => t.snapshot(&s).and_then(|()| t.flush_sched()),
+                    Msg::Knob(ev) => t.knob(&ev),
+                    Msg::KnobSeen { mono, id, old, new } => {
+                        t.knob_changed(mono, &id, &old, &new, None)
+                    }
+                    Msg::Finding(mono, l) => t.finding(mono, &l),
+                    Msg::Source(mono, s) => t.source_state(mono, &s),
+                };
+                if let Err(e) = res {
+                    fail(e);
+                }
+            }
+            let failed = error.borrow().is_some();
+            if failed {
+                // The collector stops too: nothing more can be written.
+                stop.store(true, Ordering::Relaxed);
+            }
+            !failed && !done.load(Ordering::Relaxed)
+        },
+    );
+    let undecoded = match drained {
+        Ok(n) => n,
+        Err(e) => {
+            fail(std::io::Error::other(format!("trace ring buffer: {e}")));
+            0
+        }
+    };
+    let lost = tap.dropped();
+    let mut error = error.into_inner();
+    if error.is_none()
+        && let Err(e) = tl.flush_sched()
+    {
+        error = Some(e.to_string());
+    }
+    let (switches, wakings, counts) = (tl.switches(), tl.wakings(), tl.counts.clone());
+    let bytes = if error.is_none() {
+        match tl.finish(crate::clock::mono_ns(), &lost) {
+            Ok(out) => {
+                drop(out);
+                0
+            }
+            Err(e) => {
+                error = Some(e.to_string());
+                0
+            }
+        }
+    } else {
+        // Cut a regular file back to its last whole packet: it decodes to there.
+        let committed = tl.committed();
+        if let Some(f) = cut.as_ref()
+            && f.metadata().is_ok_and(|m| m.is_file())
+        {
+            let _ = f.set_len(committed);
+        }
+        committed
+    };
+    Written {
+        error,
+        switches,
+        wakings,
+        counts,
+        bytes,
+        lost,
+        undecoded,
+    }
+}
+
+/// The command, started once the trace is being written; a thread waits for it and stops
+/// the run when it exits.
+fn start_command(
+    cmd: &[String],
+    stop: &Arc<AtomicBool>,
+) -> Result<
+    (
+        u32,
+        std::thread::JoinHandle<Option<std::process::ExitStatus>>,
+    ),
+    Error,
+> {
+    let (prog, args) = cmd.split_first().ok_or("empty command")?;
+    let mut child: Child = Command::new(prog)
+        .args(args)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", Esc(prog)))?;
+    let pid = child.id();
+    let stop = Arc::clone(stop);
+    let waiter = std::thread::spawn(move || {
+        let st = child.wait().ok();
+        stop.store(true, Ordering::Relaxed);
+        st
+    });
+    Ok((pid, waiter))
+}
+
+pub fn run(
+    opts: &Options,
+    root: &KernelRoot,
+    topo: &Topology,
+    plan: &Plan,
+    changes: &Changes,
+) -> Result<(), Error> {
+    let stop = run::stop_flag()?;
+    let out = Output::open(&plan.output, run::output_wait(&stop, plan.duration))
+        .map_err(|e| format!("{}: {e}", plan.output.display()))?;
+    let cut = out.try_clone_file().ok();
+    let (sources, tap) =
+        crate::source::select_traced(opts.top, root, topo, plan.buffer).map_err(|e| {
+            format!("llctop trace needs the BPF source (every switch is its records): {e}")
+        })?;
+    let mut run = Run::with_sources(opts, root, topo, plan.duration, Arc::clone(&stop), sources);
+    let (boot, mono) = boot_and_mono();
+    let offset = boot as i64 - mono as i64;
+    let mut tl = Timeline::new(out, topo, offset, plan.cpu_counters);
+    let (release, machine) = uname();
+    let (procs, threads) = super::procs::scan(root);
+    tl.start(&release, &machine, Some((boot, mono)))
+        .and_then(|()| tl.process_tree(mono, &procs, &threads))
+        .and_then(|()| tl.start_stats(mono, topo.nr_cpu_ids()))
+        .map_err(|e| format!("{}: {e}", plan.output.display()))?;
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (done, stop) = (Arc::clone(&done), Arc::clone(&stop));
+        std::thread::Builder::new()
+            .name("llctop-trace".into())
+            .spawn(move || writer_thread(tap, tl, rx, done, stop, cut))?
+    };
+    for s in &run.sources {
+        if s.reason.is_some() {
+            let _ = tx.send(Msg::Source(mono, s.clone()));
+        }
+    }
+    eprintln!(
+        "llctop: tracing to {} ({}; Ctrl-C stops)",
+        Esc(&plan.output.display().to_string()),
+        match (&plan.command, plan.duration) {
+            (c, _) if !c.is_empty() => format!("until {} exits", Esc(&c[0])),
+            (_, Some(d)) => format!("for {}", humantime::format_duration(d)),
+            _ => "until stopped".to_string(),
+        }
+    );
+    run.change_knobs(opts, root, topo, changes)?;
+    let command = if plan.command.is_empty() {
+        None
+    } else {
+        Some(start_command(&plan.command, &stop)?)
+    };
+    let mut registry = crate::knobs::Registry::discover(root, Some(topo));
+    let mut values = crate::record::Header::knob_values(&registry);
+    let mut advisor = Trail::new();
+    let mut prev = run.sources.clone();
+    run.each(|snap, knobs| {
+        let now = snap.time.mono_ns;
+        let mut go = tx.send(Msg::Snapshot(Box::new(snap.clone()))).is_ok();
+        for ev in knobs.as_mut().map(|s| s.take_events()).unwrap_or_default() {
+            values.insert(ev.id.clone(), ev.new.clone());
+            go &= tx.send(Msg::Knob(ev)).is_ok();
+        }
+        // Changes made by anyone else (another llctop, a sysctl), seen by re-reading.
+        registry.refresh_values();
+        for (id, new) in crate::record::Header::knob_values(&registry) {
+            let old = values.insert(id.clone(), new.clone());
+            if let Some(old) = old.filter(|o| *o != new) {
+                go &= tx
+                    .send(Msg::KnobSeen {
+                        mono: now,
+                        id,
+                        old,
+                        new,
+                    })
+                    .is_ok();
+            }
+        }
+        for l in advisor.push(topo, snap) {
+            go &= tx.send(Msg::Finding(now, Box::new(l))).is_ok();
+        }
+        for s in &snap.sources {
+            let before = prev.iter().find(|p| p.name == s.name).map(|p| p.state);
+            if before != Some(s.state) {
+                go &= tx.send(Msg::Source(now, s.clone())).is_ok();
+            }
+        }
+        prev.clone_from(&snap.sources);
+        go
+    });
+    // The command first: a signal ended the trace before it, so it is stopped.
+    let status = match command {
+        Some((pid, waiter)) => {
+            if !waiter.is_finished() {
+                // SAFETY: kill(2) of our own child.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            }
+            waiter.join().ok().flatten()
+        }
+        None => None,
+    };
+    if let Some(s) = run.knobs.as_mut() {
+        run::finish_session(s);
+        for ev in s.take_events() {
+            let _ = tx.send(Msg::Knob(ev));
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    drop(tx);
+    let w = writer
+        .join()
+        .map_err(|_| "the trace writer thread panicked")?;
+    let lost: u64 = w.lost.iter().sum();
+    let mut line = format!(
+        "llctop: trace {}: {} switches, {} wakings, {} migrations ({}), {} placements, {} forks",
+        Esc(&plan.output.display().to_string()),
+        w.switches,
+        w.wakings,
+        w.counts.migrations,
+        w.counts
+            .by_distance
+            .iter()
+            .map(|(d, n)| format!("{d} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        w.counts.placements,
+        w.counts.forks,
+    );
+    let size = std::fs::metadata(&plan.output).map_or(w.bytes, |m| m.len());
+    if size > 0 {
+        line.push_str(&format!(
+            "; {} bytes{}",
+            size,
+            if w.switches > 0 {
+                format!(" ({:.1} per switch)", size as f64 / w.switches as f64)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    line.push_str(&format!("; {lost} records lost (ring buffer full)"));
+    if w.undecoded > 0 {
+        line.push_str(&format!(", {} undecodable", w.undecoded));
+    }
+    eprintln!("{line}");
+    let _ = std::io::stderr().flush();
+    if let Some(e) = w.error {
+        return Err(format!(
+            "{}: {e} (the trace is cut at its last whole packet)",
+            plan.output.display()
+        )
+        .into());
+    }
+    if let Some(st) = status {
+        use std::os::unix::process::ExitStatusExt as _;
+        let code = st
+            .code()
+            .or_else(|| st.signal().map(|s| 128 + s))
+            .unwrap_or(1);
+        run::set_exit_status(u8::try_from(code).unwrap_or(1));
+    }
+    Ok(())
+}
+
+/// The kernel's release and machine (uname(2)), for the trace's system info.
+fn uname() -> (String, String) {
+    // SAFETY: utsname is plain data that uname fills.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return (String::new(), String::new());
+    }
+    let s = |f: &[libc::c_char]| {
+        let b: Vec<u8> = f.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    (s(&u.release), s(&u.machine))
+}

@@ -1,0 +1,903 @@
+//! What llctop puts in a trace, the same for a live capture (`llctop trace`) and an
+//! exported recording (`llctop export --perfetto`): the tracks arranged as the hardware is
+//! (node → LLC → CPU), the counters of every snapshot on them, every migration as an
+//! instant on the moving thread with a flow arrow from its source CPU to its destination
+//! CPU (named by distance, with the cause), placements, and llctop's own events (knob
+//! changes, markers, findings as slices, source states, A/B windows) on an `llctop`
+//! track. Context switches and wakings go to [`super::sched`]'s per-CPU batches.
+//!
+//! Timestamps in: CLOCK_MONOTONIC (llctop's clock); out: the trace's, `mono + offset`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{self, Write};
+
+use super::perfetto::{Arg, Event, Proc, Thread, TrackKind, Writer};
+use super::sched::Sched;
+use crate::findings::advisor::{FindingLine, State};
+use crate::knobs::session::KnobEvent;
+use crate::snapshot::{Cause, GroupStats, Snapshot, SourceStatus};
+use crate::source::bpf::tracing::TraceRecord;
+use crate::topology::{Distance, Topology};
+
+/// Track uuids: one space per kind, the id in the low bits.
+const T_LLCTOP: u64 = 0x100;
+const T_KNOBS: u64 = 0x101;
+const T_MARKERS: u64 = 0x102;
+const T_SOURCES: u64 = 0x103;
+const T_WINDOWS: u64 = 0x104;
+const T_NUMA: u64 = 0x105;
+/// Findings: one track per kind (slices of one kind never overlap on it).
+const T_FINDINGS: u64 = 0x200;
+const T_NODE: u64 = 0x1_0000;
+const T_LLC: u64 = 0x2_0000;
+const T_CPU: u64 = 0x3_0000;
+const T_COUNTER: u64 = 0x10_0000_0000;
+const T_PROCESS: u64 = 0x20_0000_0000;
+const T_THREAD: u64 = 0x30_0000_0000;
+
+/// Counters by the group they belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Scope {
+    Node(u32),
+    Llc(u32),
+    Cpu(u32),
+    Numa,
+}
+
+impl Scope {
+    fn parent(self) -> u64 {
+        match self {
+            Scope::Node(n) => T_NODE + u64::from(n),
+            Scope::Llc(l) => T_LLC + u64::from(l),
+            Scope::Cpu(c) => T_CPU + u64::from(c),
+            Scope::Numa => T_NUMA,
+        }
+    }
+
+    fn code(self) -> u64 {
+        match self {
+            Scope::Node(n) => (1 << 20) | u64::from(n),
+            Scope::Llc(l) => (2 << 20) | u64::from(l),
+            Scope::Cpu(c) => (3 << 20) | u64::from(c),
+            Scope::Numa => 4 << 20,
+        }
+    }
+}
+
+/// What a trace held, for the summary and the tests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    pub migrations: u64,
+    pub by_distance: BTreeMap<&'static str, u64>,
+    pub placements: u64,
+    pub forks: u64,
+    pub exits: u64,
+    pub knob_changes: u64,
+    pub findings: u64,
+}
+
+/// The trace being written.
+pub struct Timeline<W: Write> {
+    w: Writer<W>,
+    topo: Topology,
+    offset: i64,
+    sched: Sched,
+    /// Declared tracks (counters, processes, threads).
+    tracks: HashSet<u64>,
+    /// Metric names per counter track uuid (its name, declared once).
+    next_flow: u64,
+    /// Open finding slices: (kind, key) → the tracks they are open on.
+    open: HashMap<(String, String), Vec<u64>>,
+    /// Per-CPU counters too.
+    cpu_counters: bool,
+    pub counts: Counts,
+}
+
+/// The label of LLC `l` as llctop's topology shows it: `node 0 · LLC 3 [24-31] L3 32 MiB`.
+pub fn llc_label(topo: &Topology, l: &crate::topology::Llc) -> String {
+    let mut s = String::new();
+    if let Some(n) = l.node {
+        s.push_str(&format!("node {n} · "));
+    }
+    s.push_str(&format!(
+        "LLC {} [{}]",
+        l.id,
+        crate::cpulist::format(&l.cpus)
+    ));
+    if let Some(level) = l.level {
+        s.push_str(&format!(" L{level}"));
+    }
+    if let Some(kb) = l.size_kb {
+        s.push_str(&format!(" {}", crate::topology::render::size(kb)));
+    }
+    let _ = topo;
+    s
+}
+
+impl<W: Write> Timeline<W> {
+    /// A timeline on `w` for `topo`; trace time = CLOCK_MONOTONIC + `offset`.
+    pub fn new(w: W, topo: &Topology, offset: i64, cpu_counters: bool) -> Timeline<W> {
+        Timeline {
+            w: Writer::new(w),
+            topo: topo.clone(),
+            offset,
+            sched: Sched::new(),
+            tracks: HashSet::new(),
+            next_flow: 1,
+            open: HashMap::new(),
+            cpu_counters,
+            counts: Counts::default(),
+        }
+    }
+
+    fn ts(&self, mono: u64) -> u64 {
+        mono.saturating_add_signed(self.offset)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.w.bytes()
+    }
+
+    /// Bytes that reached the output (whole packets).
+    pub fn committed(&self) -> u64 {
+        self.w.committed()
+    }
+
+    pub fn switches(&self) -> u64 {
+        self.sched.switches
+    }
+
+    pub fn wakings(&self) -> u64 {
+        self.sched.wakings
+    }
+
+    /// The system, the clocks and the track tree: nodes, their LLCs, their CPUs; the
+    /// `llctop` track and its children.
+    pub fn start(
+        &mut self,
+        release: &str,
+        machine: &str,
+        clocks: Option<(u64, u64)>,
+    ) -> io::Result<()> {
+        self.w.system_info(release, machine)?;
+        if let Some((boot, mono)) = clocks {
+            self.w.clock_snapshot(boot, mono)?;
+        }
+        self.w
+            .track(T_LLCTOP, None, "llctop", &TrackKind::Plain, Some(0))?;
+        for (uuid, name) in [
+            (T_KNOBS, "knob changes"),
+            (T_MARKERS, "markers"),
+            (T_SOURCES, "source states"),
+            (T_WINDOWS, "A/B windows"),
+        ] {
+            self.w
+                .track(uuid, Some(T_LLCTOP), name, &TrackKind::Plain, None)?;
+        }
+        let topo = self.topo.clone();
+        for (rank, node) in topo.nodes.iter().enumerate() {
+            let name = format!("node {} [{}]", node.id, crate::cpulist::format(&node.cpus));
+            self.w.track(
+                T_NODE + u64::from(node.id),
+                None,
+                &name,
+                &TrackKind::Plain,
+                Some(rank as i32 + 1),
+            )?;
+        }
+        for (rank, l) in topo.llcs.iter().enumerate() {
+            let parent = l.node.map(|n| T_NODE + u64::from(n));
+            self.w.track(
+                T_LLC + u64::from(l.id),
+                parent,
+                &llc_label(&topo, l),
+                &TrackKind::Plain,
+                Some(rank as i32),
+            )?;
+            for &c in &l.cpus {
+                self.w.track(
+                    T_CPU + u64::from(c),
+                    Some(T_LLC + u64::from(l.id)),
+                    &format!("CPU {c}"),
+                    &TrackKind::Plain,
+                    Some(1000 + c as i32),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes and threads known at the start (`ts`: CLOCK_MONOTONIC).
+    pub fn process_tree(
+        &mut self,
+        mono: u64,
+        procs: &[Proc],
+        threads: &[Thread],
+    ) -> io::Result<()> {
+        let ts = self.ts(mono);
+        self.w.process_tree(ts, procs, threads)
+    }
+
+    /// The track of thread `tid` of process `pid` (declared the first time).
+    fn thread_track(&mut self, pid: u32, tid: u32, comm: &str) -> io::Result<u64> {
+        let uuid = T_THREAD + u64::from(tid);
+        if self.tracks.insert(uuid) {
+            self.w.track(
+                uuid,
+                None,
+                comm,
+                &TrackKind::Thread {
+                    pid,
+                    tid,
+                    name: comm.to_string(),
+                },
+                None,
+            )?;
+        }
+        Ok(uuid)
+    }
+
+    /// The track of process `pid` (declared the first time).
+    fn process_track(&mut self, pid: u32, comm: &str) -> io::Result<u64> {
+        let uuid = T_PROCESS + u64::from(pid);
+        if self.tracks.insert(uuid) {
+            self.w.track(
+                uuid,
+                None,
+                comm,
+                &TrackKind::Process {
+                    pid,
+                    name: comm.to_string(),
+                },
+                None,
+            )?;
+        }
+        Ok(uuid)
+    }
+
+    /// One record of the live capture.
+    pub fn record(&mut self, r: &TraceRecord) -> io::Result<()> {
+        match *r {
+            TraceRecord::Switch {
+                ts,
+                cpu,
+                prev_state,
+                next_pid,
+                next_prio,
+                next_comm,
+                ..
+            } => {
+                let ts = self.ts(ts);
+                if self
+                    .sched
+                    .switch(cpu, ts, prev_state, next_pid, next_prio, next_comm)
+                {
+                    self.take_sched(cpu)?;
+                }
+            }
+            TraceRecord::Waking {
+                ts,
+                cpu,
+                target_cpu,
+                pid,
+                prio,
+                comm,
+                ..
+            } => {
+                let ts = self.ts(ts);
+                if self.sched.waking(cpu, ts, pid, target_cpu, prio, comm) {
+                    self.take_sched(cpu)?;
+                }
+            }
+            TraceRecord::Migrate {
+                ts,
+                pid,
+                tgid,
+                comm,
+                from,
+                to,
+                distance,
+                cause,
+                ..
+            } => self.migration(ts, pid, tgid, &comm.as_string(), from, to, distance, cause)?,
+            TraceRecord::Place {
+                ts,
+                cpu,
+                pid,
+                tgid,
+                comm,
+                to,
+                nr_cpus_allowed,
+                idle_allowed,
+                idle_cpu,
+            } => self.placement(
+                ts,
+                pid,
+                tgid,
+                &comm.as_string(),
+                cpu,
+                to,
+                nr_cpus_allowed,
+                Some(idle_allowed),
+                idle_cpu,
+            )?,
+            TraceRecord::Fork {
+                ts,
+                pid,
+                tgid,
+                parent_tgid,
+                comm,
+                ..
+            } => {
+                self.counts.forks += 1;
+                let procs: Vec<Proc> = if pid == tgid {
+                    vec![Proc {
+                        pid,
+                        ppid: parent_tgid,
+                        cmdline: vec![comm.as_string()],
+                    }]
+                } else {
+                    Vec::new()
+                };
+                let threads = [Thread {
+                    tid: pid,
+                    tgid,
+                    name: comm.as_string(),
+                }];
+                let ts = self.ts(ts);
+                self.w.process_tree(ts, &procs, &threads)?;
+            }
+            TraceRecord::Exec {
+                ts,
+                pid,
+                tgid,
+                comm,
+            } => {
+                // The new program's name and command line (read now: a short-lived
+                // one may be gone, then its name stands for it).
+                let name = comm.as_string();
+                let mut procs = Vec::new();
+                if pid == tgid {
+                    let cmdline: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .map(|b| {
+                            b.split(|c| *c == 0)
+                                .filter(|a| !a.is_empty())
+                                .take(64)
+                                .map(|a| String::from_utf8_lossy(a).into_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .ok()
+                        .and_then(|s| super::procs::stat_parent(&s))
+                        .map_or(0, |p| p.0);
+                    procs.push(Proc {
+                        pid,
+                        ppid,
+                        cmdline: if cmdline.is_empty() {
+                            vec![name.clone()]
+                        } else {
+                            cmdline
+                        },
+                    });
+                }
+                let threads = [Thread {
+                    tid: pid,
+                    tgid,
+                    name,
+                }];
+                let ts = self.ts(ts);
+                self.w.process_tree(ts, &procs, &threads)?;
+            }
+            TraceRecord::Exit { .. } => self.counts.exits += 1,
+        }
+        Ok(())
+    }
+
+    fn take_sched(&mut self, cpu: u32) -> io::Result<()> {
+        if let Some(cs) = self.sched.take(cpu) {
+            self.w.compact_sched(cpu, cs)?;
+        }
+        Ok(())
+    }
+
+    /// Write every CPU's sched batch (at each snapshot and at the end).
+    pub fn flush_sched(&mut self) -> io::Result<()> {
+        for (cpu, cs) in self.sched.take_all() {
+            self.w.compact_sched(cpu, cs)?;
+        }
+        self.w.flush()
+    }
+
+    /// A migration: an instant on the thread named by its distance, and a flow from an
+    /// instant on the source CPU's track to one on the destination CPU's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn migration(
+        &mut self,
+        mono: u64,
+        pid: u32,
+        tgid: u32,
+        comm: &str,
+        from: u32,
+        to: u32,
+        distance: Option<Distance>,
+        cause: Cause,
+    ) -> io::Result<()> {
+        let ts = self.ts(mono);
+        let dist = distance.map_or("unclassified", Distance::key);
+        self.counts.migrations += 1;
+        *self.counts.by_distance.entry(dist).or_default() += 1;
+        let flow = self.next_flow;
+        self.next_flow += 1;
+        let cats = vec![
+            "migration".to_string(),
+            dist.to_string(),
+            cause.label().to_string(),
+        ];
+        let llc = |c: u32| self.topo.llc_of(c).map_or(-1, i64::from);
+        let args = vec![
+            ("from_cpu".to_string(), Arg::Uint(u64::from(from))),
+            ("to_cpu".to_string(), Arg::Uint(u64::from(to))),
+            ("from_llc".to_string(), Arg::Int(llc(from))),
+            ("to_llc".to_string(), Arg::Int(llc(to))),
+            ("distance".to_string(), Arg::Str(dist.to_string())),
+            ("cause".to_string(), Arg::Str(cause.label().to_string())),
+            ("pid".to_string(), Arg::Uint(u64::from(tgid))),
+            ("tid".to_string(), Arg::Uint(u64::from(pid))),
+        ];
+        let thread = self.thread_track(tgid, pid, comm)?;
+        self.w.instant(Event {
+            ts,
+            track: thread,
+            name: format!("{dist} {from}→{to}"),
+            categories: cats.clone(),
+            args: args.clone(),
+            ..Event::default()
+        })?;
+        let name = format!("{dist} {comm} ({pid}) {cause}", cause = cause.label());
+        self.w.instant(Event {
+            ts,
+            track: T_CPU + u64::from(from),
+            name: name.clone(),
+            categories: cats.clone(),
+            args: args.clone(),
+            flow_out: vec![flow],
+            ..Event::default()
+        })?;
+        self.w.instant(Event {
+            ts,
+            track: T_CPU + u64::from(to),
+            name,
+            categories: cats,
+            args,
+            flow_in: vec![flow],
+            ..Event::default()
+        })
+    }
+
+    /// A new task's placement: an instant on its thread (and the target CPU).
+    #[allow(clippy::too_many_arguments)]
+    pub fn placement(
+        &mut self,
+        mono: u64,
+        pid: u32,
+        tgid: u32,
+        comm: &str,
+        parent_cpu: u32,
+        to: u32,
+        nr_cpus_allowed: u32,
+        idle_allowed: Option<u32>,
+        idle_cpu: Option<u32>,
+    ) -> io::Result<()> {
+        let ts = self.ts(mono);
+        self.counts.placements += 1;
+        let mut args = vec![
+            ("cpu".to_string(), Arg::Uint(u64::from(to))),
+            ("parent_cpu".to_string(), Arg::Uint(u64::from(parent_cpu))),
+            (
+                "allowed_cpus".to_string(),
+                Arg::Uint(u64::from(nr_cpus_allowed)),
+            ),
+        ];
+        if let Some(n) = idle_allowed {
+            args.push(("idle_allowed_cpus".to_string(), Arg::Uint(u64::from(n))));
+        }
+        if let Some(c) = idle_cpu {
+            args.push(("lowest_idle_cpu".to_string(), Arg::Uint(u64::from(c))));
+        }
+        let name = match (idle_allowed, idle_cpu) {
+            (Some(n), Some(c)) if n > 0 => format!("placed on {to} ({n} allowed idle, lowest {c})"),
+            _ => format!("placed on {to}"),
+        };
+        let thread = self.thread_track(tgid, pid, comm)?;
+        let cats = vec!["placement".to_string()];
+        self.w.instant(Event {
+            ts,
+            track: thread,
+            name: name.clone(),
+            categories: cats.clone(),
+            args: args.clone(),
+            ..Event::default()
+        })?;
+        self.w.instant(Event {
+            ts,
+            track: T_CPU + u64::from(to),
+            name: format!("{comm} ({pid}) placed"),
+            categories: cats,
+            args,
+            ..Event::default()
+        })
+    }
+
+    fn counter(
+        &mut self,
+        scope: Scope,
+        metric: u64,
+        name: &str,
+        unit: &str,
+        mono: u64,
+        v: f64,
+    ) -> io::Result<()> {
+        if !v.is_finite() {
+            return Ok(());
+        }
+        let uuid = T_COUNTER | (scope.code() << 8) | metric;
+        if self.tracks.insert(uuid) {
+            self.w.track(
+                uuid,
+                Some(scope.parent()),
+                name,
+                &TrackKind::Counter { unit: unit.into() },
+                Some(metric as i32),
+            )?;
+        }
+        let ts = self.ts(mono);
+        self.w.counter(ts, uuid, v)
+    }
+
+    /// The counters of one snapshot, at the start of its interval (each value holds
+    /// until the next).
+    pub fn snapshot(&mut self, s: &Snapshot) -> io::Result<()> {
+        let start = s.time.mono_ns.saturating_sub(s.time.interval_ns);
+        let secs = s.time.interval_secs();
+        if secs <= 0.0 {
+            return Ok(());
+        }
+        let per_s = |n: u64| n as f64 / secs;
+        for g in &s.llcs {
+            self.group(Scope::Llc(g.id), g, start, secs)?;
+        }
+        for g in &s.nodes {
+            self.group(Scope::Node(g.id), g, start, secs)?;
+        }
+        // Preferred-LLC hit per LLC: of the runtime of the shown processes that prefer
+        // it, the share spent on it.
+        let mut pref: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for r in s.processes.iter().flat_map(|t| &t.rows) {
+            if let Some(p) = r.preferred_llc {
+                let on = r.runtime_per_llc_ns.get(p as usize).copied().unwrap_or(0);
+                let e = pref.entry(p).or_default();
+                e.0 = e.0.saturating_add(on);
+                e.1 = e.1.saturating_add(r.cpu_time_ns);
+            }
+        }
+        for (llc, (on, all)) in pref {
+            if all > 0 {
+                let v = 100.0 * on as f64 / all as f64;
+                self.counter(Scope::Llc(llc), 3, "preferred-LLC hit", "%", start, v)?;
+            }
+        }
+        // Migrations into and out of each LLC by distance, from the LLC matrix.
+        if let Some(m) = &s.migrations
+            && !m.llc_matrix.is_empty()
+        {
+            let node_of = |l: usize| self.topo.llcs.get(l).and_then(|x| x.node);
+            let n = m.llc_matrix.len();
+            let mut cells = vec![[0u64; 5]; n];
+            for (from, row) in m.llc_matrix.iter().enumerate() {
+                for (to, &c) in row.iter().enumerate() {
+                    if from == to {
+                        cells[from][4] = cells[from][4].saturating_add(c);
+                        continue;
+                    }
+                    let far = usize::from(node_of(from) != node_of(to));
+                    if let Some(x) = cells.get_mut(to) {
+                        x[far] = x[far].saturating_add(c);
+                    }
+                    cells[from][2 + far] = cells[from][2 + far].saturating_add(c);
+                }
+            }
+            for (l, c) in cells.iter().enumerate() {
+                let Some(id) = self.topo.llcs.get(l).map(|x| x.id) else {
+                    continue;
+                };
+                for (i, name) in [
+                    "in cross_llc",
+                    "in cross_node",
+                    "out cross_llc",
+                    "out cross_node",
+                    "within",
+                ]
+                .iter()
+                .enumerate()
+                {
+                    self.counter(
+                        Scope::Llc(id),
+                        10 + i as u64,
+                        name,
+                        "/s",
+                        start,
+                        per_s(c[i]),
+                    )?;
+                }
+            }
+        }
+        if self.cpu_counters {
+            for c in &s.cpus {
+                if let Some(b) = c.busy {
+                    self.counter(Scope::Cpu(c.cpu), 0, "busy", "%", start, 100.0 * b)?;
+                }
+                if let Some(w) = c.rq_wait_ns {
+                    self.counter(
+                        Scope::Cpu(c.cpu),
+                        1,
+                        "run-queue wait",
+                        "ms/s",
+                        start,
+                        w as f64 / 1e6 / secs,
+                    )?;
+                }
+                if let Some(n) = c.migrations_in {
+                    self.counter(Scope::Cpu(c.cpu), 2, "migrations in", "/s", start, per_s(n))?;
+                }
+                if let Some(n) = c.migrations_out {
+                    self.counter(
+                        Scope::Cpu(c.cpu),
+                        3,
+                        "migrations out",
+                        "/s",
+                        start,
+                        per_s(n),
+                    )?;
+                }
+            }
+        }
+        if let Some(numa) = &s.numa {
+            if !numa.vmstat.is_empty() && self.tracks.insert(T_NUMA) {
+                self.w
+                    .track(T_NUMA, None, "NUMA balancing", &TrackKind::Plain, Some(90))?;
+            }
+            for (i, (k, &v)) in numa.vmstat.iter().enumerate() {
+                self.counter(Scope::Numa, i as u64, k, "/s", start, per_s(v))?;
+            }
+            for n in &numa.nodes {
+                for (i, k) in ["numa_miss", "numa_foreign", "other_node"]
+                    .iter()
+                    .enumerate()
+                {
+                    if let Some(&v) = n.counters.get(*k) {
+                        self.counter(
+                            Scope::Node(n.node),
+                            20 + i as u64,
+                            k,
+                            "pages/s",
+                            start,
+                            per_s(v),
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn group(&mut self, scope: Scope, g: &GroupStats, start: u64, secs: f64) -> io::Result<()> {
+        if let Some(b) = g.busy {
+            self.counter(scope, 0, "busy", "%", start, 100.0 * b)?;
+        }
+        if let Some(w) = g.rq_wait_ns {
+            self.counter(
+                scope,
+                1,
+                "run-queue wait",
+                "ms/s",
+                start,
+                w as f64 / 1e6 / secs,
+            )?;
+        }
+        if let Some(p) = g.rq_wait_p99_ns {
+            self.counter(scope, 2, "run-queue wait p99", "us", start, p as f64 / 1e3)?;
+        }
+        if let Some(c) = &g.counters {
+            if let Some(ipc) = c.ipc {
+                self.counter(scope, 4, "IPC", "instructions/cycle", start, ipc)?;
+            }
+            if let Some(m) = c.mpki {
+                self.counter(scope, 5, "MPKI", "misses/1000 instructions", start, m)?;
+            }
+            if let Some(m) = c.l3_misses_per_sec {
+                self.counter(scope, 6, "L3 misses", "/s", start, m)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A knob's change (llctop's own, with what it wrote and read back).
+    pub fn knob(&mut self, ev: &KnobEvent) -> io::Result<()> {
+        self.knob_changed(
+            ev.mono_ns,
+            &ev.id,
+            &ev.old,
+            &ev.new,
+            Some(&format!("{:?}", ev.action).to_lowercase()),
+        )
+    }
+
+    /// A knob's value changed from `old` to `new` (`how`: llctop's action, or None when
+    /// seen by re-reading the value).
+    pub fn knob_changed(
+        &mut self,
+        mono: u64,
+        id: &str,
+        old: &str,
+        new: &str,
+        how: Option<&str>,
+    ) -> io::Result<()> {
+        self.counts.knob_changes += 1;
+        let ts = self.ts(mono);
+        let mut args = vec![
+            ("knob".to_string(), Arg::Str(id.to_string())),
+            ("old".to_string(), Arg::Str(old.to_string())),
+            ("new".to_string(), Arg::Str(new.to_string())),
+        ];
+        args.push((
+            "by".to_string(),
+            Arg::Str(how.map_or("seen changed (not by this llctop)".into(), |h| {
+                format!("llctop ({h})")
+            })),
+        ));
+        self.w.instant(Event {
+            ts,
+            track: T_KNOBS,
+            name: format!("{id}: {old} → {new}"),
+            categories: vec!["knob".into()],
+            args,
+            ..Event::default()
+        })
+    }
+
+    /// An operator's marker.
+    pub fn marker(&mut self, mono: u64, label: &str) -> io::Result<()> {
+        let ts = self.ts(mono);
+        self.w.instant(Event {
+            ts,
+            track: T_MARKERS,
+            name: label.to_string(),
+            categories: vec!["marker".into()],
+            ..Event::default()
+        })
+    }
+
+    /// A source's state changed.
+    pub fn source_state(&mut self, mono: u64, s: &SourceStatus) -> io::Result<()> {
+        let ts = self.ts(mono);
+        let state = format!("{:?}", s.state).to_lowercase();
+        self.w.instant(Event {
+            ts,
+            track: T_SOURCES,
+            name: format!("{}: {state}", s.name),
+            categories: vec!["source".into()],
+            args: s
+                .reason
+                .iter()
+                .map(|r| ("reason".to_string(), Arg::Str(r.clone())))
+                .collect(),
+            ..Event::default()
+        })
+    }
+
+    /// A finding fired (a slice opens on its kind's track and on the processes it names)
+    /// or cleared (they close).
+    pub fn finding(&mut self, mono: u64, l: &FindingLine) -> io::Result<()> {
+        let ts = self.ts(mono);
+        let f = &l.finding;
+        let key = (f.kind.label().to_string(), f.key.clone());
+        match l.state {
+            State::Fired => {
+                if self.open.contains_key(&key) {
+                    return Ok(());
+                }
+                self.counts.findings += 1;
+                let kind_track = T_FINDINGS
+                    + crate::findings::Kind::ALL
+                        .iter()
+                        .position(|k| *k == f.kind)
+                        .unwrap_or(0) as u64;
+                if self.tracks.insert(kind_track) {
+                    self.w.track(
+                        kind_track,
+                        Some(T_LLCTOP),
+                        &format!("finding: {}", f.kind.title()),
+                        &TrackKind::Plain,
+                        None,
+                    )?;
+                }
+                let mut tracks = vec![kind_track];
+                for &pid in &f.pids {
+                    tracks.push(self.process_track(pid, &format!("pid {pid}"))?);
+                }
+                let name = format!("{} {}", f.severity.label().to_uppercase(), f.kind.title());
+                let mut args = vec![
+                    ("summary".to_string(), Arg::Str(f.summary.clone())),
+                    ("key".to_string(), Arg::Str(f.key.clone())),
+                ];
+                for x in &f.facts {
+                    args.push((x.label.clone(), Arg::Str(x.shown())));
+                }
+                if let Some(s) = &f.suggestion {
+                    args.push(("try".to_string(), Arg::Str(s.command.clone())));
+                }
+                for &t in &tracks {
+                    self.w.slice_begin(Event {
+                        ts,
+                        track: t,
+                        name: name.clone(),
+                        categories: vec!["finding".into(), f.kind.label().into()],
+                        args: args.clone(),
+                        ..Event::default()
+                    })?;
+                }
+                self.open.insert(key, tracks);
+            }
+            State::Cleared => {
+                if let Some(tracks) = self.open.remove(&key) {
+                    for t in tracks {
+                        self.w.slice_end(ts, t)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An A/B window of an experiment, as a slice.
+    pub fn window(
+        &mut self,
+        start_mono: u64,
+        end_mono: u64,
+        name: &str,
+        args: Vec<(String, Arg)>,
+    ) -> io::Result<()> {
+        let (a, b) = (self.ts(start_mono), self.ts(end_mono));
+        self.w.slice_begin(Event {
+            ts: a,
+            track: T_WINDOWS,
+            name: name.to_string(),
+            categories: vec!["experiment".into()],
+            args,
+            ..Event::default()
+        })?;
+        self.w.slice_end(b, T_WINDOWS)
+    }
+
+    /// Close what is open (findings still held), write the lost records per CPU, and
+    /// return the output.
+    pub fn finish(mut self, end_mono: u64, lost: &[u64]) -> io::Result<W> {
+        self.flush_sched()?;
+        let ts = self.ts(end_mono);
+        let open: Vec<Vec<u64>> = self.open.drain().map(|(_, t)| t).collect();
+        for tracks in open {
+            for t in tracks {
+                self.w.slice_end(ts, t)?;
+            }
+        }
+        self.w.ftrace_stats(ts, true, lost)?;
+        self.w.into_inner()
+    }
+
+    /// Lost records so far at the start (all zero): the phase trace processors pair.
+    pub fn start_stats(&mut self, mono: u64, cpus: usize) -> io::Result<()> {
+        let ts = self.ts(mono);
+        self.w.ftrace_stats(ts, false, &vec![0; cpus])
+    }
+}
