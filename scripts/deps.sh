@@ -11,6 +11,8 @@ PKGS=(
   libcap2-bin                # setcap: the non-root install test (tests/unprivileged.rs)
   zsh fish man-db            # completions and man page checked by their own parsers (tests/habits.rs)
   prometheus                 # llctop serve scraped by a real Prometheus, linted by promtool (tests/serve.rs)
+  linux-perf                 # perf record: the trace's migrations against sched_migrate_task (tests/trace.rs)
+  python3-pip                # pip, for the Python packages below
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -22,6 +24,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+# Perfetto's own generated classes decode every trace in the tests (tests/perfetto_decode.py).
+if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
+  echo "deps: installing the Python packages perfetto and protobuf"
+  python3 -m pip install --quiet --disable-pip-version-check perfetto protobuf \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages perfetto protobuf
 fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "deps: cargo not found: install Rust (https://rustup.rs), 1.88 or newer" >&2

@@ -1,0 +1,530 @@
+//! `llctop trace` and `llctop export --perfetto`, each trace decoded by Perfetto's own
+//! generated Python classes (tests/perfetto_decode.py), never by llctop's code:
+//! - a workload that hops between CPU 0 and CPU 1 N times under `llctop trace -- CMD`: its
+//!   migrations in the trace equal the kernel's own count (`se.nr_migrations`) and perf's
+//!   `sched:sched_migrate_task` for its pid, each named by the distance sysfs gives those
+//!   CPUs; its switches in the trace are its context switches as getrusage counts them
+//!   (plus its exit); its name and command line are right; the track tree is the
+//!   machine's; llctop exits with the command's status;
+//! - SIGINT/SIGTERM/SIGHUP mid-trace leave a whole trace and exit 128+sig; a full disk
+//!   cuts it at a whole packet with a one-line error; an unwritable output is refused;
+//! - export: every counter of a recording's trace is the recording's figure.
+//!
+//! (perf's `sched:sched_switch` is no oracle for switches per CPU on this VM: its kernel
+//! skips that event for perf when a CPU leaves idle — docs/timeline.md.)
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::require_root;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_llctop");
+const WORKLOAD: &str = env!("CARGO_BIN_EXE_llctop-workload");
+
+/// The trace at `path` as Perfetto's Python classes read it.
+fn decode(path: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("python3 runs (scripts/deps.sh installs perfetto and protobuf)");
+    assert!(
+        out.status.success(),
+        "decoder: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the decoder's JSON")
+}
+
+/// The distance of a move between CPUs `a` and `b` as sysfs describes them.
+fn sysfs_distance(a: u32, b: u32) -> &'static str {
+    let read = |p: String| std::fs::read_to_string(p).unwrap_or_default();
+    let list =
+        |p: String| -> Vec<u32> { llctop::cpulist::parse(read(p).trim()).unwrap_or_default() };
+    let cpu = |c: u32, f: &str| format!("/sys/devices/system/cpu/cpu{c}/{f}");
+    if list(cpu(a, "topology/thread_siblings_list")).contains(&b) {
+        return "smt";
+    }
+    let node = |c: u32| {
+        std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{c}"))
+            .ok()
+            .and_then(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .find(|n| n.starts_with("node"))
+            })
+    };
+    if node(a) != node(b) {
+        return "cross_node";
+    }
+    // The last level of cache.
+    let mut shared = Vec::new();
+    for i in 0..8 {
+        let l = list(cpu(a, &format!("cache/index{i}/shared_cpu_list")));
+        if !l.is_empty() {
+            shared = l;
+        }
+    }
+    if shared.contains(&b) {
+        "llc"
+    } else {
+        "cross_llc"
+    }
+}
+
+/// Counts of perf's `sched:sched_migrate_task` per pid in `data`.
+fn perf_migrations(data: &Path) -> BTreeMap<u32, u64> {
+    let out = Command::new("perf")
+        .args(["script", "-F", "event,trace", "-i"])
+        .arg(data)
+        .output()
+        .expect("perf (linux-perf, installed by scripts/deps.sh)");
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        if !l.contains("sched_migrate_task") {
+            continue;
+        }
+        if let Some(pid) = l
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("pid="))
+            .and_then(|p| p.parse().ok())
+        {
+            *m.entry(pid).or_default() += 1;
+        }
+    }
+    m
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("hop.pftrace");
+    let data = dir.path().join("perf.data");
+    let mut perf = Command::new("perf")
+        .args(["record", "-q", "-e", "sched:sched_migrate_task", "-a", "-o"])
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("perf record");
+    std::thread::sleep(Duration::from_secs(1));
+    let hops = 200u64;
+    let mut t = Command::new(BIN)
+        .args(["--interval", "500ms", "trace", "-o"])
+        .arg(&trace)
+        .args(["--", WORKLOAD, "hop", "0", "1", &hops.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(t.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    writeln!(t.stdin.take().unwrap(), "go").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let st = t.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut t.stderr.take().unwrap(), &mut err).unwrap();
+    println!("{line}{err}");
+    assert!(st.success(), "{err}");
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(perf.id() as i32, libc::SIGINT) };
+    perf.wait().unwrap();
+    // done N migrations M switches V I
+    let w: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(w.first(), Some(&"done"), "{line}");
+    let kernel_migs: u64 = w[3].parse().expect("se.nr_migrations");
+    let switches: u64 = w[5].parse::<u64>().unwrap() + w[6].parse::<u64>().unwrap();
+    assert!(kernel_migs >= hops, "{line}");
+
+    let d = decode(&trace);
+    assert_eq!(d["cut"], 0, "a whole trace");
+    assert!(
+        d["lost_end"].as_array().unwrap().iter().all(|n| n == 0),
+        "nothing lost: {}",
+        d["lost_end"]
+    );
+    // Who the workload is: the process whose command line runs it.
+    let (pid, _) = d["processes"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, v)| {
+            v[1][0]
+                .as_str()
+                .is_some_and(|c| c.ends_with("llctop-workload"))
+        })
+        .expect("the workload's process, with its command line");
+    let pid: u32 = pid.parse().unwrap();
+    assert_eq!(d["threads"][pid.to_string()], "llctop-workload", "its name");
+    // Its migrations: on its own thread track, each with its distance and a flow.
+    let migs: Vec<&Value> = d["instants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["categories"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c == "migration")
+                && e["args"]["tid"] == pid
+                && e["flow_out"].as_array().unwrap().is_empty()
+                && e["flow_in"].as_array().unwrap().is_empty()
+        })
+        .collect();
+    let perf_count = perf_migrations(&data).get(&pid).copied().unwrap_or(0);
+    println!(
+        "workload {pid}: trace {} migrations, kernel {kernel_migs}, perf {perf_count}",
+        migs.len()
+    );
+    assert_eq!(migs.len() as u64, kernel_migs, "the kernel's own count");
+    assert_eq!(migs.len() as u64, perf_count, "perf's sched_migrate_task");
+    let hop_dist = sysfs_distance(0, 1);
+    let between: Vec<&&Value> = migs
+        .iter()
+        .filter(|e| {
+            let (f, t) = (&e["args"]["from_cpu"], &e["args"]["to_cpu"]);
+            (f == 0 && t == 1) || (f == 1 && t == 0)
+        })
+        .collect();
+    assert!(
+        between.len() as u64 >= hops,
+        "{} hops between 0 and 1",
+        between.len()
+    );
+    for e in between {
+        assert_eq!(e["args"]["distance"], hop_dist, "{e}");
+        assert!(e["name"].as_str().unwrap().starts_with(hop_dist), "{e}");
+    }
+    // Every migration flows from its source CPU's track to its destination's.
+    let flows_out = d["instants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["flow_out"].as_array().unwrap().is_empty())
+        .count();
+    let flows_in = d["instants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["flow_in"].as_array().unwrap().is_empty())
+        .count();
+    assert_eq!(flows_out, flows_in);
+    assert!(flows_out as u64 >= kernel_migs);
+    // Its switches: each switch-out of it is a switch on its CPU after one that brought
+    // it in — getrusage's count when it printed, plus at most its exit's.
+    let ins = d["switch_next_pids"][pid.to_string()].as_u64().unwrap_or(0);
+    println!("switch-ins {ins}, getrusage {switches}");
+    assert!(
+        (switches..=switches + 2).contains(&ins),
+        "switch-ins {ins} vs getrusage {switches} (+ its exit)"
+    );
+    // The track tree: every online CPU under the LLC track that lists it.
+    let tracks = d["tracks"].as_object().unwrap();
+    let online = llctop::cpulist::parse(
+        std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    for c in online {
+        let (_, t) = tracks
+            .iter()
+            .find(|(_, t)| t["name"] == format!("CPU {c}"))
+            .unwrap_or_else(|| panic!("a track for CPU {c}"));
+        let parent = tracks[&t["parent"].to_string()]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(parent.contains("LLC"), "CPU {c} under {parent}");
+    }
+    // The command's status is llctop's.
+    let st = Command::new(BIN)
+        .args(["trace", "-o"])
+        .arg(dir.path().join("seven.pftrace"))
+        .args(["--", "sh", "-c", "exit 7"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(7));
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_signal_mid_trace_leaves_a_whole_trace() {
+    require_root();
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("sig.pftrace");
+        let mut t = Command::new(BIN)
+            .args(["--interval", "200ms", "trace", "-o"])
+            .arg(&trace)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(t.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        assert!(line.contains("tracing to"), "{line}");
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: kill(2) of our own child.
+        unsafe { libc::kill(t.id() as i32, sig) };
+        let st = t.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        assert_eq!(st.code(), Some(128 + sig), "{rest}");
+        assert!(rest.contains("switches"), "the summary: {rest}");
+        let d = decode(&trace);
+        assert_eq!(d["cut"], 0);
+        assert!(d["lost_end"].is_array(), "the end statistics are there");
+        assert!(d["kinds"]["ftrace_events"].as_u64().unwrap_or(0) > 0);
+    }
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_full_disk_cuts_the_trace_at_a_whole_packet() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mount a small tmpfs");
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Umount(mnt.clone());
+    let trace = mnt.join("full.pftrace");
+    let t0 = Instant::now();
+    let out = Command::new(BIN)
+        .args([
+            "--interval",
+            "200ms",
+            "trace",
+            "--cpu-counters",
+            "--duration",
+            "20s",
+            "-o",
+        ])
+        .arg(&trace)
+        .args(["--", WORKLOAD, "churn", "20"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{err}");
+    assert!(!out.status.success(), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("No space left") && last.contains("cut at its last whole packet"),
+        "{last}"
+    );
+    let d = decode(&trace);
+    assert_eq!(d["cut"], 0, "ends at a whole packet");
+    assert!(d["packets"].as_u64().unwrap() > 10);
+}
+
+#[test]
+fn an_unwritable_output_is_refused_in_one_line() {
+    let out = Command::new(BIN)
+        .args([
+            "trace",
+            "-o",
+            "/nonexistent-dir/x.pftrace",
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent-dir/x.pftrace"), "{err}");
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/recordings")
+        .join(name)
+}
+
+/// The recording's lines of `kind`.
+fn lines(rec: &Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(rec)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == kind)
+        .collect()
+}
+
+#[test]
+fn an_exported_recording_holds_its_figures() {
+    for name in [
+        "placement-7.2-bpf.jsonl",
+        "ab-7.2.jsonl",
+        "numa-6.1-procfs.jsonl",
+        "newidle-6.1-procfs.jsonl",
+    ] {
+        let rec = fixture(name);
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("x.pftrace");
+        let out = Command::new(BIN)
+            .args(["export", "--perfetto"])
+            .arg(&rec)
+            .arg("-o")
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let d = decode(&trace);
+        assert_eq!(d["cut"], 0);
+        let tracks = d["tracks"].as_object().unwrap();
+        // The counter track of LLC `l` named `metric`.
+        let counter = |llc: u64, metric: &str| -> Option<&Vec<Value>> {
+            let (uuid, _) = tracks.iter().find(|(_, t)| {
+                t["name"] == metric
+                    && t["counter"].is_string()
+                    && tracks
+                        .get(&t["parent"].to_string())
+                        .and_then(|p| p["name"].as_str())
+                        .is_some_and(|n| n.contains(&format!("LLC {llc} ")))
+            })?;
+            d["counters"][uuid].as_array()
+        };
+        let snaps = lines(&rec, "snapshot");
+        let mut checked = 0;
+        for s in &snaps {
+            let start =
+                s["time"]["mono_ns"].as_u64().unwrap() - s["time"]["interval_ns"].as_u64().unwrap();
+            let secs = s["time"]["interval_ns"].as_f64().unwrap() / 1e9;
+            let at = |series: &Vec<Value>| -> Option<f64> {
+                series
+                    .iter()
+                    .find(|p| p[0] == start)
+                    .and_then(|p| p[1].as_f64())
+            };
+            for g in s["llcs"].as_array().unwrap() {
+                let id = g["id"].as_u64().unwrap();
+                if let Some(b) = g["busy"].as_f64() {
+                    let v = at(counter(id, "busy").expect("busy track")).expect("a value");
+                    assert!(
+                        (v - 100.0 * b).abs() < 1e-9,
+                        "{name} llc{id} busy {v} vs {b}"
+                    );
+                    checked += 1;
+                }
+                if let Some(w) = g["rq_wait_ns"].as_f64() {
+                    let v =
+                        at(counter(id, "run-queue wait").expect("wait track")).expect("a value");
+                    assert!((v - w / 1e6 / secs).abs() < 1e-9, "{name} llc{id} wait");
+                    checked += 1;
+                }
+            }
+            // In and out of each LLC, from the recording's own matrix.
+            if let Some(m) = s["migrations"]["llc_matrix"].as_array() {
+                let llcs = s["llcs"].as_array().unwrap();
+                for (to, g) in llcs.iter().enumerate() {
+                    let id = g["id"].as_u64().unwrap();
+                    let inbound: u64 = m
+                        .iter()
+                        .enumerate()
+                        .filter(|(from, _)| *from != to)
+                        .map(|(_, row)| row[to].as_u64().unwrap())
+                        .sum();
+                    let got: f64 = ["in cross_llc", "in cross_node"]
+                        .iter()
+                        .filter_map(|k| counter(id, k).and_then(at))
+                        .sum();
+                    assert!(
+                        (got - inbound as f64 / secs).abs() < 1e-6,
+                        "{name} llc{id} in: {got} vs {inbound}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0, "{name}: something to check");
+        // Every detail migration, knob change, window and fired finding is there.
+        let recorded_migs: usize = snaps
+            .iter()
+            .flat_map(|s| {
+                s["events"]["events"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|e| e["kind"] == "migration")
+            .count();
+        let traced_migs = d["instants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["categories"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c == "migration")
+                    && e["flow_out"].as_array().unwrap().is_empty()
+                    && e["flow_in"].as_array().unwrap().is_empty()
+            })
+            .count();
+        assert_eq!(traced_migs, recorded_migs, "{name}: migrations");
+        let knobs = d["instants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["categories"][0] == "knob")
+            .count();
+        assert_eq!(knobs, lines(&rec, "knob").len(), "{name}: knob changes");
+        let begins = |cat: &str| {
+            d["slices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] == "begin" && e["categories"][0] == cat)
+                .count()
+        };
+        assert_eq!(
+            begins("experiment"),
+            lines(&rec, "window").len(),
+            "{name}: windows"
+        );
+        let fired = lines(&rec, "finding")
+            .iter()
+            .filter(|f| f["state"] == "fired")
+            .count();
+        assert!(
+            begins("finding") >= fired,
+            "{name}: findings {} vs {fired}",
+            begins("finding")
+        );
+        println!("{name}: {checked} counter values checked, {recorded_migs} migrations");
+    }
+}
