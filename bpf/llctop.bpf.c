@@ -1325,6 +1325,12 @@ int BPF_PROG(btf_exec, struct task_struct *p)
 	return on_exec(p, true);
 }
 
+SEC("tp_btf/task_rename")
+int BPF_PROG(btf_rename, struct task_struct *p, const char *comm)
+{
+	return on_rename(p, comm, true);
+}
+
 /* Run by userspace before each read (and once at attach) where settle_walk is not
  * there: every task's runtime and wait since its last settle, on the LLC of the CPU it
  * is on (task_settle). */
@@ -1438,4 +1444,10 @@ SEC("raw_tp/sched_process_exec")
 int BPF_PROG(raw_exec, struct task_struct *p)
 {
 	return on_exec(p, false);
+}
+
+SEC("raw_tp/task_rename")
+int BPF_PROG(raw_rename, struct task_struct *p, const char *comm)
+{
+	return on_rename(p, comm, false);
 }

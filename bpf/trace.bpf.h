@@ -19,21 +19,20 @@
 const volatile bool trace_on = false;
 
 /* Kinds of trace records. */
-enum llctop_trace_kind { T_SWITCH = 1, T_WAKING, T_MIGRATE, T_PLACE, T_FORK, T_EXIT, T_EXEC };
+enum llctop_trace_kind { T_SWITCH = 1, T_WAKING, T_MIGRATE, T_PLACE, T_FORK, T_EXIT, T_EXEC, T_RENAME };
 /* A migration the topology cannot classify (a CPU outside it). */
 enum { T_DIST_NONE = 255 };
 
-/* One trace record (56 bytes). The fields' meaning depends on the kind:
- *   T_SWITCH:  cpu; pid/tgid/prio/comm of next; x = prev_state (as the sched_switch ftrace
- *              event encodes it); y = prev's pid.
- *   T_WAKING:  cpu = the waker's CPU; target = the woken task's CPU; pid/tgid/prio/comm.
+/* One trace record (56 bytes) of the rarer kinds (switches and wakings are staged in
+ * batches, below). The fields' meaning depends on the kind:
  *   T_MIGRATE: cpu = the CPU that moved it; from -> target; dist, cause; pid/tgid/prio/comm.
  *   T_PLACE:   cpu = the parent's CPU; target = where the new task was put; pid/tgid/comm;
  *              x = nr_cpus_allowed; y = idle allowed CPUs then; from = the lowest of
  *              them (0xffff: none).
  *   T_FORK:    pid/tgid/comm of the child; x = parent pid; y = parent tgid.
  *   T_EXIT:    pid/tgid/comm of the exiting thread.
- *   T_EXEC:    pid/tgid and the new comm of a thread that exec'd. */
+ *   T_EXEC:    pid/tgid and the new comm of a thread that exec'd.
+ *   T_RENAME:  pid/tgid of a thread that named itself, and its new comm. */
 struct trace_rec {
 	u64 ts; /* CLOCK_MONOTONIC */
 	u32 pid;
@@ -57,10 +56,76 @@ struct {
 	__uint(max_entries, 4096); /* set before load: the trace buffer, or a page when off */
 } trace_rb SEC(".maps");
 
-/* Never read or written: carries the record's layout into BTF (src/source/bpf/layout.rs). */
+/*
+ * Switches and wakings — most of a trace — are not reserved one by one in the ring buffer
+ * (a lock shared by every CPU and a submit each): each CPU stages them in a batch of its
+ * own and hands the batch to the ring buffer whole (one copy, one lock) when it is full.
+ * A switch and a waking each have their batch: the kernel never runs a program nested in
+ * itself on one CPU (it skips the nested run and counts it in the program's
+ * recursion_misses, which userspace reads as lost), so a batch has one writer at a time.
+ * When the trace ends userspace sets trace_ctl, then reads what the batches still hold.
+ */
+enum { TRACE_BATCH = 128 };
+/* What a batch holds (struct trace_batch.kind). */
+enum llctop_trace_batch { TB_SWITCH = 101, TB_WAKING = 102 };
+
+/* One staged switch or waking (24 bytes). No task name: reading it would touch another
+ * cache line of a task that may be cold, at every switch; userspace knows every thread's
+ * name from /proc at the start and from the fork, exec and rename records after.
+ *   switch: pid/tgid/prio of next; prev_pid; state = prev_state (ftrace encoding).
+ *   waking: pid/tgid/prio of the woken task; prev_pid = its CPU (the target). */
+struct trace_ev {
+	u64 ts;
+	u32 pid;
+	u32 tgid;
+	u32 prev_pid;
+	u16 state;
+	s16 prio;
+};
+
+struct trace_batch {
+	u32 kind;
+	u32 cpu;
+	u32 n;
+	u32 pad;
+	struct trace_ev ev[TRACE_BATCH];
+};
+
+struct trace_stage {
+	struct trace_batch sw;
+	struct trace_batch wk;
+};
+
+/* CPU c's batches are entry c (sized to nr_cpu_ids before load; 1 when off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct trace_stage);
+} trace_stage SEC(".maps");
+
+/* Entry 0 is set to 1 by userspace when the trace ends: nothing more is written. A map of
+ * its own (not .bss): userspace writes it from the trace's thread through a handle. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} trace_ctl SEC(".maps");
+
+static __always_inline bool trace_stopping(void)
+{
+	u32 zero = 0;
+	u32 *stop = bpf_map_lookup_elem(&trace_ctl, &zero);
+	return !stop || *stop;
+}
+
+/* Never read or written: carries the records' layouts into BTF (src/source/bpf/tracing.rs). */
 const volatile struct {
 	enum llctop_trace_kind kind;
+	enum llctop_trace_batch batch_kind;
 	struct trace_rec rec;
+	struct trace_batch batch;
 } trace_layout;
 
 /* sched_switch's prev_state as its ftrace event encodes it (__trace_sched_switch_state):
@@ -77,9 +142,11 @@ static __always_inline u32 trace_prev_state(bool preempt, struct task_struct *p,
 	return 1u << log2_u64(s);
 }
 
-/* A record reserved and stamped, or NULL (counted as dropped). */
+/* A record reserved and stamped, or NULL (counted as dropped; none while stopping). */
 static __always_inline struct trace_rec *trace_reserve(u8 kind, u32 cpu)
 {
+	if (trace_stopping())
+		return NULL;
 	struct trace_rec *r = bpf_ringbuf_reserve(&trace_rb, sizeof(*r), 0);
 	if (!r) {
 		struct cpu_stat *cs = stats_of(cpu);
@@ -113,16 +180,59 @@ static __always_inline void trace_task(struct trace_rec *r, struct task_struct *
 		BPF_CORE_READ_STR_INTO(&r->comm, p, comm);
 }
 
+/* The next free slot of this CPU's batch of `kind` (its record is then filled and the
+ * batch handed over with trace_staged), or NULL while the trace is stopping. */
+static __always_inline struct trace_ev *trace_slot(struct trace_batch **bp, u32 cpu, bool waking)
+{
+	if (trace_stopping())
+		return NULL;
+	struct trace_stage *st = bpf_map_lookup_elem(&trace_stage, &cpu);
+	if (!st)
+		return NULL;
+	struct trace_batch *b = waking ? &st->wk : &st->sw;
+	*bp = b;
+	return &b->ev[b->n & (TRACE_BATCH - 1)];
+}
+
+/* The slot just filled counts; a full batch goes to the ring buffer whole. */
+static __always_inline void trace_staged(struct trace_batch *b, u32 cpu, u32 kind)
+{
+	u32 n = (b->n & (TRACE_BATCH - 1)) + 1;
+	if (n < TRACE_BATCH) {
+		b->n = n;
+		return;
+	}
+	b->kind = kind;
+	b->cpu = cpu;
+	b->n = TRACE_BATCH;
+	if (bpf_ringbuf_output(&trace_rb, b, sizeof(*b), TRACE_SUBMIT)) {
+		struct cpu_stat *cs = stats_of(cpu);
+		if (cs)
+			cs->trace_dropped += TRACE_BATCH;
+	}
+	b->n = 0;
+}
+
+/* pid, tgid and prio of p into a staged event. */
+static __always_inline void trace_ev_task(struct trace_ev *e, struct task_struct *p, const bool direct)
+{
+	e->pid = RD(direct, p, pid);
+	e->tgid = RD(direct, p, tgid);
+	e->prio = (s16)RD(direct, p, prio);
+}
+
 static __always_inline void trace_switch_body(u32 cpu, bool preempt, struct task_struct *prev,
 					      struct task_struct *next, const bool direct)
 {
-	struct trace_rec *r = trace_reserve(T_SWITCH, cpu);
-	if (!r)
+	struct trace_batch *b;
+	struct trace_ev *e = trace_slot(&b, cpu, false);
+	if (!e)
 		return;
-	trace_task(r, next, direct);
-	r->x = trace_prev_state(preempt, prev, direct);
-	r->y = RD(direct, prev, pid);
-	bpf_ringbuf_submit(r, TRACE_SUBMIT);
+	e->ts = bpf_ktime_get_ns();
+	trace_ev_task(e, next, direct);
+	e->prev_pid = RD(direct, prev, pid);
+	e->state = (u16)trace_prev_state(preempt, prev, direct);
+	trace_staged(b, cpu, TB_SWITCH);
 }
 
 static __noinline void trace_switch_direct(u32 cpu, bool preempt, struct task_struct *prev,
@@ -187,7 +297,15 @@ static __always_inline int on_waking(struct task_struct *p, const bool direct)
 	if (!trace_on)
 		return 0;
 	u32 cpu = bpf_get_smp_processor_id();
-	trace_task_event(p, cpu, task_cpu(p, direct), 0, T_WAKING, 0, 0, direct);
+	struct trace_batch *b;
+	struct trace_ev *e = trace_slot(&b, cpu, true);
+	if (!e)
+		return 0;
+	e->ts = bpf_ktime_get_ns();
+	trace_ev_task(e, p, direct);
+	e->prev_pid = task_cpu(p, direct);
+	e->state = 0;
+	trace_staged(b, cpu, TB_WAKING);
 	return 0;
 }
 
@@ -211,5 +329,19 @@ static __always_inline int on_exec(struct task_struct *p, const bool direct)
 	if (!trace_on)
 		return 0;
 	trace_task_event(p, bpf_get_smp_processor_id(), 0, 0, T_EXEC, 0, 0, direct);
+	return 0;
+}
+
+/* A thread renamed itself (prctl PR_SET_NAME, a write to comm): its new name. */
+static __always_inline int on_rename(struct task_struct *p, const char *comm, const bool direct)
+{
+	if (!trace_on)
+		return 0;
+	struct trace_rec *r = trace_reserve(T_RENAME, bpf_get_smp_processor_id());
+	if (!r)
+		return 0;
+	trace_task(r, p, direct);
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
+	bpf_ringbuf_submit(r, TRACE_SUBMIT);
 	return 0;
 }

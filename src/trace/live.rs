@@ -75,6 +75,8 @@ struct Written {
     counts: super::timeline::Counts,
     bytes: u64,
     lost: Vec<u64>,
+    /// Runs of the trace's programs the kernel skipped (nested on a CPU).
+    skipped: u64,
     undecoded: u64,
 }
 
@@ -139,7 +141,21 @@ fn writer_thread(
         }
     };
     let lost = tap.dropped();
+    let skipped = tap.skipped();
     let mut error = error.into_inner();
+    let total: u64 = lost.iter().sum::<u64>() + skipped;
+    if error.is_none()
+        && total > 0
+        && let Err(e) = tl.note(
+            crate::clock::mono_ns(),
+            &format!(
+                "{total} records lost: {} for want of room in the ring buffer, {skipped} runs the kernel skipped (nested)",
+                total - skipped
+            ),
+        )
+    {
+        error = Some(e.to_string());
+    }
     if error.is_none()
         && let Err(e) = tl.flush_sched()
     {
@@ -174,6 +190,7 @@ fn writer_thread(
         counts,
         bytes,
         lost,
+        skipped,
         undecoded,
     }
 }
@@ -346,7 +363,10 @@ pub fn run(
             }
         ));
     }
-    line.push_str(&format!("; {lost} records lost (ring buffer full)"));
+    line.push_str(&format!(
+        "; {lost} records lost (ring buffer full), {} skipped (the kernel runs no program nested in itself)",
+        w.skipped
+    ));
     if w.undecoded > 0 {
         line.push_str(&format!(", {} undecodable", w.undecoded));
     }

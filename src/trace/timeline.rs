@@ -16,7 +16,7 @@ use super::sched::Sched;
 use crate::findings::advisor::{FindingLine, State};
 use crate::knobs::session::KnobEvent;
 use crate::snapshot::{Cause, GroupStats, Snapshot, SourceStatus};
-use crate::source::bpf::tracing::TraceRecord;
+use crate::source::bpf::tracing::{Comm, TraceRecord};
 use crate::topology::{Distance, Topology};
 
 /// Track uuids: one space per kind, the id in the low bits.
@@ -90,6 +90,8 @@ pub struct Timeline<W: Write> {
     open: HashMap<(String, String), Vec<u64>>,
     /// Per-CPU counters too.
     cpu_counters: bool,
+    /// Every thread's name as known so far (the switches and wakings carry none).
+    names: HashMap<u32, Comm>,
     pub counts: Counts,
 }
 
@@ -126,6 +128,7 @@ impl<W: Write> Timeline<W> {
             next_flow: 1,
             open: HashMap::new(),
             cpu_counters,
+            names: HashMap::new(),
             counts: Counts::default(),
         }
     }
@@ -214,8 +217,15 @@ impl<W: Write> Timeline<W> {
         procs: &[Proc],
         threads: &[Thread],
     ) -> io::Result<()> {
+        for t in threads {
+            self.names.insert(t.tid, Comm::named(&t.name));
+        }
         let ts = self.ts(mono);
         self.w.process_tree(ts, procs, threads)
+    }
+
+    fn name_of(&self, tid: u32) -> Comm {
+        self.names.get(&tid).copied().unwrap_or_default()
     }
 
     /// The track of thread `tid` of process `pid` (declared the first time).
@@ -264,13 +274,13 @@ impl<W: Write> Timeline<W> {
                 prev_state,
                 next_pid,
                 next_prio,
-                next_comm,
                 ..
             } => {
                 let ts = self.ts(ts);
+                let comm = self.name_of(next_pid);
                 if self
                     .sched
-                    .switch(cpu, ts, prev_state, next_pid, next_prio, next_comm)
+                    .switch(cpu, ts, prev_state, next_pid, next_prio, comm)
                 {
                     self.take_sched(cpu)?;
                 }
@@ -281,10 +291,10 @@ impl<W: Write> Timeline<W> {
                 target_cpu,
                 pid,
                 prio,
-                comm,
                 ..
             } => {
                 let ts = self.ts(ts);
+                let comm = self.name_of(pid);
                 if self.sched.waking(cpu, ts, pid, target_cpu, prio, comm) {
                     self.take_sched(cpu)?;
                 }
@@ -299,7 +309,10 @@ impl<W: Write> Timeline<W> {
                 distance,
                 cause,
                 ..
-            } => self.migration(ts, pid, tgid, &comm.as_string(), from, to, distance, cause)?,
+            } => {
+                self.names.insert(pid, comm);
+                self.migration(ts, pid, tgid, &comm.as_string(), from, to, distance, cause)?
+            }
             TraceRecord::Place {
                 ts,
                 cpu,
@@ -330,6 +343,7 @@ impl<W: Write> Timeline<W> {
                 ..
             } => {
                 self.counts.forks += 1;
+                self.names.insert(pid, comm);
                 let procs: Vec<Proc> = if pid == tgid {
                     vec![Proc {
                         pid,
@@ -355,6 +369,7 @@ impl<W: Write> Timeline<W> {
             } => {
                 // The new program's name and command line (read now: a short-lived
                 // one may be gone, then its name stands for it).
+                self.names.insert(pid, comm);
                 let name = comm.as_string();
                 let mut procs = Vec::new();
                 if pid == tgid {
@@ -388,6 +403,21 @@ impl<W: Write> Timeline<W> {
                 }];
                 let ts = self.ts(ts);
                 self.w.process_tree(ts, &procs, &threads)?;
+            }
+            TraceRecord::Rename {
+                ts,
+                pid,
+                tgid,
+                comm,
+            } => {
+                self.names.insert(pid, comm);
+                let threads = [Thread {
+                    tid: pid,
+                    tgid,
+                    name: comm.as_string(),
+                }];
+                let ts = self.ts(ts);
+                self.w.process_tree(ts, &[], &threads)?;
             }
             TraceRecord::Exit { .. } => self.counts.exits += 1,
         }
@@ -774,6 +804,18 @@ impl<W: Write> Timeline<W> {
             track: T_MARKERS,
             name: label.to_string(),
             categories: vec!["marker".into()],
+            ..Event::default()
+        })
+    }
+
+    /// A note from llctop itself on its own track (e.g. records lost).
+    pub fn note(&mut self, mono: u64, text: &str) -> io::Result<()> {
+        let ts = self.ts(mono);
+        self.w.instant(Event {
+            ts,
+            track: T_LLCTOP,
+            name: text.to_string(),
+            categories: vec!["llctop".into()],
             ..Event::default()
         })
     }

@@ -31,6 +31,9 @@ pub const PAIRS: [(&str, &[&str]); 3] = [
             "raw_wakeup",
             "btf_wakeup_new",
             "raw_wakeup_new",
+            // Trace mode's sched_waking: the same kind of event, one per wakeup.
+            "btf_waking",
+            "raw_waking",
         ],
     ),
     ("floor_migrate", &["btf_migrate", "raw_migrate"]),
@@ -63,6 +66,17 @@ impl ProgStats {
         (self.run_cnt > 0).then(|| self.run_time_ns as f64 / self.run_cnt as f64)
     }
 }
+
+/// Trace mode's other hooks (a fork, an exec, a rename): rare next to the switches, with no empty
+/// program of their own, but part of what a trace costs per switch.
+pub const TRACE_ONLY: [&str; 6] = [
+    "btf_fork",
+    "raw_fork",
+    "btf_exec",
+    "raw_exec",
+    "btf_rename",
+    "raw_rename",
+];
 
 /// The task walks of bpf/llctop.bpf.c (run by llctop's reads, not by an event): the
 /// iter/task program, run once per task, and the open-coded walk, run once per read
@@ -123,7 +137,10 @@ pub fn compare(llctop: &[ProgStats], floor: &[ProgStats]) -> (String, Option<f64
     // Every per-switch hook's time, over the switches: what one context switch costs.
     let hooks: u64 = llctop
         .iter()
-        .filter(|p| PAIRS.iter().any(|(_, l)| l.contains(&p.name.as_str())))
+        .filter(|p| {
+            PAIRS.iter().any(|(_, l)| l.contains(&p.name.as_str()))
+                || TRACE_ONLY.contains(&p.name.as_str())
+        })
         .map(|p| p.run_time_ns)
         .fold(0, u64::saturating_add);
     let per_switch = switch
@@ -141,7 +158,7 @@ pub fn compare(llctop: &[ProgStats], floor: &[ProgStats]) -> (String, Option<f64
     );
     let _ = writeln!(
         out,
-        "per context switch, every hook (switch + wakeup + wakeup_new + migrate time / switches): {} ns, {} the empty switch program (target <= {PER_SWITCH_TARGET}x)",
+        "per context switch, every hook (switch + wakeup(s) + wakeup_new + migrate [+ trace mode's fork, exec] time / switches): {} ns, {} the empty switch program (target <= {PER_SWITCH_TARGET}x)",
         per_switch.map_or("-".into(), |x| format!("{x:.1}")),
         show(per_switch_ratio)
     );

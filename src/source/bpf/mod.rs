@@ -243,12 +243,38 @@ impl BpfSource {
     /// The trace ring buffer and per-CPU statistics as handles for a thread of their own
     /// (a source loaded in trace mode; otherwise the ring is a page nothing writes to).
     pub fn trace_tap(&self) -> Result<tracing::TraceTap, LoadError> {
-        tracing::TraceTap::new(
-            &self.skel.maps.trace_rb,
-            &self.skel.maps.cpu_stats,
-            self.nr_cpus,
-        )
-        .map_err(|e| LoadError(format!("trace ring buffer: {e}")))
+        use std::os::fd::AsFd;
+        let p = &self.skel.progs;
+        let progs = [
+            &p.btf_switch,
+            &p.raw_switch,
+            &p.btf_waking,
+            &p.raw_waking,
+            &p.btf_wakeup_new,
+            &p.raw_wakeup_new,
+            &p.btf_migrate,
+            &p.raw_migrate,
+            &p.btf_fork,
+            &p.raw_fork,
+            &p.btf_exec,
+            &p.raw_exec,
+            &p.btf_exit,
+            &p.raw_exit,
+            &p.btf_rename,
+            &p.raw_rename,
+        ]
+        .into_iter()
+        .filter(|p| p.autoload())
+        .filter_map(|p| p.as_fd().try_clone_to_owned().ok())
+        .collect();
+        let maps = tracing::TraceMaps {
+            ring: &self.skel.maps.trace_rb,
+            stage: &self.skel.maps.trace_stage,
+            ctl: &self.skel.maps.trace_ctl,
+            stats: &self.skel.maps.cpu_stats,
+        };
+        tracing::TraceTap::new(maps, progs, self.nr_cpus)
+            .map_err(|e| LoadError(format!("trace ring buffer: {e}")))
     }
 
     fn load_all(
@@ -408,6 +434,9 @@ impl BpfSource {
             .trace_rb
             .set_max_entries(trace.unwrap_or(tracing::RING_OFF))?;
         open.maps
+            .trace_stage
+            .set_max_entries(if trace.is_some() { nr_cpus as u32 } else { 1 })?;
+        open.maps
             .llc_matrix
             .set_max_entries((nr_llc * nr_llc * nr_llc) as u32)?;
         let progs = &mut open.progs;
@@ -437,9 +466,11 @@ impl BpfSource {
             (&mut progs.btf_waking, true),
             (&mut progs.btf_fork, true),
             (&mut progs.btf_exec, true),
+            (&mut progs.btf_rename, true),
             (&mut progs.raw_waking, false),
             (&mut progs.raw_fork, false),
             (&mut progs.raw_exec, false),
+            (&mut progs.raw_rename, false),
         ] {
             p.set_autoload(is_btf == btf && trace.is_some());
         }

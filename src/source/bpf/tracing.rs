@@ -53,7 +53,8 @@ impl std::fmt::Debug for Comm {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TraceRecord {
     /// A context switch on `cpu`: `prev_pid` left in `prev_state` (the sched_switch ftrace
-    /// event's encoding), `next_pid` came in.
+    /// event's encoding), `next_pid` came in. (No names: the reader knows them from the
+    /// other records.)
     Switch {
         ts: u64,
         cpu: u32,
@@ -62,7 +63,6 @@ pub enum TraceRecord {
         next_pid: u32,
         next_tgid: u32,
         next_prio: i32,
-        next_comm: Comm,
     },
     /// `pid` is woken (sched_waking) by a task on `cpu`, to run on `target_cpu`.
     Waking {
@@ -72,7 +72,6 @@ pub enum TraceRecord {
         pid: u32,
         tgid: u32,
         prio: i32,
-        comm: Comm,
     },
     /// `pid` moved from `from` to `to` (the move made on `cpu`); `distance` None: a CPU
     /// outside the topology.
@@ -117,6 +116,13 @@ pub enum TraceRecord {
         tgid: u32,
         comm: Comm,
     },
+    /// Thread `pid` named itself `comm`.
+    Rename {
+        ts: u64,
+        pid: u32,
+        tgid: u32,
+        comm: Comm,
+    },
     /// Thread `pid` exits.
     Exit {
         ts: u64,
@@ -136,12 +142,64 @@ impl TraceRecord {
             | TraceRecord::Place { ts, .. }
             | TraceRecord::Fork { ts, .. }
             | TraceRecord::Exec { ts, .. }
+            | TraceRecord::Rename { ts, .. }
             | TraceRecord::Exit { ts, .. } => *ts,
         }
     }
 }
 
-/// Decode one trace ring-buffer record (`struct trace_rec`).
+/// Decode one trace ring-buffer record — a batch of switches or wakings (`struct
+/// trace_batch`) or one of the rarer records (`struct trace_rec`) — into `f`. False when
+/// it does not decode.
+pub fn decode(b: &[u8], f: &mut impl FnMut(TraceRecord)) -> bool {
+    if b.len() == std::mem::size_of::<types::trace_batch>() {
+        let batch: types::trace_batch = pod(b);
+        return decode_batch(&batch, f);
+    }
+    match parse_trace(b) {
+        Some(r) => {
+            f(r);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The first `n` events of a batch as records.
+fn decode_batch(b: &types::trace_batch, f: &mut impl FnMut(TraceRecord)) -> bool {
+    use types::llctop_trace_batch as B;
+    let switch = match B(b.kind) {
+        B::TB_SWITCH => true,
+        B::TB_WAKING => false,
+        _ => return false,
+    };
+    let n = (b.n as usize).min(b.ev.len());
+    for e in &b.ev[..n] {
+        f(if switch {
+            TraceRecord::Switch {
+                ts: e.ts,
+                cpu: b.cpu,
+                prev_pid: e.prev_pid,
+                prev_state: u32::from(e.state),
+                next_pid: e.pid,
+                next_tgid: e.tgid,
+                next_prio: i32::from(e.prio),
+            }
+        } else {
+            TraceRecord::Waking {
+                ts: e.ts,
+                cpu: b.cpu,
+                target_cpu: e.prev_pid,
+                pid: e.pid,
+                tgid: e.tgid,
+                prio: i32::from(e.prio),
+            }
+        });
+    }
+    true
+}
+
+/// Decode one of the rarer trace records (`struct trace_rec`).
 pub fn parse_trace(b: &[u8]) -> Option<TraceRecord> {
     use types::llctop_trace_kind as K;
     if b.len() < std::mem::size_of::<types::trace_rec>() {
@@ -151,25 +209,6 @@ pub fn parse_trace(b: &[u8]) -> Option<TraceRecord> {
     let (ts, cpu, pid, tgid) = (r.ts, u32::from(r.cpu), r.pid, r.tgid);
     let comm = Comm::from_c(&r.comm);
     Some(match K(u32::from(r.kind)) {
-        K::T_SWITCH => TraceRecord::Switch {
-            ts,
-            cpu,
-            prev_pid: r.y,
-            prev_state: r.x,
-            next_pid: pid,
-            next_tgid: tgid,
-            next_prio: r.prio,
-            next_comm: comm,
-        },
-        K::T_WAKING => TraceRecord::Waking {
-            ts,
-            cpu,
-            target_cpu: u32::from(r.target),
-            pid,
-            tgid,
-            prio: r.prio,
-            comm,
-        },
         K::T_MIGRATE => TraceRecord::Migrate {
             ts,
             cpu,
@@ -207,6 +246,12 @@ pub fn parse_trace(b: &[u8]) -> Option<TraceRecord> {
             tgid,
             comm,
         },
+        K::T_RENAME => TraceRecord::Rename {
+            ts,
+            pid,
+            tgid,
+            comm,
+        },
         K::T_EXIT => TraceRecord::Exit {
             ts,
             cpu,
@@ -218,23 +263,52 @@ pub fn parse_trace(b: &[u8]) -> Option<TraceRecord> {
     })
 }
 
-/// The trace ring buffer and the per-CPU statistics of a BPF source loaded in trace mode,
-/// as handles of their own (they outlive the source's borrow, and move to a thread).
+/// The maps a trace is read from, as handles of their own (they outlive the source's
+/// borrow, and move to the trace's thread): the ring buffer, the per-CPU batches, the
+/// stop switch and the per-CPU statistics; and the programs that write records, for the
+/// runs the kernel skipped (a program is never run nested in itself on one CPU).
 pub struct TraceTap {
     ring: MapHandle,
+    stage: MapHandle,
+    ctl: MapHandle,
     stats: MapHandle,
+    progs: Vec<std::os::fd::OwnedFd>,
     nr_cpus: usize,
+}
+
+/// The maps of a trace (`TraceTap::new`'s arguments).
+pub(super) struct TraceMaps<'a> {
+    pub ring: &'a libbpf_rs::Map<'a>,
+    pub stage: &'a libbpf_rs::Map<'a>,
+    pub ctl: &'a libbpf_rs::Map<'a>,
+    pub stats: &'a libbpf_rs::Map<'a>,
+}
+
+/// How many times the kernel skipped program `fd` because it was already running on that
+/// CPU (`recursion_misses` of its `bpf_prog_info`, v5.12+; 0 when it cannot be read).
+fn recursion_misses(fd: std::os::fd::BorrowedFd<'_>) -> u64 {
+    use libbpf_rs::libbpf_sys;
+    use std::os::fd::AsRawFd;
+    // SAFETY: bpf_prog_info is plain data the call fills up to `len` bytes.
+    let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: a valid program fd, a pointer to `info` and its size.
+    let r = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    if r == 0 { info.recursion_misses } else { 0 }
 }
 
 impl TraceTap {
     pub(super) fn new(
-        ring: &libbpf_rs::Map<'_>,
-        stats: &libbpf_rs::Map<'_>,
+        maps: TraceMaps<'_>,
+        progs: Vec<std::os::fd::OwnedFd>,
         nr_cpus: usize,
     ) -> Result<TraceTap, libbpf_rs::Error> {
         Ok(TraceTap {
-            ring: MapHandle::try_from(ring)?,
-            stats: MapHandle::try_from(stats)?,
+            ring: MapHandle::try_from(maps.ring)?,
+            stage: MapHandle::try_from(maps.stage)?,
+            ctl: MapHandle::try_from(maps.ctl)?,
+            stats: MapHandle::try_from(maps.stats)?,
+            progs,
             nr_cpus: nr_cpus.min(MAX_CPUS),
         })
     }
@@ -252,6 +326,36 @@ impl TraceTap {
             .collect()
     }
 
+    /// Runs of the trace's programs the kernel skipped (nested on one CPU): each lost a
+    /// record. Not per CPU: the kernel counts them per program.
+    pub fn skipped(&self) -> u64 {
+        use std::os::fd::AsFd;
+        self.progs
+            .iter()
+            .map(|fd| recursion_misses(fd.as_fd()))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Stop writing records (the programs check it before each).
+    fn stop(&self) -> Result<(), libbpf_rs::Error> {
+        self.ctl
+            .update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+    }
+
+    /// What the CPUs' batches still hold (read after [`TraceTap::stop`]).
+    fn leftovers(&self, f: &mut impl FnMut(TraceRecord)) {
+        for cpu in 0..self.nr_cpus as u32 {
+            let Ok(Some(b)) = self.stage.lookup(&cpu.to_ne_bytes(), MapFlags::ANY) else {
+                continue;
+            };
+            let st: types::trace_stage = pod(&b);
+            for mut batch in [st.sw, st.wk] {
+                batch.cpu = cpu;
+                decode_batch(&batch, f);
+            }
+        }
+    }
+
     /// Drain the ring buffer: each record, decoded, to `on_record` as it is read; between
     /// reads (`poll` apart) `between` runs and says whether to go on. When it says
     /// no, what is left in the buffer is read to its end. A record that does not decode is
@@ -262,13 +366,13 @@ impl TraceTap {
         mut on_record: impl FnMut(TraceRecord),
         mut between: impl FnMut() -> bool,
     ) -> Result<u64, libbpf_rs::Error> {
-        let mut bad = 0u64;
+        let bad = std::cell::Cell::new(0u64);
+        let sink = std::cell::RefCell::new(&mut on_record);
         {
             let mut b = RingBufferBuilder::new();
             b.add(&self.ring, |data: &[u8]| {
-                match parse_trace(data) {
-                    Some(r) => on_record(r),
-                    None => bad += 1,
+                if !decode(data, &mut *sink.borrow_mut()) {
+                    bad.set(bad.get() + 1);
                 }
                 0
             })?;
@@ -279,9 +383,14 @@ impl TraceTap {
                 rb.consume()?;
                 std::thread::sleep(poll);
             }
+            // Stop the programs, let a run under way finish, then read the buffer to its
+            // end and what the batches still hold.
+            self.stop()?;
+            std::thread::sleep(std::time::Duration::from_millis(20));
             rb.consume()?;
         }
-        Ok(bad)
+        self.leftovers(&mut *sink.borrow_mut());
+        Ok(bad.get())
     }
 }
 
@@ -316,19 +425,51 @@ mod tests {
     #[test]
     fn every_kind_decodes_with_its_fields() {
         use types::llctop_trace_kind as K;
-        let s = parse_trace(&bytes(&rec(K::T_SWITCH.0 as u8))).unwrap();
+        // A batch of switches: its first `n` events, on its CPU.
+        let mut b = types::trace_batch {
+            kind: types::llctop_trace_batch::TB_SWITCH.0,
+            cpu: 3,
+            n: 2,
+            ..Default::default()
+        };
+        for (i, e) in b.ev.iter_mut().enumerate() {
+            e.ts = 1_000 + i as u64;
+            e.pid = 42;
+            e.tgid = 40;
+            e.prev_pid = 9;
+            e.state = 0x100;
+            e.prio = 120;
+        }
+        let mut got = Vec::new();
+        assert!(decode(super::super::layout::bytes_of(&b), &mut |r| got.push(r)));
+        assert_eq!(got.len(), 2);
         assert_eq!(
-            s,
+            got[1],
             TraceRecord::Switch {
-                ts: 1_000,
+                ts: 1_001,
                 cpu: 3,
                 prev_pid: 9,
-                prev_state: 7,
+                prev_state: 0x100,
                 next_pid: 42,
                 next_tgid: 40,
                 next_prio: 120,
-                next_comm: Comm::named("worker"),
             }
+        );
+        b.kind = types::llctop_trace_batch::TB_WAKING.0;
+        got.clear();
+        assert!(decode(super::super::layout::bytes_of(&b), &mut |r| got.push(r)));
+        assert!(matches!(
+            got[0],
+            TraceRecord::Waking {
+                target_cpu: 9,
+                pid: 42,
+                ..
+            }
+        ));
+        b.kind = 7;
+        assert!(
+            !decode(super::super::layout::bytes_of(&b), &mut |_| {}),
+            "unknown batch"
         );
         let mut m = rec(K::T_MIGRATE.0 as u8);
         m.dist = 2;
