@@ -118,6 +118,38 @@ fn live_tui_in_a_real_terminal() {
     t.wait_for(&["marker 1 recorded"], "marker");
     t.keys(&["r"]);
     t.wait_for(&["recording stopped"], "recording stopped");
+    // A trace beside the TUI: T starts it (the header says so), T stops it and its
+    // summary is said; the file is a trace Perfetto's classes read.
+    t.keys(&["T"]);
+    t.wait_for(&["◆ TRACE"], "trace running");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    t.keys(&["T"]);
+    let s = t.wait_for(
+        &["switches,", "cannot start", "trace needs"],
+        "trace stopped",
+    );
+    assert!(
+        s.contains("switches,"),
+        "the trace's summary:
+{s}"
+    );
+    let trace = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "pftrace"))
+        .expect("a .pftrace beside the recording");
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py"))
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"ftrace_events\""));
 
     t.keys(&["7"]);
     let s = t.wait_for(&["Knobs —"], "knobs");

@@ -224,6 +224,7 @@ impl App {
             Action::PageDown => self.move_sel(20),
             Action::Record => self.toggle_recording(),
             Action::Marker => self.marker(),
+            Action::Trace => self.toggle_trace(),
             Action::Theme => {
                 self.theme = (self.theme + 1) % self.themes.len().max(1);
                 let name = self.theme().name.clone();

@@ -20,6 +20,7 @@ mod keys;
 mod knobs;
 mod playback;
 mod recording;
+pub mod trace;
 mod views;
 
 use std::path::PathBuf;
@@ -150,6 +151,9 @@ pub enum Effect {
     RecordFindings(Vec<FindingLine>),
     /// Re-read the knobs' values (at each interval: something else may change them).
     RefreshKnobs,
+    /// Start `llctop trace` beside the TUI / stop it.
+    StartTrace,
+    StopTrace,
 }
 
 pub struct App {
@@ -206,6 +210,8 @@ pub struct App {
     pub knob_log: Vec<KnobEvent>,
     pub markers: Vec<Marker>,
     pub recording: Option<Recorder>,
+    /// A trace running beside the TUI (`T`).
+    pub tracing: Option<trace::Tracer>,
     pub session: Option<Session>,
     pub replay: Option<Replay>,
     /// Source states before the first snapshot arrives.
@@ -262,6 +268,7 @@ impl App {
             knob_log: Vec::new(),
             markers: Vec::new(),
             recording: None,
+            tracing: None,
             session: None,
             replay: None,
             early_sources: Vec::new(),
@@ -533,6 +540,8 @@ impl App {
             Effect::RefreshKnobs => self.refresh_knobs(),
             Effect::RecordExperiment(l) => self.write_experiment_line(l),
             Effect::RecordFindings(l) => self.write_findings(&l),
+            Effect::StartTrace => self.start_trace(),
+            Effect::StopTrace => self.stop_trace(),
         }
     }
 

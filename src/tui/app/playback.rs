@@ -52,6 +52,7 @@ impl App {
         if self.recording.is_some() {
             self.effect(Effect::RecordSnapshot);
         }
+        self.poll_trace();
         if self.session.is_some() {
             self.effect(Effect::RefreshKnobs);
             self.ab_snapshot();

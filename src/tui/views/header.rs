@@ -198,6 +198,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
             t.bad().add_modifier(Modifier::BOLD),
         ));
     }
+    if let Some(tr) = &app.tracing {
+        first.push(Span::styled(
+            format!(
+                "  ◆ TRACE {} ({} s)",
+                tr.path.display(),
+                tr.started.elapsed().as_secs()
+            ),
+            t.bad().add_modifier(Modifier::BOLD),
+        ));
+    }
     if let Some(s) = app.current() {
         first.push(Span::styled(
             format!(
