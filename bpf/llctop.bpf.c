@@ -1048,8 +1048,12 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	cs->curr_hit = 0;
 	cs->curr_pref = PREF_UNSET;
 	cs->switches++;
+	/* The switch's time on CLOCK_MONOTONIC: the run queue's clock (kq) put on it with
+	 * this CPU's last calibration pair (taken within CAL_NS; the two clocks run at one
+	 * rate in between), or the clock read above. */
 	if (trace_on)
-		trace_switch(cpu, preempt, prev, next, direct);
+		trace_switch(cpu, preempt, prev, next, kq ? now - cs->cal_clock + cs->cal_mono : now,
+			     direct);
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
 	if (!kq) {

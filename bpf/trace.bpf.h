@@ -221,14 +221,16 @@ static __always_inline void trace_ev_task(struct trace_ev *e, struct task_struct
 	e->prio = (s16)RD(direct, p, prio);
 }
 
+/* A switch at `ts` (CLOCK_MONOTONIC: the switch hook has it already, from the run
+ * queue's clock — a clock read costs more than the rest of the record on a VM). */
 static __always_inline void trace_switch_body(u32 cpu, bool preempt, struct task_struct *prev,
-					      struct task_struct *next, const bool direct)
+					      struct task_struct *next, u64 ts, const bool direct)
 {
 	struct trace_batch *b;
 	struct trace_ev *e = trace_slot(&b, cpu, false);
 	if (!e)
 		return;
-	e->ts = bpf_ktime_get_ns();
+	e->ts = ts;
 	trace_ev_task(e, next, direct);
 	e->prev_pid = RD(direct, prev, pid);
 	e->state = (u16)trace_prev_state(preempt, prev, direct);
@@ -236,20 +238,20 @@ static __always_inline void trace_switch_body(u32 cpu, bool preempt, struct task
 }
 
 static __noinline void trace_switch_direct(u32 cpu, bool preempt, struct task_struct *prev,
-					   struct task_struct *next)
+					   struct task_struct *next, u64 ts)
 {
-	trace_switch_body(cpu, preempt, prev, next, true);
+	trace_switch_body(cpu, preempt, prev, next, ts, true);
 }
 
 static __noinline void trace_switch_probe(u32 cpu, bool preempt, struct task_struct *prev,
-					  struct task_struct *next)
+					  struct task_struct *next, u64 ts)
 {
-	trace_switch_body(cpu, preempt, prev, next, false);
+	trace_switch_body(cpu, preempt, prev, next, ts, false);
 }
 
-#define trace_switch(cpu, preempt, prev, next, direct)                                       \
-	((direct) ? trace_switch_direct(cpu, preempt, prev, next) :                              \
-		    trace_switch_probe(cpu, preempt, prev, next))
+#define trace_switch(cpu, preempt, prev, next, ts, direct)                                   \
+	((direct) ? trace_switch_direct(cpu, preempt, prev, next, ts) :                          \
+		    trace_switch_probe(cpu, preempt, prev, next, ts))
 
 /* T_WAKING, T_MIGRATE, T_PLACE, T_EXIT: one task, the CPUs and a packed word
  * (kind | dist << 8 | cause << 16). Out of line, one copy per kind of pointer read. */

@@ -13,9 +13,10 @@
 #      `perf bench sched messaging` runs;
 #  (c) that benchmark's run time with llctop live vs without, alternating (ABAB),
 #      as the median of the paired ratios with min/max;
-#  (t) llctop trace's hooks against llctop record's, both running in one window beside
-#      the empty programs: the capture cost per context switch as a ratio (target <= 2x),
-#      and the trace's bytes per switch and lost records.
+#  (t) llctop trace's hooks against llctop record's: record, trace and trace --no-wakings
+#      running in one window beside the empty programs, WINDOWS windows: the capture
+#      cost per context switch as a ratio (target <= 2x), the trace's bytes per switch
+#      and lost records.
 # usage: scripts/overhead.sh [PAIRS] [WINDOWS]   (defaults 10 and 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,28 +91,39 @@ while [ "$(date +%s)" -lt "$cend" ]; do bench >/dev/null; done
 wait "$cf" || true
 grep -v '^floor attached' "$out/cfloor.txt"
 echo
-echo "(t) llctop trace's hooks against llctop record's, both running in one window beside the empty programs"
-"$L" record --source bpf -o "$out/r2.jsonl" --interval 1s 2>/dev/null &
-rp=$!
-"$L" trace -o "$out/t.pftrace" --interval 1s 2>"$out/t.err" &
-tp=$!
-sleep 2
-"$W" bpf-floor 12 "$rp" > "$out/fr.txt" 2>&1 &
-f1=$!
-"$W" bpf-floor 12 "$tp" > "$out/ft.txt" 2>&1 &
-f2=$!
-sleep 1
-tend=$(( $(date +%s) + 11 ))
-while [ "$(date +%s)" -lt "$tend" ]; do bench >/dev/null; done
-wait "$f1" "$f2" || true
-kill -INT "$rp" "$tp"; wait "$rp" "$tp" || true
+echo "(t) llctop trace's hooks against llctop record's: record, trace and trace --no-wakings running in one"
+echo "    window, each beside the empty programs; $windows windows, the median of each ratio"
 per_switch_ns() { awk '/^per context switch/ {for (i = 1; i <= NF; i++) if ($i == "ns,") {print $(i - 1); exit}}' "$1"; }
-echo "  record: $(grep '^per context switch' "$out/fr.txt")"
-echo "  trace:  $(grep '^per context switch' "$out/ft.txt")"
-sed -n '/^program/,/^sched_switch/p' "$out/ft.txt" | sed 's/^/  trace /'
-awk -v r="$(per_switch_ns "$out/fr.txt")" -v t="$(per_switch_ns "$out/ft.txt")" 'BEGIN {
-  if (r > 0) printf "  capture cost per context switch: trace %.1f ns / record %.1f ns = %.2fx (target <= 2x)\n", t, r, t / r }'
-echo "  $(tail -1 "$out/t.err")"
+: > "$out/tr.txt"
+for w in $(seq "$windows"); do
+  "$L" record --source bpf -o "$out/r2.jsonl" --interval 1s 2>/dev/null &
+  rp=$!
+  "$L" trace -o "$out/t.pftrace" --interval 1s 2>"$out/t.err" &
+  tp=$!
+  "$L" trace --no-wakings -o "$out/tn.pftrace" --interval 1s 2>"$out/tn.err" &
+  np=$!
+  sleep 2
+  "$W" bpf-floor 12 "$rp" > "$out/fr.txt" 2>&1 &
+  f1=$!
+  "$W" bpf-floor 12 "$tp" > "$out/ft.txt" 2>&1 &
+  f2=$!
+  "$W" bpf-floor 12 "$np" > "$out/fn.txt" 2>&1 &
+  f3=$!
+  sleep 1
+  tend=$(( $(date +%s) + 11 ))
+  while [ "$(date +%s)" -lt "$tend" ]; do bench >/dev/null; done
+  wait "$f1" "$f2" "$f3" || true
+  kill -INT "$rp" "$tp" "$np"; wait "$rp" "$tp" "$np" || true
+  r=$(per_switch_ns "$out/fr.txt"); t=$(per_switch_ns "$out/ft.txt"); n=$(per_switch_ns "$out/fn.txt")
+  echo "$r $t $n" >> "$out/tr.txt"
+  echo "  window $w: per context switch: record $r ns, trace $t ns, trace --no-wakings $n ns"
+  if [ "$w" -eq 1 ]; then
+    sed -n '/^program/,/^sched_switch/p' "$out/ft.txt" | sed 's/^/    trace: /'
+    echo "    $(tail -1 "$out/t.err")"
+  fi
+done
+echo "  trace / record: $(awk '{printf "%.2f ", $2 / $1}' "$out/tr.txt")-> median $(awk '{print $2 / $1}' "$out/tr.txt" | median)x (target <= 2x)"
+echo "  trace --no-wakings / record: $(awk '{printf "%.2f ", $3 / $1}' "$out/tr.txt")-> median $(awk '{print $3 / $1}' "$out/tr.txt" | median)x"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 echo
 awk -v c0="$cpu0" -v c1="$cpu1" -v t0="$t0" -v t1="$t1" -v tck="$tck" -v hwm="$hwm" 'BEGIN {

@@ -133,8 +133,12 @@ pub enum Command {
         cpu_counters: bool,
         /// The kernel's trace buffer: a power of two from 64KiB to 1GiB (records the
         /// writer has not read when it is full are counted as lost).
-        #[arg(long, default_value = "32MiB", value_parser = parse_buffer)]
+        #[arg(long, default_value = crate::source::bpf::tracing::RING_DEFAULT, value_parser = parse_buffer)]
         buffer: u32,
+        /// Leave wakings out (no sched_waking hook: a third of the capture cost per
+        /// switch; the thread states then show no Runnable stretch after a sleep).
+        #[arg(long)]
+        no_wakings: bool,
         #[command(flatten)]
         changes: Changes,
         /// A command to trace (after `--`): the trace covers its lifetime and llctop

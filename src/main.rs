@@ -149,6 +149,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             duration,
             cpu_counters,
             buffer,
+            no_wakings,
             changes,
             command,
         }) => {
@@ -157,6 +158,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                 duration,
                 cpu_counters,
                 buffer,
+                wakings: !no_wakings,
                 command,
             };
             llctop::trace::live::run(&opts, &root, &topo, &plan, &changes)

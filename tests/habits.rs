@@ -50,7 +50,16 @@ fn completions_for_three_shells_parse_and_know_the_subcommands() {
     ] {
         let text = llctop(&["completions", shell]);
         accepts(check.0, check.1, &text);
-        for sub in ["record", "replay", "knobs", "report", "ab", "completions"] {
+        for sub in [
+            "record",
+            "replay",
+            "knobs",
+            "report",
+            "ab",
+            "trace",
+            "export",
+            "completions",
+        ] {
             assert!(text.contains(sub), "{shell}: {sub} not completed");
         }
         assert!(text.contains("interval"), "{shell}: options completed");
@@ -102,6 +111,8 @@ fn the_man_page_renders_with_every_subcommand() {
         "--interval",
         "record",
         "knobs",
+        "trace",
+        "export",
     ] {
         assert!(text.contains(want), "{want} in the page:\n{text}");
     }
@@ -113,6 +124,8 @@ fn the_man_page_renders_with_every_subcommand() {
         "llctop-record.1",
         "llctop-knobs.1",
         "llctop-replay.1",
+        "llctop-trace.1",
+        "llctop-export.1",
     ] {
         assert!(dir.path().join(page).is_file(), "{page} written");
     }

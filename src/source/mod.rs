@@ -57,17 +57,17 @@ pub fn select(
 }
 
 /// The sources of `llctop trace`: the BPF source in trace mode (required: a trace is its
-/// records) with a trace ring buffer of `ring` bytes, and its tap, beside the others.
+/// records) taking the trace `cfg` says, and its tap, beside the others.
 pub fn select_traced(
     top: usize,
     root: &KernelRoot,
     topo: &Topology,
-    ring: u32,
+    cfg: bpf::tracing::TraceConfig,
 ) -> Result<(Vec<Box<dyn Source>>, bpf::tracing::TraceTap), bpf::LoadError> {
     if !root.is_live() {
         return Err(bpf::LoadError(NOT_LIVE_BPF.into()));
     }
-    let b = bpf::BpfSource::load_traced(topo, top, ring)?;
+    let b = bpf::BpfSource::load_traced(topo, top, cfg)?;
     let tap = b.trace_tap()?;
     Ok((assemble(Some(Ok(b)), top, root, topo), tap))
 }

@@ -35,6 +35,9 @@ pub struct Plan {
     pub cpu_counters: bool,
     /// The trace ring buffer, bytes (a power of two).
     pub buffer: u32,
+    /// Trace wakings (sched_waking): the thread states' Runnable stretches and who woke
+    /// whom.
+    pub wakings: bool,
     pub command: Vec<String>,
 }
 
@@ -233,10 +236,16 @@ pub fn run(
     let out = Output::open(&plan.output, run::output_wait(&stop, plan.duration))
         .map_err(|e| format!("{}: {e}", plan.output.display()))?;
     let cut = out.try_clone_file().ok();
-    let (sources, tap) =
-        crate::source::select_traced(opts.top, root, topo, plan.buffer).map_err(|e| {
-            format!("llctop trace needs the BPF source (every switch is its records): {e}")
-        })?;
+    let (sources, tap) = crate::source::select_traced(
+        opts.top,
+        root,
+        topo,
+        crate::source::bpf::tracing::TraceConfig {
+            ring: plan.buffer,
+            wakings: plan.wakings,
+        },
+    )
+    .map_err(|e| format!("llctop trace needs the BPF source (every switch is its records): {e}"))?;
     let mut run = Run::with_sources(opts, root, topo, plan.duration, Arc::clone(&stop), sources);
     let (boot, mono) = boot_and_mono();
     let offset = boot as i64 - mono as i64;

@@ -480,17 +480,17 @@ impl<W: Write> Timeline<W> {
             ts,
             track: thread,
             name: format!("{dist} {from}→{to}"),
-            categories: cats.clone(),
-            args: args.clone(),
+            categories: cats,
+            args,
             ..Event::default()
         })?;
+        // The CPU tracks' ends of the arrow: the name alone (the thread's instant holds
+        // the arguments), a few dozen bytes each.
         let name = format!("{dist} {comm} ({pid}) {cause}", cause = cause.label());
         self.w.instant(Event {
             ts,
             track: T_CPU + u64::from(from),
             name: name.clone(),
-            categories: cats.clone(),
-            args: args.clone(),
             flow_out: vec![flow],
             ..Event::default()
         })?;
@@ -498,8 +498,6 @@ impl<W: Write> Timeline<W> {
             ts,
             track: T_CPU + u64::from(to),
             name,
-            categories: cats,
-            args,
             flow_in: vec![flow],
             ..Event::default()
         })

@@ -229,14 +229,18 @@ impl BpfSource {
     /// Load in trace mode with a trace ring buffer of `ring` bytes (a power of two, at
     /// least a page): every switch, waking, migration, placement, fork and exit is also
     /// written to it ([`tracing`]; [`BpfSource::trace_tap`] reads it).
-    pub fn load_traced(topo: &Topology, top: usize, ring: u32) -> Result<Self, LoadError> {
+    pub fn load_traced(
+        topo: &Topology,
+        top: usize,
+        cfg: tracing::TraceConfig,
+    ) -> Result<Self, LoadError> {
         Self::load_all(
             topo,
             top,
             &[Mode::TpBtf, Mode::RawTp],
             Waits::of_kernel(),
             &Walker::of_kernel(),
-            Some(ring),
+            Some(cfg),
         )
     }
 
@@ -283,7 +287,7 @@ impl BpfSource {
         modes: &[Mode],
         waits: Waits,
         walkers: &[Walker],
-        trace: Option<u32>,
+        trace: Option<tracing::TraceConfig>,
     ) -> Result<Self, LoadError> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
         let mut last = String::new();
@@ -377,7 +381,7 @@ impl BpfSource {
         numa: bool,
         waits: Waits,
         settle: Option<Walker>,
-        trace: Option<u32>,
+        trace: Option<tracing::TraceConfig>,
     ) -> Result<
         (
             skel::LlctopSkel<'static>,
@@ -432,7 +436,7 @@ impl BpfSource {
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
         open.maps
             .trace_rb
-            .set_max_entries(trace.unwrap_or(tracing::RING_OFF))?;
+            .set_max_entries(trace.map_or(tracing::RING_OFF, |t| t.ring))?;
         open.maps
             .trace_stage
             .set_max_entries(if trace.is_some() { nr_cpus as u32 } else { 1 })?;
@@ -462,17 +466,18 @@ impl BpfSource {
             p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
         }
         // The trace-only hooks.
-        for (p, is_btf) in [
-            (&mut progs.btf_waking, true),
-            (&mut progs.btf_fork, true),
-            (&mut progs.btf_exec, true),
-            (&mut progs.btf_rename, true),
-            (&mut progs.raw_waking, false),
-            (&mut progs.raw_fork, false),
-            (&mut progs.raw_exec, false),
-            (&mut progs.raw_rename, false),
+        let wakings = trace.is_some_and(|t| t.wakings);
+        for (p, is_btf, waking) in [
+            (&mut progs.btf_waking, true, true),
+            (&mut progs.btf_fork, true, false),
+            (&mut progs.btf_exec, true, false),
+            (&mut progs.btf_rename, true, false),
+            (&mut progs.raw_waking, false, true),
+            (&mut progs.raw_fork, false, false),
+            (&mut progs.raw_exec, false, false),
+            (&mut progs.raw_rename, false, false),
         ] {
-            p.set_autoload(is_btf == btf && trace.is_some());
+            p.set_autoload(is_btf == btf && trace.is_some() && (wakings || !waking));
         }
         match settle {
             Some(w) => w.choose(progs),

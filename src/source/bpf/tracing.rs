@@ -12,9 +12,18 @@ use crate::topology::Distance;
 
 /// The trace ring buffer's size when nothing is traced (one page: the map must exist).
 pub const RING_OFF: u32 = 4096;
-/// The default trace ring buffer: 32 MiB, about half a million records — a second of a
-/// busy machine's switches if the writer stalled.
-pub const RING_DEFAULT: u32 = 32 << 20;
+/// The trace buffer's default (`--buffer`): 8 MiB, some 350,000 staged switches — seconds
+/// of a busy machine's if the writer stalled. Its pages are mapped into llctop twice (the
+/// ring wraps through a second mapping), so it counts twice in llctop's resident memory.
+pub const RING_DEFAULT: &str = "8MiB";
+
+/// How a trace is taken: its ring buffer's size (bytes, a power of two) and whether
+/// wakings are traced (a sched_waking hook: a clock read per wakeup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceConfig {
+    pub ring: u32,
+    pub wakings: bool,
+}
 
 /// A task name as the kernel keeps it (`comm`, NUL-padded), without an allocation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
