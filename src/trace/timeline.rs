@@ -864,7 +864,13 @@ impl<W: Write> Timeline<W> {
                 }
                 let mut tracks = vec![kind_track];
                 for &pid in &f.pids {
-                    tracks.push(self.process_track(pid, &format!("pid {pid}"))?);
+                    let name = self.name_of(pid).as_string();
+                    let name = if name.is_empty() {
+                        format!("pid {pid}")
+                    } else {
+                        name
+                    };
+                    tracks.push(self.process_track(pid, &name)?);
                 }
                 let name = format!("{} {}", f.severity.label().to_uppercase(), f.kind.title());
                 let mut args = vec![
