@@ -64,6 +64,8 @@ enum llctop_limits {
 	 * bitmap saying which are in use. */
 	PROC_SLOTS = 65536,
 	PROC_WORDS = PROC_SLOTS / 64,
+	/* The most CPU ids a placement's idle scan covers without bpf_loop. */
+	SCAN_BOUNDED_CPUS = 64,
 };
 /* Distance classes of a migration, nearest first. */
 enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
@@ -101,6 +103,14 @@ u32 kernel_preferred_llc = 0;
  * exists): waits come from sched_info.last_queued and the sched_wakeup hook stays
  * unloaded. Otherwise the wakeup hook stamps each wait (task storage or a hash). */
 const volatile bool sched_info_waits = false;
+
+/* What the kernel offers, probed by userspace before load (src/source/bpf/features.rs):
+ * task-local storage maps (5.11); without them the maps that need it are not created and
+ * waits are stamped in a hash. The code that needs bpf_loop (5.17) lives only in the
+ * programs userspace loads where the kernel has it (the _bounded wakeup_new programs
+ * scan allowed CPUs in a bounded loop instead); no program needs an atomic that fetches
+ * (5.12) except the per-task settle, which is only on where the kernel has both. */
+const volatile bool have_task_storage = true;
 
 /* Set by userspace before load, with tp_btf hooks, sched_info and an iter/task program:
  * each task's runtime and run-queue wait are the kernel's own se.sum_exec_runtime and
@@ -164,6 +174,10 @@ struct cpu_stat {
 	/* Updates of proc_vals / proc_idx / exited refused because the map was full. */
 	u64 proc_dropped;
 	u64 budget_window;
+	/* The last placement's idle scan (on_wakeup_new): the allowed CPUs other than the
+	 * target that were idle, and the lowest (-1: none); IDLE_UNKNOWN when not scanned. */
+	u32 scan_idle;
+	s32 scan_first;
 	u32 budget_used;        /* migration events in this window */
 	u32 budget_used_new;    /* placement and first-run events in this window */
 	u32 pc_valid;         /* pc_last holds a reading taken at the last switch */
@@ -317,6 +331,19 @@ struct {
 u64 proc_used[PROC_WORDS];
 u32 proc_hint;
 
+/* proc_vals entry i is taken while this hash holds key i: an update with BPF_NOEXIST is
+ * the test-and-set every kernel has (an atomic that fetches, such as a fetch-or on the
+ * bitmap, needs 5.12). The bitmap says the same for userspace's reads: the program sets a
+ * bit (an add, which every kernel has) once it holds the claim, userspace clears it and
+ * then deletes the claim when it frees the entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, PROC_SLOTS);
+	__type(key, u32);
+	__type(value, u8);
+} proc_claim SEC(".maps");
+
 /* Processes whose last thread exited since userspace last took them (it reads and
  * deletes them every interval), with the name /proc/PID/comm had: userspace forgets
  * their entries once counted and names them without reading /proc. */
@@ -452,7 +479,7 @@ static __always_inline void wait_begin(struct task_struct *p, u32 pid, u64 now, 
 				       const bool direct)
 {
 	now = first ? now | 1 : now & ~1ULL;
-	if (direct) {
+	if (direct && have_task_storage) {
 		u64 *ts = bpf_task_storage_get(&wait_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (ts)
 			*ts = now;
@@ -465,7 +492,7 @@ static __always_inline void wait_begin(struct task_struct *p, u32 pid, u64 now, 
 static __always_inline u64 wait_end(struct task_struct *p, u32 pid, const bool direct)
 {
 	u64 start = 0;
-	if (direct) {
+	if (direct && have_task_storage) {
 		u64 *ts = bpf_task_storage_get(&wait_ts, p, 0, 0);
 		if (ts) {
 			start = *ts;
@@ -501,43 +528,56 @@ static __always_inline void count_proc_dropped(void)
 		cs->proc_dropped++;
 }
 
-/* One step of the search for a free proc_vals entry: word (proc_hint + i) of the
- * bitmap; its lowest clear bit is taken atomically (another CPU may take it first: then
- * the search goes on). */
-static long take_free(u64 i, u32 *idx)
-{
-	u32 w = (proc_hint + (u32)i) & (PROC_WORDS - 1);
-	u64 used = proc_used[w];
-	if (used == ~0ULL)
-		return 0;
-	u64 bit = ~used & -~used;
-	if (__sync_fetch_and_or(&proc_used[w], bit) & bit)
-		return 0;
-	*idx = w * 64 + log2_u64(bit);
-	proc_hint = w;
-	return 1;
-}
+/* Bitmap words a search for a free proc_vals entry looks at, from proc_hint on (a bounded
+ * loop: bpf_loop is 5.17+). 1,024 entries: a full stretch that long only when the table
+ * is nearly full, and then the take is counted in proc_dropped. */
+enum { TAKE_WORDS = 16 };
 
 /* Take a free proc_vals entry for process tgid on LLC llc, zero it, store its index in
  * proc_idx and publish its key: its index, or -1 when none is free or another CPU stored
  * one for the same key meanwhile (this one is then given back). A global function: the
- * verifier checks it once, not at every path that reaches it. */
+ * verifier checks it once, not at every path that reaches it. Every step is one an old
+ * kernel has (see proc_claim): the claim, then the key set to PROC_KEY_NONE and the
+ * values zeroed, then the bit set, then the key published by an add (from
+ * PROC_KEY_NONE: ~0 + key + 1 = key) — userspace reads an entry whose bit is set once
+ * its key is not PROC_KEY_NONE. */
 __noinline int proc_take(u32 tgid, u32 llc)
 {
 	struct proc_llc_key k = { .tgid = tgid, .llc = llc };
-	u32 idx = PROC_SLOTS;
-	bpf_loop(PROC_WORDS, take_free, &idx, 0);
+	u32 idx = PROC_SLOTS, word = 0;
+	u64 bit = 0;
+	u8 one = 1;
+	u32 hint = proc_hint;
+	for (u32 i = 0; i < TAKE_WORDS; i++) {
+		u32 w = (hint + i) & (PROC_WORDS - 1);
+		u64 used = proc_used[w];
+		if (used == ~0ULL)
+			continue;
+		u64 b = ~used & -~used;
+		u32 cand = w * 64 + log2_u64(b);
+		/* Another CPU holds it (its bit may not show yet): the next word. */
+		if (bpf_map_update_elem(&proc_claim, &cand, &one, BPF_NOEXIST))
+			continue;
+		idx = cand;
+		word = w;
+		bit = b;
+		break;
+	}
 	struct proc_llc_ent *e = bpf_map_lookup_elem(&proc_vals, &idx);
 	if (!e)
 		return -1;
+	e->key = PROC_KEY_NONE;
 	__builtin_memset(&e->v, 0, sizeof(e->v));
 	e->v.preferred_llc = -1;
+	__sync_fetch_and_add(&proc_used[word & (PROC_WORDS - 1)], bit);
+	proc_hint = word;
 	if (!bpf_map_update_elem(&proc_idx, &k, &idx, BPF_NOEXIST)) {
 		/* Published last: userspace reads an entry once its key is set. */
-		__sync_lock_test_and_set(&e->key, (u64)tgid << 32 | llc);
+		__sync_fetch_and_add(&e->key, ((u64)tgid << 32 | llc) + 1);
 		return (int)idx;
 	}
-	__sync_fetch_and_and(&proc_used[idx / 64 & (PROC_WORDS - 1)], ~(1ULL << (idx & 63)));
+	__sync_fetch_and_add(&proc_used[word & (PROC_WORDS - 1)], -bit);
+	bpf_map_delete_elem(&proc_claim, &idx);
 	return -1;
 }
 
@@ -633,6 +673,35 @@ static long idle_scan_cpu(u64 i, void *ctx)
 	return 0;
 }
 
+/* A placement's idle allowed CPUs not scanned (see scan_bounded). */
+#define IDLE_UNKNOWN (~0U)
+
+/* The idle scan of a placement into cs, one bpf_loop step per CPU id (5.17+): only the
+ * wakeup_new programs userspace loads where the kernel has bpf_loop reach it. */
+static __noinline void scan_loop(struct cpu_stat *cs, u64 mask, u32 target)
+{
+	struct idle_scan s = { .mask = mask, .target = target, .first = -1 };
+	bpf_loop(nr_cpu_ids < MAX_CPUS ? nr_cpu_ids : MAX_CPUS, idle_scan_cpu, &s, 0);
+	cs->scan_idle = s.idle;
+	cs->scan_first = s.first;
+}
+
+/* The same in a bounded loop, for kernels without bpf_loop: exact up to
+ * SCAN_BOUNDED_CPUS CPU ids; beyond, not scanned (IDLE_UNKNOWN: said so). */
+static __noinline void scan_bounded(struct cpu_stat *cs, u64 mask, u32 target)
+{
+	cs->scan_idle = IDLE_UNKNOWN;
+	cs->scan_first = -1;
+	if (nr_cpu_ids > SCAN_BOUNDED_CPUS)
+		return;
+	struct idle_scan s = { .mask = mask, .target = target, .first = -1 };
+	for (u32 i = 0; i < SCAN_BOUNDED_CPUS && i < nr_cpu_ids; i++)
+		if (idle_scan_cpu(i, &s))
+			break;
+	cs->scan_idle = s.idle;
+	cs->scan_first = s.first;
+}
+
 static __always_inline void emit_body(struct cpu_stat *cs, u8 kind, struct task_struct *p,
 				      s32 from, s32 to, u8 dist, u8 cause, const bool direct)
 {
@@ -650,11 +719,9 @@ static __always_inline void emit_body(struct cpu_stat *cs, u8 kind, struct task_
 	e->idle_allowed = 0;
 	e->idle_cpu = -1;
 	if (kind == EV_PLACEMENT) {
-		struct idle_scan s = { .mask = (u64)RD(direct, p, cpus_ptr), .target = (u32)to,
-				       .first = -1 };
-		bpf_loop(nr_cpu_ids < MAX_CPUS ? nr_cpu_ids : MAX_CPUS, idle_scan_cpu, &s, 0);
-		e->idle_allowed = s.idle;
-		e->idle_cpu = s.first;
+		/* Scanned by the wakeup_new hook just before (on_wakeup_new). */
+		e->idle_allowed = cs->scan_idle;
+		e->idle_cpu = cs->scan_first;
 	}
 	e->kind = kind;
 	e->dist = dist;
@@ -1096,14 +1163,17 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	return 0;
 }
 
+/* `settles`: this program may settle tasks (task_settle_one, whose atomic exchange a
+ * kernel before 5.12 refuses anywhere in a program, reached or not: the _old programs
+ * leave it out). */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
-				     const bool direct)
+				     const bool direct, const bool settles)
 {
 	/* Decided at load: the verifier drops the other path. */
 	const bool has_rq = bpf_core_field_exists(((struct cfs_rq *)0)->rq) &&
 			    bpf_core_field_exists(prev->se);
 	if (sched_info_waits && has_rq && bpf_core_field_exists(next->sched_info)) {
-		if (direct && task_settle)
+		if (direct && settles && task_settle)
 			return switch_body(preempt, prev, next, direct, true, true, true);
 		return switch_body(preempt, prev, next, direct, true, true, false);
 	}
@@ -1121,7 +1191,10 @@ static __always_inline int on_wakeup(struct task_struct *p, bool first, const bo
 	return 0;
 }
 
-static __always_inline int on_wakeup_new(struct task_struct *p, const bool direct)
+/* A new task placed: its placement's idle scan (with bpf_loop when `loop`, else the
+ * bounded one: two programs, userspace loads the one the kernel can take), then the
+ * detail event and, tracing, the trace record. */
+static __always_inline int on_wakeup_new(struct task_struct *p, const bool direct, const bool loop)
 {
 	if (!sched_info_waits)
 		on_wakeup(p, true, direct);
@@ -1131,6 +1204,11 @@ static __always_inline int on_wakeup_new(struct task_struct *p, const bool direc
 	cs->wakeup_new++;
 	u32 here = bpf_get_smp_processor_id();
 	u32 to = task_cpu(p, direct);
+	u64 mask = (u64)RD(direct, p, cpus_ptr);
+	if (loop)
+		scan_loop(cs, mask, to);
+	else
+		scan_bounded(cs, mask, to);
 	emit(cs, EV_PLACEMENT, p, here, to, 0, 0, direct);
 	if (trace_on)
 		trace_task_event(p, here, to, 0, T_PLACE, 0, 0, direct);
@@ -1157,7 +1235,8 @@ static __always_inline bool take_numa_mark(u32 pid)
 	return true;
 }
 
-static __always_inline int on_migrate(struct task_struct *p, int dest, const bool direct)
+static __always_inline int on_migrate(struct task_struct *p, int dest, const bool direct,
+				      const bool settles)
 {
 	struct cpu_stat *cs = this_cpu();
 	if (!cs)
@@ -1196,7 +1275,7 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	const volatile struct cpu_topo *b = topo_of(to);
 	/* What it ran and waited since its last settle was on from's LLC: settled before it
 	 * changes LLC (within one, the LLC it is counted on stays right). */
-	if (direct && task_settle && (!a || !b || a->llc != b->llc))
+	if (direct && settles && task_settle && (!a || !b || a->llc != b->llc))
 		task_settle_one(p, a ? a->llc : LLC_UNKNOWN, SETTLE_MOVE);
 	/* The process's own count goes to this CPU's accumulator slot for it. */
 	struct acc_slot *pa = acc_of(here, RD(direct, p, tgid), h);
@@ -1270,7 +1349,14 @@ static __always_inline int on_exit(struct task_struct *p, const bool direct)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next, true);
+	return on_switch(preempt, prev, next, true, true);
+}
+
+/* The same for kernels without atomic exchange (before 5.12): no per-task settle. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_switch_old, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next, true, false);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -1282,13 +1368,25 @@ int BPF_PROG(btf_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(btf_wakeup_new, struct task_struct *p)
 {
-	return on_wakeup_new(p, true);
+	return on_wakeup_new(p, true, true);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(btf_wakeup_new_bounded, struct task_struct *p)
+{
+	return on_wakeup_new(p, true, false);
 }
 
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(btf_migrate, struct task_struct *p, int dest_cpu)
 {
-	return on_migrate(p, dest_cpu, true);
+	return on_migrate(p, dest_cpu, true, true);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(btf_migrate_old, struct task_struct *p, int dest_cpu)
+{
+	return on_migrate(p, dest_cpu, true, false);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -1392,7 +1490,7 @@ int settle_walk(struct bpf_iter__bpf_map_elem *ctx)
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next, false);
+	return on_switch(preempt, prev, next, false, false);
 }
 
 SEC("raw_tp/sched_wakeup")
@@ -1404,13 +1502,19 @@ int BPF_PROG(raw_wakeup, struct task_struct *p)
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_wakeup_new, struct task_struct *p)
 {
-	return on_wakeup_new(p, false);
+	return on_wakeup_new(p, false, true);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(raw_wakeup_new_bounded, struct task_struct *p)
+{
+	return on_wakeup_new(p, false, false);
 }
 
 SEC("raw_tp/sched_migrate_task")
 int BPF_PROG(raw_migrate, struct task_struct *p, int dest_cpu)
 {
-	return on_migrate(p, dest_cpu, false);
+	return on_migrate(p, dest_cpu, false, false);
 }
 
 SEC("raw_tp/sched_process_exit")

@@ -27,8 +27,8 @@ enum { T_DIST_NONE = 255 };
  * batches, below). The fields' meaning depends on the kind:
  *   T_MIGRATE: cpu = the CPU that moved it; from -> target; dist, cause; pid/tgid/prio/comm.
  *   T_PLACE:   cpu = the parent's CPU; target = where the new task was put; pid/tgid/comm;
- *              x = nr_cpus_allowed; y = idle allowed CPUs then; from = the lowest of
- *              them (0xffff: none).
+ *              x = nr_cpus_allowed; y = idle allowed CPUs then (~0: not scanned); from =
+ *              the lowest of them (0xffff: none).
  *   T_FORK:    pid/tgid/comm of the child; x = parent pid; y = parent tgid.
  *   T_EXIT:    pid/tgid/comm of the exiting thread.
  *   T_EXEC:    pid/tgid and the new comm of a thread that exec'd.
@@ -268,12 +268,11 @@ static __always_inline void trace_task_event_body(struct task_struct *p, u32 cpu
 	r->dist = (packed >> 8) & 0xff;
 	r->cause = (packed >> 16) & 0xff;
 	if (kind == T_PLACE) {
+		/* The idle scan the wakeup_new hook made just before (on_wakeup_new). */
+		struct cpu_stat *cs = stats_of(cpu);
 		r->x = RD(direct, p, nr_cpus_allowed);
-		struct idle_scan s = { .mask = (u64)RD(direct, p, cpus_ptr), .target = target,
-				       .first = -1 };
-		bpf_loop(nr_cpu_ids < MAX_CPUS ? nr_cpu_ids : MAX_CPUS, idle_scan_cpu, &s, 0);
-		r->y = s.idle;
-		r->from = s.first < 0 ? 0xffff : (u16)s.first;
+		r->y = cs ? cs->scan_idle : IDLE_UNKNOWN;
+		r->from = cs && cs->scan_first >= 0 ? (u16)cs->scan_first : 0xffff;
 	}
 	bpf_ringbuf_submit(r, TRACE_SUBMIT);
 }

@@ -480,3 +480,122 @@ fn a_running_task_is_settled_by_each_walk() {
         let _ = child.wait();
     }
 }
+
+/// The kernel features an old kernel lacks, taken as missing on this one (the test-only
+/// switch of src/source/bpf/features.rs): Debian 11's 5.10 lacks all three; Ubuntu
+/// 22.04's 5.15 lacks bpf_loop.
+const OLD_KERNELS: [(&str, &str); 3] = [
+    ("5.10-like", "task_storage,bpf_loop,fetch_atomics"),
+    ("5.15-like", "bpf_loop"),
+    ("5.11-like", "fetch_atomics,bpf_loop"),
+];
+
+fn load_without(modes: &[Mode], waits: Waits, without: &str) -> (Topology, BpfSource) {
+    common::require_root();
+    let topo = topology::discover(&KernelRoot::default()).expect("topology");
+    match BpfSource::load_without(&topo, 100_000, modes, waits, without) {
+        Ok(b) => (topo, b),
+        Err(e) => panic!("BPF without {without} did not load: {e}"),
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn old_kernels_paths_count_hops_and_waits_exactly_and_say_what_they_lack() {
+    for (name, without) in OLD_KERNELS {
+        println!("== {name}: without {without}");
+        let (topo, mut bpf) =
+            load_without(&[Mode::TpBtf, Mode::RawTp], Waits::of_kernel(), without);
+        assert_eq!(bpf.mode(), Mode::TpBtf, "{name}: tp_btf loads without them");
+        assert!(
+            !bpf.settles_tasks() || !without.contains("fetch_atomics"),
+            "{name}"
+        );
+        // The source state names each degradation with the kernel that lifts it.
+        sample(&topo, &mut bpf);
+        let s = sample(&topo, &mut bpf);
+        let reason = s
+            .sources
+            .iter()
+            .find(|x| x.name == "bpf")
+            .and_then(|x| x.reason.clone())
+            .unwrap_or_default();
+        println!("{name}: {reason}");
+        if without.contains("bpf_loop") {
+            assert!(
+                reason.contains("bpf_loop (5.17)") || reason.contains("no bpf_loop: 5.17"),
+                "{reason}"
+            );
+        }
+        if without.contains("fetch_atomics") || without.contains("task_storage") {
+            assert!(
+                reason.contains("not settled from each task's own counters"),
+                "{reason}"
+            );
+        }
+        forced_hops(topo.clone(), bpf);
+        // Waits: stamped at wakeup (a hash where task storage is missing), and from the
+        // kernel's sched_info.
+        let (topo, bpf) = load_without(&[Mode::TpBtf], Waits::Stamped, without);
+        waits_match_run_delay(topo, bpf);
+        let (topo, bpf) = load_without(&[Mode::TpBtf], Waits::of_kernel(), without);
+        waits_match_run_delay(topo, bpf);
+        // Placements: the bounded scan still counts the idle allowed CPUs (2 CPUs here).
+        let (topo, mut bpf) = load_without(&[Mode::TpBtf], Waits::of_kernel(), without);
+        sample(&topo, &mut bpf);
+        let child = Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+            .args(["pinned-threads", "0,1", "2", "0.1"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("pinned-threads");
+        assert!(child.success());
+        let s = sample(&topo, &mut bpf);
+        let placements: Vec<_> = s
+            .events
+            .iter()
+            .flat_map(|l| &l.events)
+            .filter(|e| e.kind == llctop::snapshot::EventKind::Placement)
+            .collect();
+        assert!(!placements.is_empty(), "{name}: placements recorded");
+        assert!(
+            placements.iter().all(|e| e.idle_allowed.is_some()),
+            "{name}: idle allowed CPUs counted by the bounded scan"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_kernel_without_btf_is_named_not_a_bare_einval_and_procfs_takes_over() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let llctop = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_llctop"))
+            .args(args)
+            .env("LLCTOP_BPF_WITHOUT", "btf")
+            .env("LLCTOP_JOURNAL", dir.path().join("j.json"))
+            .output()
+            .unwrap()
+    };
+    let out = llctop(&[
+        "--source",
+        "bpf",
+        "record",
+        "-o",
+        "/dev/null",
+        "--duration",
+        "1s",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no BTF") && err.contains("CONFIG_DEBUG_INFO_BTF"),
+        "{err}"
+    );
+    assert!(!err.contains("EINVAL"), "{err}");
+    let out = llctop(&["--interval", "300ms", "live", "--duration", "1s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("bpf Absent: this kernel has no BTF"), "{err}");
+    assert!(err.contains("using procfs sampling"), "{err}");
+}

@@ -529,3 +529,88 @@ fn lab_6_12_domains_read_with_exact_levels_match_the_estimate() {
 fn lab_6_12_cgroup_numa_balancing_counters_match_memory_stat() {
     common::lab::check_cgroup_numa(run("6.12", "numa.sh"), "6.12");
 }
+
+// ---- Debian 11's 5.10 (issue "Kernels users run"): no task-local storage, no atomics
+// that fetch, no bpf_loop — the BPF source loads with those parts off and still counts
+// exactly (old.sh) ----
+
+#[test]
+fn lab_5_10_topology() {
+    check_topology("5.10");
+}
+
+#[test]
+fn lab_5_10_bpf_counts_hops_waits_and_placements_exactly_and_names_what_it_lacks() {
+    let run = run("5.10", "old.sh");
+    let rec = recording(run, "old_recording");
+    let bpf = rec.snapshots[0]
+        .sources
+        .iter()
+        .find(|s| s.name == "bpf")
+        .expect("bpf source state");
+    let reason = bpf.reason.clone().unwrap_or_default();
+    println!("lab 5.10: bpf source {:?}: {reason}", bpf.state);
+    assert_eq!(bpf.state, llctop::snapshot::SourceState::Active, "{reason}");
+    assert!(
+        reason.starts_with("tp_btf"),
+        "tp_btf loads on 5.10: {reason}"
+    );
+    for lacks in [
+        "no bpf_loop: 5.17",
+        "no task-local storage: 5.11; no atomic exchange: 5.12",
+    ] {
+        assert!(reason.contains(lacks), "{lacks}: {reason}");
+    }
+    assert!(!reason.contains(llctop::source::bpf::SETTLED), "{reason}");
+    // Hops: exact per distance.
+    let pid = |k: &str| -> u32 { run.value(k).parse().unwrap() };
+    let x = hops_of(&rec, pid("hop_xnode_pid"));
+    let l = hops_of(&rec, pid("hop_llc_pid"));
+    println!("lab 5.10: hopper 0<->2 {x:?}\n  hopper 0<->1 {l:?}");
+    assert_eq!((x.cross_node, x.total()), (100, 100));
+    assert_eq!((l.llc, l.total()), (100, 100));
+    // Waits: each spinner's, summed over the recording, against the run_delay it read
+    // from its own /proc/thread-self/schedstat at its end (within 2%).
+    for s in ["spin1", "spin2"] {
+        let p = pid(&format!("{s}_pid"));
+        let kernel: u64 = run
+            .block(&format!("{s}_out"))
+            .lines()
+            .find_map(|l| l.strip_prefix("run_delay_ns "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{s}: {}", run.block(&format!("{s}_out"))));
+        let ours: u64 = rec
+            .snapshots
+            .iter()
+            .flat_map(|s| s.processes.iter().flat_map(|t| &t.rows))
+            .filter(|r| r.pid == p)
+            .map(|r| r.rq_wait_ns)
+            .sum();
+        println!("lab 5.10: spinner {p}: kernel run_delay {kernel} ns, llctop {ours} ns");
+        assert!(kernel > 100_000_000, "they waited for each other");
+        assert!(
+            ours.abs_diff(kernel) * 50 <= kernel,
+            "{s}: llctop {ours} vs the kernel's {kernel}"
+        );
+    }
+    // Placements: one per thread, with the idle allowed CPUs counted (bounded scan).
+    let tgid = pid("pinned_threads_pid");
+    let placed: Vec<&llctop::snapshot::DetailEvent> = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| s.events.as_ref())
+        .flat_map(|e| &e.events)
+        .filter(|e| {
+            e.kind == llctop::snapshot::EventKind::Placement && e.tgid == tgid && e.pid != tgid
+        })
+        .collect();
+    println!(
+        "lab 5.10: placements {:?}",
+        placed
+            .iter()
+            .map(|e| (e.to_cpu, e.idle_allowed))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(placed.len(), 4);
+    assert!(placed.iter().all(|e| e.idle_allowed.is_some()));
+}

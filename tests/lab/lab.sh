@@ -10,7 +10,8 @@
 #               without installing it; the system's QEMU stays as it is.
 #
 # usage: tests/lab/lab.sh KERNEL SCENARIO LLCTOP_BIN [EXTRA_BIN...]
-#   KERNEL    6.1 | 6.12 | 6.18 | 7.2   (Debian 12 generic 6.1, Debian 12 cloud 6.12,
+#   KERNEL    5.10 | 6.1 | 6.12 | 6.18 | 7.2   (Debian 11 generic 5.10, Debian 12
+#                                        generic 6.1, Debian 12 cloud 6.12,
 #                                        trixie-backports cloud 6.18, sid 7.2 with
 #                                        CONFIG_SCHED_CACHE)
 #   SCENARIO  a shell script run by the guest's /init (see scenarios/); its lines
@@ -47,6 +48,7 @@ apt_private() {
 # The suite a kernel comes from when it is not the system's own.
 suite() {
   case "$kernel" in
+    5.10) echo bullseye ;;
     6.18) echo trixie-backports ;;
     7.2)  echo sid ;;
   esac
@@ -54,6 +56,9 @@ suite() {
 
 resolve_package() {
   case "$kernel" in
+    # shellcheck disable=SC2046
+    5.10) apt-cache $(apt_private bullseye) search --names-only '^linux-image-5\.10\.0-[0-9]+-amd64$' 2>/dev/null \
+            | awk '{print $1}' | sort -V | tail -n 1 ;;
     6.1)  apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1/ {print $2; exit}' ;;
     6.12) apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-cloud-amd64-unsigned$' 2>/dev/null \
             | awk '{print $1}' | sort -V | tail -n 1 ;;

@@ -23,7 +23,10 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 /// The empty programs' names (the kernel's `prog_name`), by the llctop program they are
 /// the floor of: `(floor, llctop names)`.
 pub const PAIRS: [(&str, &[&str]); 3] = [
-    ("floor_switch", &["btf_switch", "raw_switch"]),
+    (
+        "floor_switch",
+        &["btf_switch", "raw_switch", "btf_switch_old"],
+    ),
     (
         "floor_wakeup",
         &[
@@ -31,12 +34,17 @@ pub const PAIRS: [(&str, &[&str]); 3] = [
             "raw_wakeup",
             "btf_wakeup_new",
             "raw_wakeup_new",
+            "btf_wakeup_new_bounded",
+            "raw_wakeup_new_bounded",
             // Trace mode's sched_waking: the same kind of event, one per wakeup.
             "btf_waking",
             "raw_waking",
         ],
     ),
-    ("floor_migrate", &["btf_migrate", "raw_migrate"]),
+    (
+        "floor_migrate",
+        &["btf_migrate", "raw_migrate", "btf_migrate_old"],
+    ),
 ];
 
 /// The loaded and attached empty programs (detached when dropped).

@@ -39,6 +39,11 @@ pub const PROC_LLC_SELF: u32 = BpfLimits::PROC_LLC_SELF.0;
 /// The key of a `proc_vals` entry that is free or being set up (the C side's
 /// `PROC_KEY_NONE`, a `#define`: BTF carries no 64-bit constant).
 pub const PROC_KEY_NONE: u64 = u64::MAX;
+/// The most CPU ids a placement's idle scan covers without bpf_loop.
+pub const SCAN_BOUNDED_CPUS: usize = BpfLimits::SCAN_BOUNDED_CPUS.0 as usize;
+/// A placement's idle allowed CPUs when not scanned (the C side's `IDLE_UNKNOWN`, a
+/// `#define`).
+pub const IDLE_UNKNOWN: u32 = u32::MAX;
 /// Hardware-counter slots per CPU, in [`Slot::ALL`] order.
 pub const NR_PC: usize = BpfLimits::NR_PC.0 as usize;
 pub const NR_DIST: usize = BpfDist::NR_DIST.0 as usize;
@@ -164,7 +169,7 @@ pub fn parse_event(b: &[u8]) -> Option<DetailEvent> {
         distance: migration.then(|| distance(u32::from(e.dist))).flatten(),
         cause: migration.then(|| cause(u32::from(e.cause))),
         nr_cpus_allowed: e.nr_cpus_allowed,
-        idle_allowed: placement.then_some(e.idle_allowed),
+        idle_allowed: (placement && e.idle_allowed != IDLE_UNKNOWN).then_some(e.idle_allowed),
         idle_cpu: (placement && e.idle_cpu >= 0).then_some(e.idle_cpu),
     })
 }

@@ -400,7 +400,8 @@ pub(super) fn proc_entries(
 }
 
 /// Give the `proc_vals` entries `idx` back (their `proc_idx` keys deleted already): each
-/// key set to [`PROC_KEY_NONE`], then its bit cleared, so the program may take it again.
+/// key set to [`PROC_KEY_NONE`], then its bit cleared, then its claim deleted, so the
+/// program may take it again (bpf/llctop.bpf.c `proc_take`).
 pub(super) fn free_proc_entries(
     skel: &mut skel::LlctopSkel<'static>,
     vals: Option<&Mapped>,
@@ -439,6 +440,9 @@ pub(super) fn free_proc_entries(
         let hint = unsafe { AtomicU32::from_ptr(&mut bss.proc_hint) };
         hint.fetch_min(low / 64, Ordering::Relaxed);
     }
+    for &i in idx {
+        let _ = skel.maps.proc_claim.delete(&i.to_ne_bytes());
+    }
 }
 
 /// Take a free `proc_vals` entry as the program does (the lowest clear bit of the first
@@ -458,9 +462,17 @@ pub(super) fn take_proc_entry(skel: &mut skel::LlctopSkel<'static>) -> Option<u3
             continue;
         }
         let bit = !used & used.wrapping_add(1);
-        if word.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+        let i = (w * 64) as u32 + bit.trailing_zeros();
+        // The program's own test-and-set: a claim it cannot make when another has it.
+        if skel
+            .maps
+            .proc_claim
+            .update(&i.to_ne_bytes(), &[1], MapFlags::NO_EXIST)
+            .is_ok()
+        {
+            word.fetch_or(bit, Ordering::AcqRel);
             bss.proc_hint = w as u32;
-            return Some((w * 64) as u32 + bit.trailing_zeros());
+            return Some(i);
         }
     }
     None

@@ -26,6 +26,7 @@
 
 mod attribution;
 pub mod delta;
+pub mod features;
 pub mod floor;
 pub mod layout;
 mod maps;
@@ -190,6 +191,8 @@ pub struct BpfSource {
     readers: Vec<GroupReader>,
     pc_mask: u32,
     attribution_note: Option<String>,
+    /// What the kernel offered at load (the parts switched off are named in the state).
+    features: features::Features,
 }
 
 impl BpfSource {
@@ -223,7 +226,29 @@ impl BpfSource {
         waits: Waits,
         walkers: &[Walker],
     ) -> Result<Self, LoadError> {
-        Self::load_all(topo, top, modes, waits, walkers, None)
+        Self::load_all(topo, top, modes, waits, walkers, None, None)
+    }
+
+    /// Like [`load_with`](Self::load_with) with the kernel features named in `without`
+    /// (`task_storage`, `bpf_loop`, `fetch_atomics`) taken as missing: tests run every
+    /// old kernel's path on a new one.
+    pub fn load_without(
+        topo: &Topology,
+        top: usize,
+        modes: &[Mode],
+        waits: Waits,
+        without: &str,
+    ) -> Result<Self, LoadError> {
+        let feats = features::Features::probe().without(without);
+        Self::load_all(
+            topo,
+            top,
+            modes,
+            waits,
+            &Walker::of_kernel(),
+            None,
+            Some(feats),
+        )
     }
 
     /// Load in trace mode with a trace ring buffer of `ring` bytes (a power of two, at
@@ -241,6 +266,7 @@ impl BpfSource {
             Waits::of_kernel(),
             &Walker::of_kernel(),
             Some(cfg),
+            None,
         )
     }
 
@@ -252,10 +278,14 @@ impl BpfSource {
         let progs = [
             &p.btf_switch,
             &p.raw_switch,
+            &p.btf_switch_old,
+            &p.btf_migrate_old,
             &p.btf_waking,
             &p.raw_waking,
             &p.btf_wakeup_new,
             &p.raw_wakeup_new,
+            &p.btf_wakeup_new_bounded,
+            &p.raw_wakeup_new_bounded,
             &p.btf_migrate,
             &p.raw_migrate,
             &p.btf_fork,
@@ -288,19 +318,30 @@ impl BpfSource {
         waits: Waits,
         walkers: &[Walker],
         trace: Option<tracing::TraceConfig>,
+        feats: Option<features::Features>,
     ) -> Result<Self, LoadError> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
+        let feats = feats.unwrap_or_else(features::Features::probe);
+        // Field offsets come from the kernel's BTF (CO-RE): without it nothing loads, and
+        // libbpf would only say EINVAL.
+        if !feats.btf {
+            return Err(LoadError(format!(
+                "this kernel has no BTF ({} is absent: CONFIG_DEBUG_INFO_BTF off): llctop's BPF program finds the kernel's fields through it",
+                features::VMLINUX_BTF
+            )));
+        }
         let mut last = String::new();
         for &mode in modes {
-            // Settling tasks from the kernel's own counters needs direct task pointers
-            // and sched_info; without a task walker it falls back to the slots.
+            // Settling tasks from the kernel's own counters needs direct task pointers,
+            // sched_info, task-local storage and atomic exchange; without a task walker
+            // it falls back to the slots.
             let mut settles: Vec<Option<Walker>> = Vec::new();
-            if mode == Mode::TpBtf && waits == Waits::SchedInfo {
+            if mode == Mode::TpBtf && waits == Waits::SchedInfo && feats.settle() {
                 settles.extend(walkers.iter().copied().map(Some));
             }
             settles.push(None);
             for (settle, numa) in settles.iter().flat_map(|&s| [(s, true), (s, false)]) {
-                match Self::try_load(topo, mode, numa, waits, settle, trace) {
+                match Self::try_load(topo, mode, numa, waits, settle, trace, feats) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
@@ -352,6 +393,7 @@ impl BpfSource {
                             readers: Vec::new(),
                             pc_mask: 0,
                             attribution_note: None,
+                            features: feats,
                         });
                     }
                     Err(e) if is_permission(&e) => return Err(LoadError::permission()),
@@ -382,6 +424,7 @@ impl BpfSource {
         waits: Waits,
         settle: Option<Walker>,
         trace: Option<tracing::TraceConfig>,
+        feats: features::Features,
     ) -> Result<
         (
             skel::LlctopSkel<'static>,
@@ -400,6 +443,7 @@ impl BpfSource {
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
             ro.sched_info_waits = waits == Waits::SchedInfo;
             ro.task_settle = settle.is_some();
+            ro.have_task_storage = feats.task_storage;
             ro.trace_on = trace.is_some();
             ro.load_ns = crate::clock::mono_ns();
             ro.nr_llc = nr_llc as u32;
@@ -434,6 +478,11 @@ impl BpfSource {
             .acc
             .set_max_entries((nr_cpus * layout::ACC_SLOTS) as u32)?;
         open.maps.pmu.set_max_entries((nr_cpus * NR_PC) as u32)?;
+        if !feats.task_storage {
+            // Not created: the code that uses them is switched off (have_task_storage).
+            open.maps.wait_ts.set_autocreate(false)?;
+            open.maps.task_acct.set_autocreate(false)?;
+        }
         open.maps
             .trace_rb
             .set_max_entries(trace.map_or(tracing::RING_OFF, |t| t.ring))?;
@@ -449,8 +498,11 @@ impl BpfSource {
         let stamps = waits == Waits::Stamped;
         for (p, is_btf, is_numa, is_wakeup) in [
             (&mut progs.btf_switch, true, false, false),
+            (&mut progs.btf_switch_old, true, false, false),
+            (&mut progs.btf_migrate_old, true, false, false),
             (&mut progs.btf_wakeup, true, false, true),
             (&mut progs.btf_wakeup_new, true, false, false),
+            (&mut progs.btf_wakeup_new_bounded, true, false, false),
             (&mut progs.btf_migrate, true, false, false),
             (&mut progs.btf_exit, true, false, false),
             (&mut progs.btf_move_numa, true, true, false),
@@ -458,12 +510,38 @@ impl BpfSource {
             (&mut progs.raw_switch, false, false, false),
             (&mut progs.raw_wakeup, false, false, true),
             (&mut progs.raw_wakeup_new, false, false, false),
+            (&mut progs.raw_wakeup_new_bounded, false, false, false),
             (&mut progs.raw_migrate, false, false, false),
             (&mut progs.raw_exit, false, false, false),
             (&mut progs.raw_move_numa, false, true, false),
             (&mut progs.raw_swap_numa, false, true, false),
         ] {
             p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
+        }
+        // Without atomic exchange (before 5.12) the switch and migrate programs that can
+        // settle tasks are refused whole: their _old twins leave the settle out.
+        for (p, old) in [
+            (&mut progs.btf_switch, false),
+            (&mut progs.btf_migrate, false),
+            (&mut progs.btf_switch_old, true),
+            (&mut progs.btf_migrate_old, true),
+        ] {
+            if old == feats.fetch_atomics {
+                p.set_autoload(false);
+            }
+        }
+        // The placement's idle scan: with bpf_loop where the kernel has it, else the
+        // program with the bounded scan (the other is not loaded: an old kernel refuses
+        // a program that holds a bpf_loop callback at all).
+        for (p, bounded) in [
+            (&mut progs.btf_wakeup_new, false),
+            (&mut progs.raw_wakeup_new, false),
+            (&mut progs.btf_wakeup_new_bounded, true),
+            (&mut progs.raw_wakeup_new_bounded, true),
+        ] {
+            if bounded == feats.bpf_loop {
+                p.set_autoload(false);
+            }
         }
         // The trace-only hooks.
         let wakings = trace.is_some_and(|t| t.wakings);
@@ -552,6 +630,10 @@ impl BpfSource {
             parts.push("every event counted in the kernel".into());
         }
         parts.push(self.waits.label().to_string());
+        parts.extend(
+            self.features
+                .degradations(self.nr_cpus, self.waits == Waits::SchedInfo),
+        );
         if let Some(w) = self.settle {
             parts.push(format!("{SETTLED} ({})", w.label()));
         }
