@@ -16,7 +16,10 @@
 #  (t) llctop trace's hooks against llctop record's: record, trace and trace --no-wakings
 #      running in one window beside the empty programs, WINDOWS windows: the capture
 #      cost per context switch as a ratio (target <= 2x), the trace's bytes per switch
-#      and lost records.
+#      and lost records;
+#  (k) the old kernels' paths forced on this kernel (5.10-like, 5.15-like) beside the
+#      normal one in one window: each one's switch hook and per-switch cost against the
+#      empty program (target for the 5.10 path's switch hook: <= 3x).
 # usage: scripts/overhead.sh [PAIRS] [WINDOWS]   (defaults 10 and 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,6 +127,31 @@ for w in $(seq "$windows"); do
 done
 echo "  trace / record: $(awk '{printf "%.2f ", $2 / $1}' "$out/tr.txt")-> median $(awk '{print $2 / $1}' "$out/tr.txt" | median)x (target <= 2x)"
 echo "  trace --no-wakings / record: $(awk '{printf "%.2f ", $3 / $1}' "$out/tr.txt")-> median $(awk '{print $3 / $1}' "$out/tr.txt" | median)x"
+echo
+echo "(k) the old kernels' paths, forced on this one (LLCTOP_BPF_WITHOUT), beside the normal path in one window"
+"$L" record --source bpf -o "$out/k0.jsonl" --interval 1s 2>/dev/null &
+k0=$!
+LLCTOP_BPF_WITHOUT=task_storage,bpf_loop,fetch_atomics "$L" record --source bpf -o "$out/k1.jsonl" --interval 1s 2>/dev/null &
+k1=$!
+LLCTOP_BPF_WITHOUT=bpf_loop "$L" record --source bpf -o "$out/k2.jsonl" --interval 1s 2>/dev/null &
+k2=$!
+sleep 2
+"$W" bpf-floor 12 "$k0" > "$out/fk0.txt" 2>&1 &
+g0=$!
+"$W" bpf-floor 12 "$k1" > "$out/fk1.txt" 2>&1 &
+g1=$!
+"$W" bpf-floor 12 "$k2" > "$out/fk2.txt" 2>&1 &
+g2=$!
+sleep 1
+kend=$(( $(date +%s) + 11 ))
+while [ "$(date +%s)" -lt "$kend" ]; do bench >/dev/null; done
+wait "$g0" "$g1" "$g2" || true
+kill -INT "$k0" "$k1" "$k2"; wait "$k0" "$k1" "$k2" || true
+for f in "normal (this kernel):fk0" "5.10-like (no task storage, atomic exchange, bpf_loop):fk1" "5.15-like (no bpf_loop):fk2"; do
+  echo "  ${f%%:*}"
+  grep -E '^sched_switch|^per context switch' "$out/${f##*:}.txt" | sed 's/^/    /'
+done
+echo "  (target: the 5.10 path's switch hook <= 3x the empty program)"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 echo
 awk -v c0="$cpu0" -v c1="$cpu1" -v t0="$t0" -v t1="$t1" -v tck="$tck" -v hwm="$hwm" 'BEGIN {
