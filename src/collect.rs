@@ -297,6 +297,49 @@ pub fn aggregate(topo: &Topology, snap: &mut Snapshot) {
     snap.nodes = nodes;
     let secs = snap.time.interval_secs();
     attach_counters(topo, snap, secs);
+    attach_cache(topo, snap);
+}
+
+/// Sum resctrl's readings into the LLCs and nodes: every top-level group's (the root's
+/// and each CTRL_MON group's; a MON group is inside its parent) reading of each LLC's
+/// domain; a node is the sum of its LLCs, unknown when one of them is.
+fn attach_cache(topo: &Topology, snap: &mut Snapshot) {
+    let Some(r) = &snap.resctrl else {
+        return;
+    };
+    let mut parts: Vec<Vec<&crate::snapshot::CacheMon>> = vec![Vec::new(); snap.llcs.len()];
+    for g in r.top_level() {
+        for d in &g.domains {
+            if let Some(p) = d.llc.and_then(|l| snap.llcs.iter().position(|g| g.id == l)) {
+                parts[p].push(&d.mon);
+            }
+        }
+    }
+    let sums: Vec<Option<crate::snapshot::CacheMon>> = parts
+        .into_iter()
+        .map(crate::snapshot::CacheMon::sum)
+        .collect();
+    for (g, s) in snap.llcs.iter_mut().zip(&sums) {
+        g.cache = *s;
+    }
+    for n in snap.nodes.iter_mut() {
+        let mine: Vec<Option<&crate::snapshot::CacheMon>> = topo
+            .llcs
+            .iter()
+            .filter(|l| l.node == Some(n.id))
+            .map(|l| {
+                snap.llcs
+                    .iter()
+                    .position(|g| g.id == l.id)
+                    .and_then(|p| sums[p].as_ref())
+            })
+            .collect();
+        n.cache = if !mine.is_empty() && mine.iter().all(Option::is_some) {
+            crate::snapshot::CacheMon::sum(mine.into_iter().flatten())
+        } else {
+            None
+        };
+    }
 }
 
 #[cfg(test)]
@@ -365,6 +408,75 @@ mod tests {
             s.llcs[0].rq_wait_p50_ns, None,
             "no histogram, no percentile"
         );
+    }
+
+    #[test]
+    fn resctrl_readings_sum_into_llcs_and_nodes_without_counting_mon_groups_twice() {
+        use crate::snapshot::{CacheMon, DomainMon, GroupKind, Resctrl, ResctrlGroup, Unread};
+        let t = crate::topology::tests::sample();
+        let mut s = empty_snapshot(&t);
+        let mon = |o: u64, tot: u64| CacheMon {
+            occupancy_bytes: Some(o),
+            mbm_total_bytes: Some(tot),
+            mbm_local_bytes: Some(tot / 2),
+            ..CacheMon::default()
+        };
+        let group = |path: &str, kind, per: &[(u32, CacheMon)]| ResctrlGroup {
+            path: path.into(),
+            kind,
+            pid: None,
+            total: CacheMon::default(),
+            domains: per
+                .iter()
+                .map(|(l, m)| DomainMon {
+                    l3: *l,
+                    node: None,
+                    llc: Some(*l),
+                    mon: *m,
+                })
+                .collect(),
+        };
+        let mut unassigned = mon(7, 0);
+        unassigned.mbm_total_bytes = None;
+        unassigned.total_why = Some(Unread::Unassigned);
+        s.resctrl = Some(Resctrl {
+            groups: vec![
+                group(
+                    "",
+                    GroupKind::Root,
+                    &[
+                        (0, mon(10, 100)),
+                        (1, mon(20, 200)),
+                        (2, mon(1, 2)),
+                        (3, unassigned),
+                    ],
+                ),
+                group("p1", GroupKind::CtrlMon, &[(0, mon(5, 50))]),
+                // Inside p1's figures already: not added again.
+                group("p1/mon_groups/m1", GroupKind::Mon, &[(0, mon(5, 50))]),
+            ],
+            ..Resctrl::default()
+        });
+        aggregate(&t, &mut s);
+        let c = |i: usize| s.llcs[i].cache.unwrap();
+        assert_eq!(
+            (c(0).occupancy_bytes, c(0).mbm_total_bytes),
+            (Some(15), Some(150))
+        );
+        assert_eq!(c(1).occupancy_bytes, Some(20));
+        assert_eq!(
+            (c(3).mbm_total_bytes, c(3).total_why),
+            (None, Some(Unread::Unassigned))
+        );
+        assert_eq!(c(3).occupancy_bytes, Some(7));
+        // Node 0 = LLCs 0 and 1; node 1 = LLCs 2 and 3 (3's bandwidth unknown).
+        let n0 = s.nodes[0].cache.unwrap();
+        assert_eq!(
+            (n0.occupancy_bytes, n0.mbm_local_bytes),
+            (Some(35), Some(175))
+        );
+        let n1 = s.nodes[1].cache.unwrap();
+        assert_eq!((n1.occupancy_bytes, n1.mbm_total_bytes), (Some(8), None));
     }
 
     #[test]

@@ -100,6 +100,29 @@ impl KernelRoot {
         }
     }
 
+    /// Where a directory made at `kernel_path` goes: as [`KernelRoot::write_target`],
+    /// judged by its parent (the directory does not exist yet).
+    pub fn mkdir_target(&self, kernel_path: impl AsRef<Path>) -> Result<PathBuf, String> {
+        let p = kernel_path.as_ref();
+        let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+            return Err(format!("{}: not a directory to make", p.display()));
+        };
+        Ok(self.write_target(parent)?.join(name))
+    }
+
+    /// Remove a directory the kernel made for a `mkdir` (a resctrl group): on the live
+    /// system `rmdir`, which takes the kernel's files with it; in a fixture tree, whose
+    /// plain directories stand for the pseudo file system's, the directory and its files.
+    pub fn remove_kernel_dir(&self, kernel_path: impl AsRef<Path>) -> Result<(), String> {
+        let target = self.write_target(&kernel_path)?;
+        let res = if self.is_live() {
+            std::fs::remove_dir(&target)
+        } else {
+            std::fs::remove_dir_all(&target)
+        };
+        res.map_err(|e| format!("{}: {e}", kernel_path.as_ref().display()))
+    }
+
     /// Map an absolute kernel path such as `/proc/stat` to its place under the root.
     pub fn path(&self, kernel_path: impl AsRef<Path>) -> PathBuf {
         let p = kernel_path.as_ref();
@@ -115,6 +138,18 @@ impl KernelRoot {
     pub fn read(&self, kernel_path: impl AsRef<Path>) -> KResult<String> {
         let path = self.path(kernel_path);
         std::fs::read_to_string(&path).map_err(|source| KernelError::Io { path, source })
+    }
+
+    /// Open a file for reading, for a caller that keeps it and reads it again from offset
+    /// 0 (`pread`): a kernel file makes its text anew at every such read.
+    pub fn open(&self, kernel_path: impl AsRef<Path>) -> KResult<std::fs::File> {
+        let path = self.path(kernel_path);
+        std::fs::File::open(&path).map_err(|source| KernelError::Io { path, source })
+    }
+
+    /// Whether the path is a directory (symlinks followed, as the kernel's are not).
+    pub fn is_dir(&self, kernel_path: impl AsRef<Path>) -> bool {
+        self.path(kernel_path).is_dir()
     }
 
     /// Read a file and strip surrounding white space (sysfs values end in `\n`).
@@ -171,6 +206,27 @@ impl KernelRoot {
                 source,
             })?;
             if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Names of the subdirectories of a directory, sorted (from the directory's own
+    /// entry types: no file is looked at).
+    pub fn list_subdirs(&self, kernel_path: impl AsRef<Path>) -> KResult<Vec<String>> {
+        let path = self.path(kernel_path);
+        let err = |source| KernelError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&path).map_err(err)? {
+            let entry = entry.map_err(err)?;
+            if entry.file_type().map_err(err)?.is_dir()
+                && let Some(name) = entry.file_name().to_str()
+            {
                 names.push(name.to_string());
             }
         }

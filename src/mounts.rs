@@ -1,7 +1,7 @@
 //! Where the kernel's pseudo file systems are mounted, from `/proc/self/mountinfo`
 //! (parsed with procfs-core's `MountInfos` through the kernel root). Used by the NUMA
-//! source (cgroup `memory.stat`) and the knob registry (cpuset v1, cgroup2 `cpu.*`,
-//! debugfs).
+//! source (cgroup `memory.stat`), the knob registry (cpuset v1, cgroup2 `cpu.*`,
+//! debugfs) and the resctrl source.
 
 use std::path::PathBuf;
 
@@ -17,6 +17,7 @@ pub struct Mounts {
     pub cpuset_v1: Option<PathBuf>,
     pub memory_v1: Option<PathBuf>,
     pub debugfs: Option<PathBuf>,
+    pub resctrl: Option<PathBuf>,
     /// mountinfo could not be read; every field above is `None` for that reason.
     pub unreadable: Option<String>,
 }
@@ -44,6 +45,7 @@ impl Mounts {
                     }
                 }
                 "debugfs" if m.debugfs.is_none() => m.debugfs = Some(place),
+                "resctrl" if m.resctrl.is_none() => m.resctrl = Some(place),
                 _ => {}
             }
         }
@@ -64,7 +66,8 @@ mod tests {
             "34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n\
              35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
              41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n\
-             50 22 0:7 / /sys/kernel/debug rw,relatime - debugfs none rw\n",
+             50 22 0:7 / /sys/kernel/debug rw,relatime - debugfs none rw\n\
+             61 22 0:40 / /sys/fs/resctrl rw,relatime - resctrl resctrl rw\n",
         )
         .unwrap();
         let m = Mounts::discover(&KernelRoot::new(dir.path()));
@@ -72,6 +75,7 @@ mod tests {
         assert_eq!(m.cpuset_v1, Some("/sys/fs/cgroup/cpuset".into()));
         assert_eq!(m.memory_v1, Some("/sys/fs/cgroup/memory".into()));
         assert_eq!(m.debugfs, Some("/sys/kernel/debug".into()));
+        assert_eq!(m.resctrl, Some("/sys/fs/resctrl".into()));
         let none = Mounts::discover(&KernelRoot::new(dir.path().join("nothing")));
         assert!(none.unreadable.is_some() && none.cgroup2.is_none());
     }

@@ -154,6 +154,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
             .iter()
             .map(|&r| (r > 0).then(|| counters(r, r / 2, r / 1000)))
             .collect(),
+        cache: None,
     };
     let pg = ProcessStats {
         pid: 1001,

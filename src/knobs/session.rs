@@ -33,6 +33,7 @@ use super::{Knob, domains};
 use crate::text::Esc;
 
 mod hold;
+pub mod resctrl;
 mod restore;
 
 /// What a knob event did.
@@ -158,6 +159,10 @@ pub struct Session {
     notes: Vec<String>,
     events: Vec<KnobEvent>,
     finished: bool,
+    /// llctop's resctrl monitoring groups made by this session ([`resctrl`]).
+    resctrl_groups: Vec<PathBuf>,
+    /// Where this session mounted resctrl.
+    resctrl_mounted: Option<PathBuf>,
 }
 
 impl Session {
@@ -175,6 +180,8 @@ impl Session {
             notes: Vec::new(),
             events: Vec::new(),
             finished: false,
+            resctrl_groups: Vec::new(),
+            resctrl_mounted: None,
         }
     }
 
@@ -351,10 +358,16 @@ impl Session {
             return (Vec::new(), Vec::new());
         }
         self.finished = true;
+        // llctop's resctrl groups and mount are instruments of the run, not settings:
+        // removed whatever --keep-changes says.
+        let (mut ok, mut failed) = self.resctrl_finish();
         if self.opts.keep_changes || self.opts.read_only {
-            return (Vec::new(), Vec::new());
+            return (ok, failed);
         }
-        self.restore_session()
+        let (k_ok, k_failed) = self.restore_session();
+        ok.extend(k_ok);
+        failed.extend(k_failed);
+        (ok, failed)
     }
 
     /// Knobs changed in this session that are still not at their original value.

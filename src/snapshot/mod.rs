@@ -10,10 +10,15 @@
 //!
 //! New fields are added with `#[serde(default)]` so older recordings keep loading.
 
+mod cache;
 mod events;
 mod process;
 mod size;
 
+pub use cache::{
+    CacheMon, DomainCounters, DomainMon, GroupKind, MAX_BYTES_PER_SEC, Resctrl, ResctrlGroup,
+    ResctrlInfo, Unread,
+};
 pub use events::{Cause, DetailEvent, EventKind, EventLog};
 pub use process::{PreferredKind, ProcessStats, ProcessTable};
 
@@ -53,6 +58,10 @@ pub struct Snapshot {
     /// L3 uncore readings (perf source, AMD amd_l3), one per LLC that has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uncore_l3: Vec<UncoreL3>,
+    /// L3 occupancy and memory bandwidth per monitoring group and L3 domain (resctrl
+    /// source); `aggregate` sums them into `llcs`, `nodes` and the process rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resctrl: Option<Resctrl>,
 }
 impl Snapshot {
     /// The entry of CPU `cpu`. `cpus` is in CPU order and usually dense, so the direct
@@ -244,6 +253,10 @@ pub struct GroupStats {
     /// Sums of the CPUs' counters (plus the LLC's uncore L3), with derived metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// What the group's L3 holds and the memory traffic behind it, all resctrl groups
+    /// together (resctrl source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheMon>,
 }
 
 /// Sums of counts read from a kernel or a file saturate: a corrupt or hostile count must

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ByDistance, Counters, Precision};
+use super::{ByDistance, CacheMon, Counters, Precision};
 
 /// Where a preferred LLC comes from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,4 +81,9 @@ pub struct ProcessStats {
     /// attribution).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters_per_llc: Vec<Option<Counters>>,
+    /// Its L3 occupancy and memory bandwidth, all L3s together, when llctop monitors it
+    /// in a resctrl group of its own (`--cache-top`, `--cache-pid`; per L3 in
+    /// `Snapshot::resctrl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheMon>,
 }

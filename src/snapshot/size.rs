@@ -82,7 +82,20 @@ impl Snapshot {
                     + s.reason.as_ref().map_or(0, String::capacity)
             })
             .sum();
+        let resctrl = self.resctrl.as_ref().map_or(0, |r| {
+            size_of::<Resctrl>()
+                + r.info.counters.capacity() * size_of::<DomainCounters>()
+                + r.groups
+                    .iter()
+                    .map(|g| {
+                        size_of::<ResctrlGroup>()
+                            + g.path.capacity()
+                            + g.domains.capacity() * size_of::<DomainMon>()
+                    })
+                    .sum::<usize>()
+        });
         size_of::<Snapshot>()
+            + resctrl
             + cpus
             + groups
             + migrations

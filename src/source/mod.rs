@@ -13,6 +13,7 @@
 pub mod bpf;
 pub mod perf;
 pub mod procfs;
+pub mod resctrl;
 
 use crate::kroot::KernelRoot;
 use crate::snapshot::{Snapshot, SourceStatus};

@@ -65,6 +65,11 @@ pub struct Llc {
     /// The cache's own `shared_cpu_list` when it differs from `cpus` (SNC split).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_cpus: Option<Vec<u32>>,
+    /// The kernel's id of the cache (`cache/indexN/id`): unique per level, not a
+    /// position (resctrl names its L3 domains by it). `None` when not derived from a
+    /// cache or the kernel gives no id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_id: Option<u32>,
 }
 
 fn default_basis() -> LlcBasis {
@@ -231,6 +236,7 @@ pub fn synthetic(nodes: u32, llcs_per_node: u32, cpus_per_llc: u32) -> Topology 
             size_kb: Some(32768),
             basis: LlcBasis::Cache,
             cache_cpus: None,
+            cache_id: Some(l),
         });
     }
     for n in 0..nodes {
@@ -275,6 +281,7 @@ pub(crate) mod tests {
                 size_kb: Some(32768),
                 basis: LlcBasis::Cache,
                 cache_cpus: None,
+                cache_id: Some(l),
             })
             .collect();
         let nodes = (0..2)

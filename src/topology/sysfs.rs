@@ -215,6 +215,8 @@ struct LlcCandidate {
     level: Option<u8>,
     size_kb: Option<u64>,
     basis: LlcBasis,
+    /// The cache's `id` file.
+    cache_id: Option<u32>,
 }
 
 /// The highest-level unified cache of `cpu`, or the cluster/package fallback.
@@ -230,7 +232,9 @@ fn llc_candidate(
         Err(e) if e.is_not_found() => Vec::new(),
         Err(e) => return Err(e),
     };
-    let mut best: Option<(u8, Vec<u32>, Option<u64>)> = None;
+    // (level, shared CPUs, size, cache id) of the highest unified cache so far.
+    type Best = (u8, Vec<u32>, Option<u64>, Option<u32>);
+    let mut best: Option<Best> = None;
     for idx in indexes {
         let dir = format!("{cache_dir}/index{idx}");
         let Some(kind) = root.read_value_opt::<String>(format!("{dir}/type"))? else {
@@ -252,11 +256,16 @@ fn llc_candidate(
             })?),
             None => None,
         };
-        if best.as_ref().is_none_or(|(l, _, _)| level > *l) {
-            best = Some((level, shared, size_kb));
+        if best.as_ref().is_none_or(|(l, ..)| level > *l) {
+            // The id names the cache, not its place: a garbled one is no id.
+            let id = root
+                .read_value_opt::<u32>(format!("{dir}/id"))
+                .ok()
+                .flatten();
+            best = Some((level, shared, size_kb, id));
         }
     }
-    if let Some((level, shared, size_kb)) = best {
+    if let Some((level, shared, size_kb, cache_id)) = best {
         let mut shared = only_online(shared, online);
         if !shared.contains(&cpu) {
             shared.push(cpu);
@@ -267,6 +276,7 @@ fn llc_candidate(
             level: Some(level),
             size_kb,
             basis: LlcBasis::Cache,
+            cache_id,
         });
     }
     for (names, basis) in [
@@ -284,6 +294,7 @@ fn llc_candidate(
                     level: None,
                     size_kb: None,
                     basis,
+                    cache_id: None,
                 });
             }
         }
@@ -293,6 +304,7 @@ fn llc_candidate(
         level: None,
         size_kb: None,
         basis: LlcBasis::Node,
+        cache_id: None,
     })
 }
 
@@ -354,6 +366,7 @@ fn group_llcs(cpus: &mut [Cpu], cands: BTreeMap<u32, LlcCandidate>, nodes: &[Nod
                         size_kb: cand.size_kb,
                         basis,
                         cache_cpus,
+                        cache_id: cand.cache_id,
                     },
                 ));
                 index.insert(key, groups.len() - 1);

@@ -106,6 +106,13 @@ impl Session {
                     continue;
                 }
             };
+            if super::resctrl::is_resctrl_id(id) {
+                match self.resctrl_restore(&entry) {
+                    Ok(()) => ok.push(id.clone()),
+                    Err(e) => failed.push(e),
+                }
+                continue;
+            }
             let res = self.knob(id).and_then(|knob| {
                 // A journal is only a hint: it may only restore a registered knob at the
                 // path the registry has for it.

@@ -1,0 +1,195 @@
+//! resctrl's counter files, kept open and read again with `pread` at offset 0 (the
+//! kernel makes a counter file's text anew at each such read): one system call per
+//! counter per interval instead of open + read + close, and no file opened more than once
+//! in an interval. Open files come out of a budget under RLIMIT_NOFILE; past it a file
+//! is opened for its read and closed again (slower, still correct), and the source
+//! state says how many are kept.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt as _;
+use std::path::PathBuf;
+
+use crate::kroot::{KernelError, KernelRoot};
+
+/// How many counter files may stay open.
+#[derive(Debug)]
+pub struct Budget {
+    left: usize,
+    /// Files that could not be kept (read by open + read + close).
+    pub overflow: usize,
+    raised: bool,
+}
+
+/// Of RLIMIT_NOFILE's soft limit, the part counter files may keep: the rest is for
+/// everything else (perf's per-CPU counters, BPF maps, a recording, sockets).
+const SHARE: usize = 2;
+
+fn nofile() -> (u64, u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: r is a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return (1024, 1024);
+    }
+    (r.rlim_cur, r.rlim_max)
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::new()
+    }
+}
+
+impl Budget {
+    pub fn new() -> Budget {
+        let (soft, _) = nofile();
+        Budget {
+            left: usize::try_from(soft).unwrap_or(usize::MAX) / SHARE,
+            overflow: 0,
+            raised: false,
+        }
+    }
+
+    /// A budget of exactly `n` files (tests).
+    pub fn of(n: usize) -> Budget {
+        Budget {
+            left: n,
+            overflow: 0,
+            raised: true,
+        }
+    }
+
+    /// Take one file from the budget; when it runs out, the soft limit is raised to the
+    /// hard one once (as most servers allow), and its share added.
+    fn take(&mut self) -> bool {
+        if self.left == 0 && !self.raised {
+            self.raised = true;
+            let (soft, hard) = nofile();
+            if hard > soft {
+                let r = libc::rlimit {
+                    rlim_cur: hard,
+                    rlim_max: hard,
+                };
+                // SAFETY: r is a valid rlimit; raising the soft limit up to the hard one
+                // needs no privilege.
+                if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0 {
+                    let more = (hard - soft) / SHARE as u64;
+                    self.left = usize::try_from(more).unwrap_or(usize::MAX);
+                }
+            }
+        }
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+
+    fn give_back(&mut self) {
+        self.left = self.left.saturating_add(1);
+    }
+}
+
+/// One counter file.
+#[derive(Debug)]
+pub struct Counter {
+    /// Kernel path (under the root).
+    path: PathBuf,
+    file: Option<File>,
+}
+
+/// A counter's text is a number or a word: anything longer is not a counter.
+pub const MAX_TEXT: usize = 64;
+
+impl Counter {
+    pub fn new(path: PathBuf) -> Counter {
+        Counter { path, file: None }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Whether its file is kept open.
+    pub fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Read the file's text into `buf` (its length returned). A kept file that fails
+    /// (its group was removed and made again, the domain went offline) is dropped and
+    /// the path opened once more — never more than once per call.
+    pub fn read(
+        &mut self,
+        root: &KernelRoot,
+        budget: &mut Budget,
+        buf: &mut [u8; MAX_TEXT],
+    ) -> Result<usize, KernelError> {
+        if let Some(f) = &self.file {
+            match f.read_at(buf, 0) {
+                Ok(n) => return Ok(n),
+                Err(_) => {
+                    self.file = None;
+                    budget.give_back();
+                }
+            }
+        }
+        let f = root.open(&self.path)?;
+        let n = f.read_at(buf, 0).map_err(|source| KernelError::Io {
+            path: root.path(&self.path),
+            source,
+        })?;
+        if budget.take() {
+            self.file = Some(f);
+        } else {
+            budget.overflow += 1;
+        }
+        Ok(n)
+    }
+
+    /// Close the file (its group is gone), returning it to the budget.
+    pub fn close(&mut self, budget: &mut Budget) {
+        if self.file.take().is_some() {
+            budget.give_back();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_file_is_read_again_and_a_replaced_one_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = KernelRoot::new(dir.path());
+        std::fs::write(dir.path().join("c"), "100\n").unwrap();
+        let mut b = Budget::of(1);
+        let mut buf = [0u8; MAX_TEXT];
+        let mut c = Counter::new("/c".into());
+        let n = c.read(&root, &mut b, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"100\n");
+        assert!(c.is_open());
+        // Rewritten in place (as a test kernel does): the kept file sees the new text.
+        std::fs::write(dir.path().join("c"), "250\n").unwrap();
+        let n = c.read(&root, &mut b, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"250\n");
+        // A second counter finds the budget spent: read all the same, not kept.
+        std::fs::write(dir.path().join("d"), "7").unwrap();
+        let mut d = Counter::new("/d".into());
+        let n = d.read(&root, &mut b, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"7");
+        assert!(!d.is_open());
+        assert_eq!(b.overflow, 1);
+        c.close(&mut b);
+        assert!(!c.is_open());
+        let n = d.read(&root, &mut b, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"7");
+        assert!(d.is_open(), "the closed file's place went to it");
+        // Gone: an error naming the path.
+        std::fs::remove_file(dir.path().join("c")).unwrap();
+        let e = c.read(&root, &mut b, &mut buf).unwrap_err().to_string();
+        assert!(e.contains("/c"), "{e}");
+    }
+}

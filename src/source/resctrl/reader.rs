@@ -1,0 +1,278 @@
+//! One interval's read of every monitoring group: the groups listed anew (they come and
+//! go), each group's counter files kept open across intervals, each reading turned into
+//! the interval's figure ([`super::delta`]), summed per group and for the machine.
+//!
+//! A group removed and made again under the same name (its directory's inode changes)
+//! starts from a new baseline: a reused RMID's old counts are never taken as traffic.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+
+use super::delta;
+use super::files::{Budget, Counter, MAX_TEXT};
+use super::parse::{self, Value};
+use super::tree::{self, GroupDir, Layout};
+use crate::kroot::KernelRoot;
+use crate::snapshot::{CacheMon, DomainMon, Resctrl, ResctrlGroup, Unread};
+
+/// One event's file in one leaf, and its last valid reading (cumulative counters).
+#[derive(Debug)]
+struct Event {
+    file: Counter,
+    prev: Option<u64>,
+}
+
+/// The three events of one leaf (`None`: not monitored by this kernel).
+#[derive(Debug)]
+struct LeafFiles {
+    occupancy: Option<Event>,
+    total: Option<Event>,
+    local: Option<Event>,
+}
+
+#[derive(Debug)]
+struct GroupState {
+    dir: GroupDir,
+    /// The group directory's inode when its files were opened.
+    ino: Option<u64>,
+    leaves: Vec<LeafFiles>,
+}
+
+/// What went wrong in an interval, for the source state.
+#[derive(Debug, Default)]
+pub struct Trouble {
+    /// The first few files that could not be read or did not hold a number, with why.
+    pub unreadable: Vec<String>,
+    pub unreadable_count: u64,
+    pub resets: u64,
+}
+
+pub struct Reader {
+    root: KernelRoot,
+    pub layout: Layout,
+    groups: BTreeMap<String, GroupState>,
+    pub budget: Budget,
+}
+
+/// How many unreadable files a state names.
+const NAMED: usize = 3;
+
+impl Reader {
+    pub fn new(root: KernelRoot, layout: Layout) -> Reader {
+        Reader {
+            root,
+            layout,
+            groups: BTreeMap::new(),
+            budget: Budget::new(),
+        }
+    }
+
+    /// The same with a budget of `n` kept files (tests).
+    pub fn with_budget(mut self, n: usize) -> Reader {
+        self.budget = Budget::of(n);
+        self
+    }
+
+    /// Counter files now kept open, and all counter files.
+    pub fn files(&self) -> (usize, usize) {
+        let mut open = 0;
+        let mut all = 0;
+        for g in self.groups.values() {
+            for l in &g.leaves {
+                for e in [&l.occupancy, &l.total, &l.local].into_iter().flatten() {
+                    all += 1;
+                    open += usize::from(e.file.is_open());
+                }
+            }
+        }
+        (open, all)
+    }
+
+    fn leaf_files(&self, dir: &GroupDir) -> Vec<LeafFiles> {
+        let base = self.layout.mount.join(&dir.path).join("mon_data");
+        let ev = |on: bool, leaf: &tree::Leaf, name: &str| {
+            on.then(|| Event {
+                file: Counter::new(base.join(&leaf.rel).join(name)),
+                prev: None,
+            })
+        };
+        let e = self.layout.events;
+        self.layout
+            .leaves
+            .iter()
+            .map(|leaf| LeafFiles {
+                occupancy: ev(e.occupancy, leaf, tree::OCCUPANCY),
+                total: ev(e.total, leaf, tree::TOTAL),
+                local: ev(e.local, leaf, tree::LOCAL),
+            })
+            .collect()
+    }
+
+    fn ino(&self, dir: &GroupDir) -> Option<u64> {
+        std::fs::metadata(self.root.path(self.layout.mount.join(&dir.path)))
+            .ok()
+            .map(|m| m.ino())
+    }
+
+    /// Bring the group list up to date: new groups get their files, gone ones close
+    /// theirs, a group made again starts afresh.
+    fn sync(&mut self, dirs: Vec<GroupDir>) {
+        let keep: std::collections::BTreeSet<&str> = dirs.iter().map(|d| d.path.as_str()).collect();
+        let gone: Vec<String> = self
+            .groups
+            .keys()
+            .filter(|k| !keep.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for k in gone {
+            if let Some(mut g) = self.groups.remove(&k) {
+                close(&mut g, &mut self.budget);
+            }
+        }
+        for d in dirs {
+            let ino = self.ino(&d);
+            let fresh = match self.groups.get(&d.path) {
+                Some(g) => g.ino != ino || g.dir.kind != d.kind,
+                None => true,
+            };
+            if fresh {
+                if let Some(mut old) = self.groups.remove(&d.path) {
+                    close(&mut old, &mut self.budget);
+                }
+                let leaves = self.leaf_files(&d);
+                self.groups.insert(
+                    d.path.clone(),
+                    GroupState {
+                        dir: d,
+                        ino,
+                        leaves,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Read every group. `interval_ns`: the interval's length (0 for the baseline).
+    /// `pid_of`: the process llctop monitors in a group path, if any.
+    pub fn read(
+        &mut self,
+        interval_ns: u64,
+        pid_of: &dyn Fn(&str) -> Option<u32>,
+    ) -> Result<(Resctrl, Trouble), String> {
+        let dirs = tree::groups(&self.root, &self.layout.mount).map_err(|e| e.to_string())?;
+        self.sync(dirs);
+        let mut trouble = Trouble::default();
+        let mut buf = [0u8; MAX_TEXT];
+        let mut groups = Vec::with_capacity(self.groups.len());
+        let (root, budget) = (&self.root, &mut self.budget);
+        for g in self.groups.values_mut() {
+            let mut domains = Vec::with_capacity(g.leaves.len());
+            for (leaf, files) in self.layout.leaves.iter().zip(g.leaves.iter_mut()) {
+                let mut read = |ev: &mut Option<Event>, cumulative: bool| -> delta::Figure {
+                    let Some(ev) = ev.as_mut() else {
+                        return (None, Some(Unread::NoEvent));
+                    };
+                    let v = match ev.file.read(root, budget, &mut buf) {
+                        Ok(n) => {
+                            let v = if n < MAX_TEXT {
+                                parse::value(&buf[..n])
+                            } else {
+                                Value::Not(Unread::Unreadable)
+                            };
+                            if v == Value::Not(Unread::Unreadable) {
+                                let text = String::from_utf8_lossy(&buf[..n.min(24)]);
+                                note(
+                                    &mut trouble,
+                                    format!(
+                                        "{}: not a count ({:?})",
+                                        root.path(ev.file.path()).display(),
+                                        text.trim()
+                                    ),
+                                );
+                            }
+                            v
+                        }
+                        Err(e) => {
+                            note(&mut trouble, e.to_string());
+                            ev.prev = None;
+                            return (None, Some(Unread::Unreadable));
+                        }
+                    };
+                    if !cumulative {
+                        return delta::level(v);
+                    }
+                    let f = delta::step(&mut ev.prev, v, interval_ns);
+                    if f.1 == Some(Unread::Reset) {
+                        trouble.resets += 1;
+                    }
+                    f
+                };
+                let (occupancy_bytes, occupancy_why) = read(&mut files.occupancy, false);
+                let (mbm_total_bytes, total_why) = read(&mut files.total, true);
+                let (mbm_local_bytes, local_why) = read(&mut files.local, true);
+                domains.push(DomainMon {
+                    l3: leaf.l3,
+                    node: leaf.node,
+                    llc: leaf.llc,
+                    mon: CacheMon {
+                        occupancy_bytes,
+                        mbm_total_bytes,
+                        mbm_local_bytes,
+                        occupancy_why,
+                        total_why,
+                        local_why,
+                    },
+                });
+            }
+            let total = CacheMon::sum(domains.iter().map(|d| &d.mon)).unwrap_or_default();
+            groups.push(ResctrlGroup {
+                pid: pid_of(&g.dir.path),
+                path: g.dir.path.clone(),
+                kind: g.dir.kind,
+                total,
+                domains,
+            });
+        }
+        // By path (the map's order): the root ("") first.
+        let mut info = self.layout.info.clone();
+        if let Some(avail) = tree::available_counters(&self.root, &self.layout.mount) {
+            for (l3, n) in avail {
+                match info.counters.iter_mut().find(|c| c.l3 == l3) {
+                    Some(c) => c.available = Some(n),
+                    None => info.counters.push(crate::snapshot::DomainCounters {
+                        l3,
+                        total: None,
+                        available: Some(n),
+                    }),
+                }
+            }
+        }
+        let mut r = Resctrl {
+            info,
+            total: CacheMon::default(),
+            groups,
+            resets: trouble.resets,
+            unreadable: trouble.unreadable_count,
+        };
+        r.total = CacheMon::sum(r.top_level().map(|g| &g.total)).unwrap_or_default();
+        Ok((r, trouble))
+    }
+}
+
+fn note(t: &mut Trouble, what: String) {
+    t.unreadable_count += 1;
+    if t.unreadable.len() < NAMED {
+        t.unreadable.push(what);
+    }
+}
+
+fn close(g: &mut GroupState, budget: &mut Budget) {
+    for l in &mut g.leaves {
+        for e in [&mut l.occupancy, &mut l.total, &mut l.local]
+            .into_iter()
+            .flatten()
+        {
+            e.file.close(budget);
+        }
+    }
+}
