@@ -42,6 +42,21 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub keep_changes: bool,
 
+    /// Mount resctrl at /sys/fs/resctrl for the run when it is not mounted (journaled;
+    /// unmounted at the end if no one else's group is on it).
+    #[arg(long, global = true)]
+    pub resctrl_mount: bool,
+
+    /// Monitor the L3 occupancy and memory bandwidth of the N busiest processes, each in
+    /// a resctrl group of llctop's own (mon_groups/llctop-PID, removed at the end).
+    #[arg(long, global = true, default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(0..=4096))]
+    pub cache_top: u16,
+
+    /// Monitor this process's L3 occupancy and memory bandwidth likewise (repeatable).
+    #[arg(long, global = true, value_name = "PID")]
+    pub cache_pid: Vec<u32>,
+
     /// The knob journal (default: $LLCTOP_JOURNAL if set and not empty, else
     /// /run/llctop/journal.json as root, else $XDG_STATE_HOME/llctop/journal.json).
     #[arg(long, global = true, value_name = "FILE")]
@@ -87,6 +102,13 @@ impl Cli {
             top: self.top,
             read_only: self.read_only,
             keep_changes: self.keep_changes,
+            resctrl: source::resctrl::Options {
+                mount: self.resctrl_mount,
+                plan: source::resctrl::own::Plan {
+                    top: usize::from(self.cache_top),
+                    pids: self.cache_pid.clone(),
+                },
+            },
             journal: self.journal.clone().or_else(|| {
                 // Read here, not by clap: an empty value is unset, not an error.
                 std::env::var_os("LLCTOP_JOURNAL")

@@ -108,10 +108,25 @@ class Machine:
             "llcs": llcs,
             "nodes": [sorted(c for c in cpus if c in on) for _, cpus in sorted(self.nodes.items())],
             "llc_size_kb": [self.cpus[s[0]]["llc_size_kb"] for s in llcs],
+            # The id file of each LLC's cache (the highest unified level), as written above.
+            "llc_cache_id": [self.cache_id(s[0]) for s in llcs],
         }
         with open(os.path.join(root, "expected.json"), "w") as f:
             json.dump(expected, f, indent=1)
             f.write("\n")
+
+
+def _cache_id(self, cpu):
+    if not self.with_caches:
+        return None
+    unified = [c for c in self.cpus[cpu]["caches"] if c[1] == "Unified"]
+    if not unified:
+        return None
+    level, _, _, shared = max(unified, key=lambda c: c[0])
+    return min(shared)
+
+
+Machine.cache_id = _cache_id
 
 
 def set_nodes(m, node_of, distance):
@@ -257,6 +272,13 @@ def main():
         # Same in SNC4: 8 nodes of 14 cores; sysfs L3 unchanged, scheduler LLC per node.
         x86_smt("xeon-8480-2s-snc4", 2, 56, 56, 48, 32, 2048, 107520, nodes_per_socket=4,
                 snc_distance=12, cross_distance=21),
+        # 2× Xeon Gold 6430 in SNC2: 32C/64T per socket, one 60 MiB L3 per socket split
+        # between two nodes (resctrl: mon_L3_XX with a mon_sub_L3_YY per node).
+        x86_smt("xeon-6430-2s-snc2", 2, 32, 32, 48, 32, 2048, 61440, nodes_per_socket=2,
+                snc_distance=12, cross_distance=21),
+        # AMD EPYC 9654 (Genoa): 1 socket, 96C/192T, 12 CCDs of 8C/16T with 32 MiB of L3
+        # each.
+        x86_smt("epyc-9654", 1, 96, 8, 32, 32, 1024, 32768),
         offline_cpus(),
         lab_2s(),
         alderlake(),

@@ -63,6 +63,12 @@ fn every_fixture_groups_like_the_scheduler() {
                 expected["llc_size_kb"][i].as_u64(),
                 "{name}: llc{i} size"
             );
+            // The cache's own id, not its position (resctrl names domains by it).
+            assert_eq!(
+                l.cache_id.map(u64::from),
+                expected["llc_cache_id"][i].as_u64(),
+                "{name}: llc{i} cache id"
+            );
             for &c in &l.cpus {
                 assert_eq!(t.llc_of(c), Some(l.id), "{name}: cpu{c} llc");
                 assert_eq!(

@@ -36,6 +36,22 @@ pub struct Options {
     pub keep_changes: bool,
     /// The knob journal (`None`: [`journal::default_path`]).
     pub journal: Option<PathBuf>,
+    /// resctrl: mount it, monitor processes in llctop's own groups.
+    pub resctrl: source::resctrl::Options,
+}
+
+impl Options {
+    /// What the resctrl source needs: the run's resctrl options and, when they ask for
+    /// writes (and the run may write), a knob session of their own (a killed run's
+    /// leftovers are removed as it opens).
+    pub fn resctrl_setup(&self, root: &KernelRoot, topo: &Topology) -> source::resctrl::Setup {
+        let session = (self.resctrl.writes() && !self.read_only)
+            .then(|| knob_session(self, root, Some(topo), false));
+        source::resctrl::Setup {
+            opts: self.resctrl.clone(),
+            session,
+        }
+    }
 }
 
 /// Knob changes for the duration of a run; restored when it ends (unless
@@ -210,7 +226,13 @@ impl Run {
         duration: Option<Duration>,
         stop: Arc<AtomicBool>,
     ) -> Result<Run, Error> {
-        let sources = source::select(opts.source, opts.top, root, topo)?;
+        let sources = source::select(
+            opts.source,
+            opts.top,
+            root,
+            topo,
+            opts.resctrl_setup(root, topo),
+        )?;
         Ok(Run::with_sources(opts, root, topo, duration, stop, sources))
     }
 

@@ -7,6 +7,8 @@
 //!   thread scan is off. It is the whole story when BPF cannot load.
 //!
 //! - [`perf`]: hardware counters per CPU (and, through BPF, per process).
+//! - [`resctrl`]: L3 occupancy and memory bandwidth per group, LLC, node and process
+//!   (Intel RDT, AMD PQoS).
 //!
 //! [`select`] builds the set for a run from `--source`.
 
@@ -34,7 +36,7 @@ pub enum Kind {
 /// read: BPF (exact events, and per-process counters read at every switch), then perf
 /// (the per-CPU counters, read right after BPF so that the processes' shares and the
 /// per-CPU totals are taken at nearly one moment), then procfs (busy, schedstat, NUMA,
-/// and the thread scan when BPF is not there). Fails only when `kind` is `Bpf` and BPF
+/// and the thread scan when BPF is not there), then resctrl. Fails only when `kind` is `Bpf` and BPF
 /// does not load.
 /// Why `--sysroot` runs have no BPF source.
 pub const NOT_LIVE_BPF: &str = "--sysroot is not the live system: the BPF programs would count this kernel's events on that tree's topology";
@@ -44,6 +46,7 @@ pub fn select(
     top: usize,
     root: &KernelRoot,
     topo: &Topology,
+    resctrl: resctrl::Setup,
 ) -> Result<Vec<Box<dyn Source>>, bpf::LoadError> {
     // The BPF programs count the running kernel's events: against a fixture tree's
     // topology they would be another machine's numbers labelled exact.
@@ -54,7 +57,7 @@ pub fn select(
         Kind::Auto if !root.is_live() => Some(Err(bpf::LoadError(NOT_LIVE_BPF.into()))),
         Kind::Auto => Some(bpf::BpfSource::load(topo, top)),
     };
-    Ok(assemble(bpf, top, root, topo))
+    Ok(assemble(bpf, top, root, topo, resctrl))
 }
 
 /// The sources of `llctop trace`: the BPF source in trace mode (required: a trace is its
@@ -64,13 +67,14 @@ pub fn select_traced(
     root: &KernelRoot,
     topo: &Topology,
     cfg: bpf::tracing::TraceConfig,
+    resctrl: resctrl::Setup,
 ) -> Result<(Vec<Box<dyn Source>>, bpf::tracing::TraceTap), bpf::LoadError> {
     if !root.is_live() {
         return Err(bpf::LoadError(NOT_LIVE_BPF.into()));
     }
     let b = bpf::BpfSource::load_traced(topo, top, cfg)?;
     let tap = b.trace_tap()?;
-    Ok((assemble(Some(Ok(b)), top, root, topo), tap))
+    Ok((assemble(Some(Ok(b)), top, root, topo, resctrl), tap))
 }
 
 /// The list of sources around the BPF one (or why there is none).
@@ -79,6 +83,7 @@ fn assemble(
     top: usize,
     root: &KernelRoot,
     topo: &Topology,
+    resctrl: resctrl::Setup,
 ) -> Vec<Box<dyn Source>> {
     // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
     let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
@@ -111,6 +116,8 @@ fn assemble(
     } else {
         procfs
     }));
+    // Last: it monitors the busiest processes of the table the others filled.
+    list.push(Box::new(resctrl::ResctrlSource::new(root, topo, resctrl)));
     list
 }
 

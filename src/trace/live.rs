@@ -244,6 +244,7 @@ pub fn run(
             ring: plan.buffer,
             wakings: plan.wakings,
         },
+        opts.resctrl_setup(root, topo),
     )
     .map_err(|e| format!("llctop trace needs the BPF source (every switch is its records): {e}"))?;
     let mut run = Run::with_sources(opts, root, topo, plan.duration, Arc::clone(&stop), sources);

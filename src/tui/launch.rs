@@ -122,9 +122,17 @@ pub fn live(
     app.profiles = profile::load_all(profile::user_dir().as_deref()).0;
     app.session = Some(session);
     let (tx, rx) = std::sync::mpsc::channel();
-    let (kind, top, feed_root, feed_topo) = (opts.source, opts.top, root.clone(), topo.clone());
+    let (feed_opts, feed_root, feed_topo) = (opts.clone(), root.clone(), topo.clone());
     let make: MakeSources = Box::new(move || {
-        source::select(kind, top, &feed_root, &feed_topo).map_err(|e| e.to_string())
+        let resctrl = feed_opts.resctrl_setup(&feed_root, &feed_topo);
+        source::select(
+            feed_opts.source,
+            feed_opts.top,
+            &feed_root,
+            &feed_topo,
+            resctrl,
+        )
+        .map_err(|e| e.to_string())
     });
     let feed = super::spawn_feed(
         root.clone(),

@@ -48,6 +48,14 @@ impl Options {
     }
 }
 
+/// The resctrl part of a run's sources: its options and the session its writes go
+/// through (`None`: nothing is written).
+#[derive(Default)]
+pub struct Setup {
+    pub opts: Options,
+    pub session: Option<crate::knobs::Session>,
+}
+
 enum State {
     Absent(String),
     Ready(Box<reader::Reader>),
@@ -66,14 +74,13 @@ pub struct ResctrlSource {
 }
 
 impl ResctrlSource {
-    /// The source on `root`. `session`: where the run's writes go (`None`: read only;
-    /// then `opts` asks nothing to be written).
-    pub fn new(
-        root: &KernelRoot,
-        topo: &Topology,
-        opts: &Options,
-        session: Option<crate::knobs::Session>,
-    ) -> ResctrlSource {
+    /// The source on `root`, with the run's resctrl options and the session its writes
+    /// go through (none: a read-only run; what it asked to write is said undone).
+    pub fn new(root: &KernelRoot, topo: &Topology, setup: Setup) -> ResctrlSource {
+        let Setup { opts, session } = setup;
+        let trouble = (opts.writes() && session.is_none()).then(|| {
+            "--read-only: resctrl is not mounted and no process is monitored in a group of llctop's (--resctrl-mount, --cache-top and --cache-pid write to the kernel)".to_string()
+        });
         let mut s = ResctrlSource {
             root: root.clone(),
             topo: topo.clone(),
@@ -81,9 +88,9 @@ impl ResctrlSource {
             session,
             plan: opts.plan.clone(),
             own: None,
-            trouble: None,
+            trouble,
         };
-        if opts.mount {
+        if opts.mount && s.session.is_some() {
             s.mount();
         }
         s.find();
