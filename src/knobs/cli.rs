@@ -173,6 +173,18 @@ fn restore(s: &mut Session, ids: &[String]) -> u8 {
                     Esc(&e.new)
                 );
             }
+            // resctrl's groups and mount are undone, not set: no knob event.
+            for id in ok
+                .iter()
+                .filter(|id| super::session::resctrl::is_resctrl_id(id))
+            {
+                let what = if id == super::session::resctrl::MOUNT_ID {
+                    "unmounted"
+                } else {
+                    "removed"
+                };
+                println!("{}: {what} (restored)", Esc(id));
+            }
             if ok.is_empty() && failed.is_empty() {
                 println!(
                     "nothing to restore (journal {})",

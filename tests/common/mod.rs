@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod resctrl;
 pub mod serve;
 pub mod tmux;
 

@@ -34,6 +34,25 @@ fn own_name(name: &str) -> bool {
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Why a group's `mkdir` failed, in words: [`NO_RMID`] and [`LIMBO`] start the two a
+/// caller waits out.
+pub fn mkdir_cause(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => format!(
+            "{NO_RMID}: no RMID is free (info/L3_MON/num_rmids are all taken by the root, other groups and llctop's)"
+        ),
+        Some(libc::EBUSY) => format!(
+            "{LIMBO}: the free RMIDs are in limbo (the L3 still holds their old lines; the kernel frees them as that drains below max_threshold_occupancy)"
+        ),
+        Some(libc::EEXIST) => "EEXIST: a group of that name is there already".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// The words that start a `mkdir` failure worth waiting out.
+pub const NO_RMID: &str = "ENOSPC";
+pub const LIMBO: &str = "EBUSY";
+
 /// What the kernel says after a failed command (`info/last_cmd_status`).
 fn last_status(root: &crate::kroot::KernelRoot, mount: &Path) -> Option<String> {
     root.read_trimmed(mount.join("info/last_cmd_status"))
@@ -138,12 +157,7 @@ impl Session {
             .map_err(|why| KnobError::Refused(format!("{id}: {why}")))?;
         self.resctrl_journal(&id, &path, "absent", "rmdir")?;
         if let Err(e) = std::fs::create_dir(&target) {
-            let cause = match e.raw_os_error() {
-                Some(libc::ENOSPC) => "ENOSPC: no RMID is free (info/L3_MON/num_rmids are all taken by the root, other groups and llctop's)".to_string(),
-                Some(libc::EBUSY) => "EBUSY: the free RMIDs are in limbo (the L3 still holds their old lines; the kernel frees them as that drains below max_threshold_occupancy)".to_string(),
-                Some(libc::EEXIST) => "EEXIST: a group of that name is there already".to_string(),
-                _ => e.to_string(),
-            };
+            let cause = mkdir_cause(&e);
             let detail =
                 last_status(&root, mount).map_or(String::new(), |s| format!(" — kernel: {s}"));
             if e.raw_os_error() != Some(libc::EEXIST) {
@@ -394,6 +408,15 @@ fn sys_umount(mount: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mkdir_failures_are_said_in_words() {
+        let e = |n| mkdir_cause(&std::io::Error::from_raw_os_error(n));
+        assert!(e(libc::ENOSPC).starts_with("ENOSPC: no RMID is free"));
+        assert!(e(libc::EBUSY).starts_with("EBUSY: the free RMIDs are in limbo"));
+        assert!(e(libc::EEXIST).starts_with("EEXIST"));
+        assert!(e(libc::EACCES).contains("denied"));
+    }
 
     #[test]
     fn only_llctop_groups_are_its_to_remove() {

@@ -286,10 +286,13 @@ impl Source for ResctrlSource {
                 snap.resctrl = Some(res);
             }
             Err(why) => {
-                // Unmounted under us: said, and looked for again next interval.
-                let why = format!("resctrl could not be read: {why}");
-                snap.sources.push(SourceStatus::absent(NAME, why.clone()));
-                self.state = State::Absent(why);
+                // Unmounted under us: looked for again at once (and every interval).
+                self.find();
+                let why = match &self.state {
+                    State::Absent(now) => now.clone(),
+                    State::Ready(_) => format!("resctrl could not be read: {why}"),
+                };
+                snap.sources.push(SourceStatus::absent(NAME, why));
             }
         }
     }

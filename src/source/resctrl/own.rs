@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::knobs::Session;
-use crate::knobs::session::resctrl::GROUP_PREFIX;
+use crate::knobs::session::resctrl::{GROUP_PREFIX, LIMBO, NO_RMID};
 use crate::kroot::KernelRoot;
 use crate::snapshot::{GroupKind, ProcessTable};
 
@@ -56,6 +56,8 @@ pub struct Own {
     groups: BTreeMap<u32, Group>,
     /// Processes left alone, with why (said once).
     refused: BTreeMap<u32, String>,
+    /// Processes some of whose threads are someone else's (said once).
+    partial: BTreeSet<u32>,
     tick: u64,
     /// No new group before this interval (after ENOSPC / EBUSY).
     quiet_until: u64,
@@ -73,6 +75,7 @@ impl Own {
             plan,
             groups: BTreeMap::new(),
             refused: BTreeMap::new(),
+            partial: BTreeSet::new(),
             tick: 0,
             quiet_until: 0,
             notes: Vec::new(),
@@ -168,6 +171,19 @@ impl Own {
         for pid in stale {
             self.remove(pid);
         }
+        // A pid that ended may come back as another process: judged afresh.
+        let me = &*self;
+        let ended: Vec<u32> = me
+            .refused
+            .keys()
+            .chain(me.partial.iter())
+            .copied()
+            .filter(|p| !me.alive(*p))
+            .collect();
+        for p in ended {
+            self.refused.remove(&p);
+            self.partial.remove(&p);
+        }
         let slots = self.plan.top + self.plan.pids.len();
         let mut foreign: Option<BTreeMap<u32, String>> = None;
         for pid in wanted {
@@ -203,7 +219,9 @@ impl Own {
                 }
                 Err(e) => {
                     let text = e.to_string();
-                    if text.contains("ENOSPC") || text.contains("EBUSY") {
+                    let wait = matches!(&e, crate::knobs::session::KnobError::Write { cause, .. }
+                        if cause.starts_with(NO_RMID) || cause.starts_with(LIMBO));
+                    if wait {
                         self.quiet_until = self.tick + RETRY;
                         self.notes.push(format!(
                             "no group for pid {pid}: {text}; monitoring the {} llctop has, trying again in {RETRY} intervals",
@@ -236,7 +254,7 @@ impl Own {
             let f = foreign.get_or_insert_with(|| self.foreign());
             let (theirs, ours): (Vec<u32>, Vec<u32>) =
                 new.into_iter().partition(|t| f.contains_key(t));
-            if !theirs.is_empty() && !self.refused.contains_key(&pid) {
+            if !theirs.is_empty() && self.partial.insert(pid) {
                 let groups: BTreeSet<&String> = theirs.iter().filter_map(|t| f.get(t)).collect();
                 let why = format!(
                     "pid {pid}: {} thread{} in resctrl group {} made by someone else: left there, not counted in llctop's group",
@@ -244,8 +262,7 @@ impl Own {
                     if theirs.len() == 1 { " is" } else { "s are" },
                     names(&groups)
                 );
-                self.notes.push(why.clone());
-                self.refused.insert(pid, why);
+                self.notes.push(why);
             }
             let path = g.path.clone();
             match self.session.resctrl_add_tasks(&path, &ours) {

@@ -159,6 +159,13 @@ impl Reader {
         interval_ns: u64,
         pid_of: &dyn Fn(&str) -> Option<u32>,
     ) -> Result<(Resctrl, Trouble), String> {
+        // Unmounted since (the mount point is a bare directory again): looked for anew.
+        if !self.root.is_dir(self.layout.mount.join("info/L3_MON")) {
+            return Err(format!(
+                "{} has no info/L3_MON any more: unmounted?",
+                self.layout.mount.display()
+            ));
+        }
         let dirs = tree::groups(&self.root, &self.layout.mount).map_err(|e| e.to_string())?;
         self.sync(dirs);
         let mut trouble = Trouble::default();
