@@ -2,13 +2,13 @@
 //!
 //! The data pipeline, in the order data flows:
 //! [`kroot`] (the one kernel root) → [`topology`] (CPUs, LLCs, nodes) → [`source`] (BPF,
-//! perf, procfs: each reads raw counters, then a pure delta step) → [`enrich`] (names,
+//! perf, procfs, resctrl: each reads raw counters, then a pure delta step) → [`enrich`] (names,
 //! threads and cgroups of the shown processes) → [`collect`] (aggregation per LLC, node,
 //! system) → [`snapshot`] (the one currency: drawn, recorded, replayed) → [`tui`],
 //! [`record`] (JSON Lines recordings and reports), [`run`] (headless runs).
 //! [`findings`] recognises the seeds' situations in a window of snapshots.
 //! [`knobs`] is the one writer to the kernel. [`cli`] is the command line; main.rs only
-//! dispatches.
+//! dispatches. [`units`] formats bytes and bandwidth one way everywhere.
 
 pub mod cli;
 pub mod clock;
@@ -34,3 +34,4 @@ pub mod text;
 pub mod topology;
 pub mod trace;
 pub mod tui;
+pub mod units;

@@ -149,6 +149,24 @@ impl Topology {
         self.cpus.iter().filter(|c| c.online)
     }
 
+    /// The bytes of cache an LLC has to itself: its cache's size, divided among the
+    /// scheduler LLCs the cache is split into (sub-NUMA clustering gives each node its
+    /// share). What L3 occupancy is a fraction of.
+    pub fn llc_capacity_bytes(&self, llc: u32) -> Option<u64> {
+        let l = self.llcs.iter().find(|l| l.id == llc)?;
+        let size = l.size_kb?.checked_mul(1024)?;
+        let parts = match l.cache_id {
+            Some(id) => self
+                .llcs
+                .iter()
+                .filter(|x| x.cache_id == Some(id) && x.level == l.level)
+                .count()
+                .max(1),
+            None => 1,
+        };
+        Some(size / parts as u64)
+    }
+
     pub fn llc_of(&self, cpu: u32) -> Option<u32> {
         self.cpu(cpu).and_then(|c| c.llc)
     }

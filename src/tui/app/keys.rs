@@ -225,6 +225,21 @@ impl App {
             Action::Record => self.toggle_recording(),
             Action::Marker => self.marker(),
             Action::Trace => self.toggle_trace(),
+            Action::MapColour => {
+                self.map_occupancy = !self.map_occupancy;
+                let has = self
+                    .current()
+                    .is_some_and(|s| s.llcs.iter().any(|g| g.cache.is_some()));
+                match (self.map_occupancy, has) {
+                    (true, true) => self.say(Level::Info, "LLC map: L3 occupancy".to_string()),
+                    (true, false) => {
+                        let why = crate::tui::views::source_reason(self, "resctrl")
+                            .unwrap_or_else(|| "no resctrl source".into());
+                        self.say(Level::Warn, format!("L3 occupancy not available: {why}"));
+                    }
+                    (false, _) => self.say(Level::Info, "LLC map: busy".to_string()),
+                }
+            }
             Action::Theme => {
                 self.theme = (self.theme + 1) % self.themes.len().max(1);
                 let name = self.theme().name.clone();

@@ -178,6 +178,8 @@ pub struct App {
     pub help_last_start: std::cell::Cell<usize>,
     /// The header's problem lines are shown in full (`i`), not as one summary line.
     pub header_expanded: bool,
+    /// The LLC map is coloured by L3 occupancy (resctrl), not busy (`c`).
+    pub map_occupancy: bool,
     /// The key bindings: the built-in map with the config file's `[keys]` applied.
     pub keymap: Vec<super::keymap::Binding>,
     /// Where the last frame drew what a mouse click can hit (set by the views, which
@@ -244,6 +246,7 @@ impl App {
             help_scroll: 0,
             help_last_start: std::cell::Cell::new(usize::MAX),
             header_expanded: false,
+            map_occupancy: false,
             hits: Hits::default(),
             keymap: super::keymap::KEYMAP.to_vec(),
             themes: if themes.is_empty() {

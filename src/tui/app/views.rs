@@ -57,6 +57,7 @@ impl ViewId {
 
     pub(super) fn context(self) -> Context {
         match self {
+            ViewId::Overview => Context::Overview,
             ViewId::Processes => Context::Processes,
             ViewId::Knobs => Context::Knobs,
             ViewId::Findings => Context::Findings,

@@ -16,6 +16,7 @@ pub enum Context {
     Global,
     /// History and replay: seek and speed.
     Replay,
+    Overview,
     Processes,
     Knobs,
     Findings,
@@ -26,6 +27,7 @@ impl Context {
         match self {
             Context::Global => "everywhere",
             Context::Replay => "history / replay",
+            Context::Overview => "Overview",
             Context::Processes => "Processes",
             Context::Knobs => "Knobs",
             Context::Findings => "Findings",
@@ -71,6 +73,8 @@ pub enum Action {
     KnobAb,
     /// Open the selected finding's suggested experiment.
     FindingTry,
+    /// Colour the LLC map by L3 occupancy instead of busy (and back).
+    MapColour,
 }
 
 /// A key as written in the table.
@@ -209,6 +213,7 @@ impl Action {
             Action::KnobProfile => "knob_profile",
             Action::KnobAb => "knob_ab",
             Action::FindingTry => "finding_try",
+            Action::MapColour => "map_colour",
         };
         s.to_string()
     }

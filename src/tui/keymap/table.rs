@@ -44,7 +44,7 @@ pub static KEYMAP: &[Binding] = &[
         &[K::Char('4')],
         C::Global,
         A::View(3),
-        "Cache (IPC, MPKI, L3 misses)",
+        "Cache (L3 occupancy, memory bandwidth, IPC, MPKI, L3 misses)",
     ),
     b(
         &[K::Char('5')],
@@ -146,6 +146,12 @@ pub static KEYMAP: &[Binding] = &[
         C::Global,
         A::Filter,
         "search the list shown: processes (name, pid, cgroup), knobs (id, description, value), findings (text, seed), help (key, action); Esc clears",
+    ),
+    b(
+        &[K::Char('c')],
+        C::Overview,
+        A::MapColour,
+        "colour the LLC map by L3 occupancy (resctrl) / by busy again",
     ),
     b(
         &[K::Char('s')],

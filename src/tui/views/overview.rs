@@ -1,6 +1,8 @@
 //! Overview / LLC map: every LLC as a block of its CPUs grouped by node, each CPU cell
-//! coloured by busy with `*` when its run-queue wait exceeds 10% of the interval; per-LLC
-//! occupancy bar, run-queue wait percentiles, migration in/out rates and MPKI.
+//! coloured by busy with `*` when its run-queue wait exceeds 10% of the interval — or,
+//! toggled with `c`, by its LLC's L3 occupancy (resctrl) against the LLC's share of the
+//! L3; per-LLC busy bar (or occupancy bar), run-queue wait percentiles, migration in/out
+//! rates and MPKI.
 //!
 //! Readable from 2 to 512 CPUs: cells shrink (`cpu busy%`, then `busy%`, then colour
 //! only) until every LLC fits, and when even colour cells do not fit, each LLC becomes
@@ -65,8 +67,20 @@ pub fn mode_for(app: &App, width: usize, height: usize) -> Mode {
 const FULL_W: usize = 76;
 const COMPACT_W: usize = 30;
 
+/// The fraction of its L3 share an LLC holds, when resctrl reads it.
+fn occupancy(app: &App, g: Option<&GroupStats>) -> Option<f64> {
+    let g = g?;
+    let o = g.cache?.occupancy_bytes?;
+    let cap = app.topo.llc_capacity_bytes(g.id).filter(|c| *c > 0)?;
+    Some((o as f64 / cap as f64).min(1.0))
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
-    let title = "LLC map — busy per CPU (* run-queue wait > 10%)";
+    let title = if app.map_occupancy {
+        "LLC map — L3 occupancy per LLC (resctrl; c: busy) · CPU cells: their LLC's"
+    } else {
+        "LLC map — busy per CPU (* run-queue wait > 10%; c: L3 occupancy)"
+    };
     let Some(s) = app.current() else {
         let outer = block(app, title);
         let inner = outer.inner(area);
@@ -142,17 +156,32 @@ fn node_line(app: &App, s: &Snapshot, node: u32, n_cpus: usize) -> Line<'static>
     ])
 }
 
-/// The LLC's facts after its name: occupancy bar, wait, migrations, MPKI.
-fn llc_facts(s: &Snapshot, g: Option<&GroupStats>, t: &Theme) -> Vec<Span<'static>> {
+/// The LLC's facts after its name: busy bar (or, toggled, the L3 occupancy bar and
+/// bytes), wait, migrations, MPKI.
+fn llc_facts(app: &App, s: &Snapshot, g: Option<&GroupStats>, t: &Theme) -> Vec<Span<'static>> {
     let secs = s.time.interval_secs();
     let busy = g.and_then(|g| g.busy);
-    let mut v = vec![
-        Span::styled(
-            bar(busy.unwrap_or(0.0), 8),
-            ratatui::style::Style::default().fg(t.heat(busy.unwrap_or(0.0))),
-        ),
-        Span::raw(format!(" {:>4}", or_dash(busy, pct))),
-    ];
+    let mut v = if app.map_occupancy {
+        let occ = occupancy(app, g);
+        let text = g.and_then(|g| g.cache).map_or("–".to_string(), |c| {
+            super::cache::occupancy_text(&c, g.and_then(|g| app.topo.llc_capacity_bytes(g.id)))
+        });
+        vec![
+            Span::styled(
+                bar(occ.unwrap_or(0.0), 8),
+                ratatui::style::Style::default().fg(t.heat(occ.unwrap_or(0.0))),
+            ),
+            Span::raw(format!(" L3 {text} · busy {}", or_dash(busy, pct))),
+        ]
+    } else {
+        vec![
+            Span::styled(
+                bar(busy.unwrap_or(0.0), 8),
+                ratatui::style::Style::default().fg(t.heat(busy.unwrap_or(0.0))),
+            ),
+            Span::raw(format!(" {:>4}", or_dash(busy, pct))),
+        ]
+    };
     if let Some(g) = g {
         if let Some(r) = g.runnable {
             v.push(Span::raw(format!(" run {r}")));
@@ -193,8 +222,18 @@ fn llc_title(l: &Llc) -> String {
     format!("LLC {}{size} [{}] ", l.id, crate::cpulist::format(&l.cpus))
 }
 
-fn cpu_cell(c: Option<&CpuStats>, cpu: u32, width: usize, secs: f64, t: &Theme) -> Span<'static> {
+/// A CPU's cell, coloured by `heat` (its busy, or its LLC's occupancy when the map is
+/// toggled; `None`: the value is unknown).
+fn cpu_cell(
+    c: Option<&CpuStats>,
+    cpu: u32,
+    width: usize,
+    secs: f64,
+    t: &Theme,
+    heat: Option<Option<f64>>,
+) -> Span<'static> {
     let busy = c.and_then(|c| c.busy);
+    let shade = heat.unwrap_or(busy);
     let online = c.is_some_and(|c| c.online);
     let waiting = c
         .and_then(|c| c.rq_wait_ns)
@@ -208,11 +247,11 @@ fn cpu_cell(c: Option<&CpuStats>, cpu: u32, width: usize, secs: f64, t: &Theme) 
             "{:>3}{mark}",
             or_dash(busy, |b| format!("{:.0}", b * 100.0))
         ),
-        _ if t.mono => format!("{}{mark}", Theme::shade(busy.unwrap_or(0.0))),
+        _ if t.mono => format!("{}{mark}", Theme::shade(shade.unwrap_or(0.0))),
         _ => format!(" {mark}"),
     };
     let style = if online {
-        t.heat_cell(busy.unwrap_or(0.0))
+        t.heat_cell(shade.unwrap_or(0.0))
     } else {
         t.dim()
     };
@@ -247,12 +286,13 @@ fn cell_lines(app: &App, s: &Snapshot, w: usize, width: usize) -> Vec<Line<'stat
                 format!("{:<title_w$}", llc_title(l)),
                 t.accent(),
             )];
-            head.extend(llc_facts(s, g, t));
+            head.extend(llc_facts(app, s, g, t));
             lines.push(super::fit_line(Line::from(head), width));
+            let heat = app.map_occupancy.then(|| occupancy(app, g));
             for chunk in l.cpus.chunks(per_row) {
                 let spans: Vec<Span> = chunk
                     .iter()
-                    .map(|&cpu| cpu_cell(s.cpu(cpu), cpu, w, secs, t))
+                    .map(|&cpu| cpu_cell(s.cpu(cpu), cpu, w, secs, t, heat))
                     .collect();
                 lines.push(Line::from(spans));
             }
@@ -287,7 +327,11 @@ fn summary_lines(
         for l in app.topo.llcs.iter().filter(|l| l.node.unwrap_or(0) == node) {
             let g = s.llcs.get(l.id as usize);
             if compact {
-                let busy = g.and_then(|g| g.busy);
+                let busy = if app.map_occupancy {
+                    occupancy(app, g)
+                } else {
+                    g.and_then(|g| g.busy)
+                };
                 let mut e = vec![
                     Span::styled(format!("n{node} L{:<3} ", l.id), t.accent()),
                     Span::styled(
@@ -305,7 +349,7 @@ fn summary_lines(
                     format!("n{node} LLC {:<3} {:>3}c ", l.id, l.cpus.len()),
                     t.accent(),
                 )];
-                e.extend(llc_facts(s, g, t));
+                e.extend(llc_facts(app, s, g, t));
                 entries.push(e);
             }
         }

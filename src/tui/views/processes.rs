@@ -210,7 +210,7 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     let inner = b.inner(area);
     f.render_widget(b, area);
     let [top, llcs, places] = Layout::vertical([
-        Constraint::Length(4),
+        Constraint::Length(5),
         Constraint::Min(3),
         Constraint::Length(8),
     ])
@@ -260,6 +260,33 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             },
         )),
     ];
+    let group = s.resctrl.as_ref().and_then(|x| x.of_pid(pid));
+    match group {
+        Some(g) => {
+            let c = g.total;
+            let why = |w: Option<crate::snapshot::Unread>| {
+                w.map_or("–".to_string(), |w| format!("– {}", w.label()))
+            };
+            head.push(Line::raw(format!(
+                "L3 occupancy {} · memory bandwidth local {} remote {} (resctrl group {})",
+                c.occupancy_bytes
+                    .map_or_else(|| why(c.occupancy_why), crate::units::bytes),
+                c.mbm_local_bytes.map_or_else(
+                    || why(c.local_why),
+                    |b| crate::units::bytes_per_sec(b, secs)
+                ),
+                c.mbm_remote_bytes().map_or_else(
+                    || why(c.remote_why()),
+                    |b| crate::units::bytes_per_sec(b, secs)
+                ),
+                crate::text::Esc(&g.path),
+            )));
+        }
+        None => head.push(Line::styled(
+            "L3 occupancy: not monitored (resctrl with --cache-top N or --cache-pid PID)",
+            t.dim(),
+        )),
+    }
     if let Some(c) = &r.counters {
         head.push(Line::raw(format!(
             "IPC {} · MPKI {} · cache misses {}/s",
@@ -276,9 +303,27 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     f.render_widget(Paragraph::new(head), top);
 
     let total = r.cpu_time_ns.max(1) as f64;
-    let mut lines = vec![Line::styled("runtime per LLC", t.dim())];
+    let mut lines = vec![Line::styled(
+        if group.is_some() {
+            "runtime and L3 occupancy per LLC"
+        } else {
+            "runtime per LLC"
+        },
+        t.dim(),
+    )];
+    // Its L3 bytes on each LLC (the parts of one LLC summed).
+    let occ_on = |l: usize| -> Option<u64> {
+        let parts: Vec<u64> = group?
+            .domains
+            .iter()
+            .filter(|d| d.llc == Some(l as u32))
+            .map(|d| d.mon.occupancy_bytes)
+            .collect::<Option<Vec<u64>>>()?;
+        (!parts.is_empty()).then(|| parts.iter().sum())
+    };
     for (l, &ns_on) in r.runtime_per_llc_ns.iter().enumerate() {
-        if ns_on == 0 && r.preferred_llc != Some(l as u32) {
+        let occ = occ_on(l);
+        if ns_on == 0 && r.preferred_llc != Some(l as u32) && occ.unwrap_or(0) == 0 {
             continue;
         }
         let share = ns_on as f64 / total;
@@ -290,6 +335,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             ),
             Span::raw(format!(" {:>4}", pct(share))),
         ];
+        if let Some(o) = occ {
+            spans.push(Span::raw(format!("  L3 {:>9}", crate::units::bytes(o))));
+        }
         if let Some(Some(c)) = r.counters_per_llc.get(l) {
             spans.push(Span::raw(format!(
                 "  IPC {} MPKI {}",
