@@ -72,6 +72,17 @@ impl Script {
     }
 }
 
+/// Bytes per second as memory bandwidth is quoted (decimal units, one decimal).
+fn decimal_rate(v: f64) -> String {
+    match v {
+        v if v >= 1e12 => format!("{:.1} TB/s", v / 1e12),
+        v if v >= 1e9 => format!("{:.1} GB/s", v / 1e9),
+        v if v >= 1e6 => format!("{:.1} MB/s", v / 1e6),
+        v if v >= 1e3 => format!("{:.1} kB/s", v / 1e3),
+        v => format!("{v:.0} B/s"),
+    }
+}
+
 #[test]
 fn snc2_figures_per_llc_node_and_group_equal_the_scripted_kernel() {
     let t = Tree::new(Spec::intel_snc2());
@@ -83,6 +94,7 @@ fn snc2_figures_per_llc_node_and_group_equal_the_scripted_kernel() {
     let mut c = collector(&t, Setup::default());
     let mut script = Script::default();
     script.step(&t, &groups, 0);
+    let first = script.now.clone();
     assert!(c.tick().is_none(), "the baseline");
     let leaves = t.leaves();
     // This fixture's LLCs are the four SNC nodes in CPU order: node n is LLC n.
@@ -159,6 +171,112 @@ fn snc2_figures_per_llc_node_and_group_equal_the_scripted_kernel() {
             .sum();
         assert_eq!(r.total.occupancy_bytes, Some(all), "the machine");
         recorded.push(s);
+    }
+    // The TUI draws the same figures: the Cache view and the Overview coloured by
+    // occupancy (formatted here, by this test, from the script's numbers).
+    let mut app = llctop::tui::app::App::live(
+        t.topo.clone(),
+        std::time::Duration::from_secs(1),
+        Vec::new(),
+    );
+    for s in &recorded {
+        app.handle(llctop::tui::app::Msg::Snapshot(Box::new(s.clone())));
+    }
+    let last = recorded.last().unwrap();
+    let secs = last.time.interval_ns as f64 / 1e9;
+    app.view = llctop::tui::app::ViewId::Cache;
+    let screen = llctop::tui::render_to_text(&app, 160, 50).join("\n");
+    let share = 61440.0 * 1024.0 / 2.0; // an SNC2 node's half of the 60 MiB L3
+    for leaf in &leaves {
+        let n = node_of_leaf(leaf);
+        let occ: u64 = top.iter().map(|g| script.level(g, leaf)).sum();
+        let loc: u64 = top
+            .iter()
+            .map(|g| script.delta(g, leaf, "mbm_local_bytes"))
+            .sum();
+        let want = format!(
+            "{:.1} MiB {:.0}%",
+            occ as f64 / 1048576.0,
+            occ as f64 / share * 100.0
+        );
+        let line = screen
+            .lines()
+            .find(|l| l.trim_start_matches('│').starts_with(&format!("{n} ")) && l.contains("MiB"))
+            .unwrap_or_else(|| panic!("no row for LLC {n}:\n{screen}"));
+        assert!(line.contains(&want), "LLC {n}: {want:?} not in {line:?}");
+        let want = decimal_rate(loc as f64 / secs);
+        assert!(
+            line.contains(&want),
+            "LLC {n}: local {want} not in {line:?}"
+        );
+    }
+    assert!(
+        screen.contains("L3 occupancy and memory bandwidth per LLC (resctrl)"),
+        "{screen}"
+    );
+    app.view = llctop::tui::app::ViewId::Overview;
+    app.handle(llctop::tui::app::Msg::Key(
+        ratatui::crossterm::event::KeyEvent::new(
+            ratatui::crossterm::event::KeyCode::Char('c'),
+            ratatui::crossterm::event::KeyModifiers::NONE,
+        ),
+    ));
+    let screen = llctop::tui::render_to_text(&app, 200, 60).join("\n");
+    assert!(
+        screen.contains("LLC map — L3 occupancy per LLC"),
+        "{screen}"
+    );
+    let occ0: u64 = top.iter().map(|g| script.level(g, &leaves[0])).sum();
+    assert!(
+        screen.contains(&format!("L3 {:.1} MiB", occ0 as f64 / 1048576.0)),
+        "{screen}"
+    );
+    // serve's series: the last occupancy, and every interval's bytes added up.
+    let mut ex = llctop::serve::metrics::Exporter::new(&t.topo);
+    for s in &recorded {
+        ex.update(s);
+    }
+    let om = ex.openmetrics();
+    for leaf in &leaves {
+        let n = node_of_leaf(leaf);
+        let occ: u64 = top.iter().map(|g| script.level(g, leaf)).sum();
+        // Steps 1..=4 after the baseline at step 0: the counters' whole climb.
+        let climbed = |e: &'static str| -> u64 {
+            top.iter()
+                .map(|g| {
+                    script.now[&(g.to_string(), leaf.clone(), e)]
+                        - first[&(g.to_string(), leaf.clone(), e)]
+                })
+                .sum()
+        };
+        let loc = climbed("mbm_local_bytes");
+        let rem = climbed("mbm_total_bytes") - loc;
+        for (series, v) in [
+            (
+                format!("llctop_llc_occupancy_bytes{{llc=\"{n}\",node=\"{n}\"}} {occ}"),
+                occ,
+            ),
+            (
+                format!(
+                    "llctop_memory_bandwidth_bytes_total{{llc=\"{n}\",node=\"{n}\",locality=\"local\"}} {loc}"
+                ),
+                loc,
+            ),
+            (
+                format!(
+                    "llctop_memory_bandwidth_bytes_total{{llc=\"{n}\",node=\"{n}\",locality=\"remote\"}} {rem}"
+                ),
+                rem,
+            ),
+        ] {
+            assert!(om.contains(&series), "{series} ({v}) not in:\n{om}");
+        }
+        assert!(
+            om.contains(&format!(
+                "llctop_llc_capacity_bytes{{llc=\"{n}\",node=\"{n}\"}} 31457280"
+            )),
+            "{om}"
+        );
     }
     // The recording stores the same figures (one data model).
     let path = t.path().join("rec.jsonl");
@@ -805,4 +923,156 @@ fn no_rmid_left_is_said_and_monitoring_goes_on() {
         journal_ids(&t).is_empty(),
         "nothing made, nothing journaled"
     );
+}
+
+/// GET `url`'s body (None until it answers).
+fn scrape(url: &str) -> Option<String> {
+    let mut r = ureq::get(url).call().ok()?;
+    r.body_mut().read_to_string().ok()
+}
+
+/// A sample's value in a Prometheus text scrape.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+#[test]
+fn serve_and_record_in_their_own_processes_add_up_to_the_scripted_climb() {
+    use std::time::{Duration, Instant};
+    let t = Tree::new(Spec::amd_genoa());
+    let leaves = t.leaves();
+    let mut total = vec![1_000u64; leaves.len()];
+    let mut local = vec![500u64; leaves.len()];
+    for (i, leaf) in leaves.iter().enumerate() {
+        t.set_value("", leaf, "mbm_total_bytes", total[i]);
+        t.set_value("", leaf, "mbm_local_bytes", local[i]);
+        t.set_value("", leaf, "llc_occupancy", 4096);
+    }
+    let (start_total, start_local) = (total.clone(), local.clone());
+    let j = t.path().join("journal.json");
+    let port = common::serve::free_port();
+    let _serve = common::serve::Kill(
+        common::llctop(
+            &t.root,
+            &j,
+            &[
+                "--source",
+                "procfs",
+                "--interval",
+                "200ms",
+                "serve",
+                "--listen",
+            ],
+        )
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let rec = t.path().join("rec.jsonl");
+    let mut record = common::llctop(
+        &t.root,
+        &j,
+        &["--source", "procfs", "--interval", "150ms", "record", "-o"],
+    )
+    .arg(&rec)
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let occ0 = "llctop_llc_occupancy_bytes{llc=\"0\",node=\"0\"}";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while scrape(&url).and_then(|m| sample(&m, occ0)).is_none()
+        || std::fs::read_to_string(&rec).map_or(0, |s| s.lines().count()) < 2
+    {
+        assert!(Instant::now() < deadline, "serve and record did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The kernel's counters climb at their own pace, out of step with both readers.
+    for step in 1..=12u64 {
+        for (i, leaf) in leaves.iter().enumerate() {
+            let inc = (i as u64 + 1) * 1_000_000 + step * 17;
+            total[i] += inc;
+            local[i] += inc * 2 / 3;
+            t.set_value("", leaf, "mbm_total_bytes", total[i]);
+            t.set_value("", leaf, "mbm_local_bytes", local[i]);
+            t.set_value("", leaf, "llc_occupancy", 4096 * step);
+        }
+        std::thread::sleep(Duration::from_millis(70));
+    }
+    // Held still: both readers catch up to exactly the climb.
+    let want = |i: usize| {
+        let loc = local[i] - start_local[i];
+        (loc, total[i] - start_total[i] - loc)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let m = scrape(&url).unwrap_or_default();
+        let ok = (0..leaves.len()).all(|i| {
+            let s = |loc: &str| {
+                sample(
+                    &m,
+                    &format!("llctop_memory_bandwidth_bytes_total{{llc=\"{i}\",node=\"0\",locality=\"{loc}\"}}"),
+                )
+            };
+            let (l, r) = want(i);
+            s("local") == Some(l as f64) && s("remote") == Some(r as f64)
+        });
+        if ok {
+            break m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve never showed the climb:\n{m}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        sample(&text, occ0),
+        Some(4096.0 * 12.0),
+        "the last occupancy"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "llctop_resctrl_readings_unread_total{reason=\"reset\"}"
+        ),
+        None,
+        "nothing dropped"
+    );
+    // Prometheus's own linter takes the scrape.
+    let mut lint = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/deps.sh installs prometheus)");
+    std::io::Write::write_all(&mut lint.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = lint.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The recording, ended by SIGTERM: its intervals add up to the same climb.
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: a child of this test, still running.
+    unsafe { libc::kill(record.id() as i32, libc::SIGTERM) };
+    record.wait().unwrap();
+    let r = llctop::record::reader::open(&rec).unwrap();
+    for i in 0..leaves.len() {
+        let sum = |f: fn(&llctop::snapshot::CacheMon) -> Option<u64>| -> u64 {
+            r.snapshots
+                .iter()
+                .filter_map(|s| s.llcs[i].cache.as_ref().and_then(f))
+                .sum()
+        };
+        let (l, rem) = want(i);
+        assert_eq!(sum(|c| c.mbm_local_bytes), l, "LLC {i}: local");
+        assert_eq!(sum(|c| c.mbm_remote_bytes()), rem, "LLC {i}: remote");
+    }
 }

@@ -4,7 +4,8 @@
 //! on a copy of a topology fixture, with /proc/self/mountinfo saying resctrl is mounted
 //! at /sys/fs/resctrl — and written to between intervals the way the kernel's counters
 //! move (a "scripted kernel"). Values are rewritten in place, as a kernel file keeps its
-//! inode.
+//! inode: numbers as 20 zero-padded digits in one `pwrite` at offset 0, so that a reader
+//! running meanwhile (llctop in another process) never sees a half-written file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -156,7 +157,7 @@ impl Tree {
             fs::create_dir_all(&top).unwrap();
             for e in &self.spec.features {
                 if EVENTS.contains(e) {
-                    fs::write(top.join(e), "0\n").unwrap();
+                    fs::write(top.join(e), padded(0)).unwrap();
                 }
             }
             for s in subs {
@@ -164,7 +165,7 @@ impl Tree {
                 fs::create_dir_all(&sub).unwrap();
                 for e in &self.spec.features {
                     if EVENTS.contains(e) {
-                        fs::write(sub.join(e), "0\n").unwrap();
+                        fs::write(sub.join(e), padded(0)).unwrap();
                     }
                 }
             }
@@ -186,7 +187,13 @@ impl Tree {
     /// Write a value, and with sub-NUMA clustering the L3's own file as the sum of its
     /// nodes' files (what the kernel shows there).
     pub fn set_value(&self, group: &str, leaf: &str, event: &str, v: u64) {
-        self.set(group, leaf, event, &v.to_string());
+        let f = self
+            .mount()
+            .join(group)
+            .join("mon_data")
+            .join(leaf)
+            .join(event);
+        write_in_place(&f, v);
         if let Some((top, _)) = leaf.split_once('/') {
             let dir = self.mount().join(group).join("mon_data").join(top);
             let mut sum = 0u64;
@@ -197,7 +204,7 @@ impl Tree {
                     sum += t.trim().parse::<u64>().unwrap_or(0);
                 }
             }
-            fs::write(dir.join(event), format!("{sum}\n")).unwrap();
+            write_in_place(&dir.join(event), sum);
         }
     }
 
@@ -208,4 +215,21 @@ impl Tree {
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// A counter's text: 20 digits (u64's most), zero-padded, as the kernel's number parses.
+fn padded(v: u64) -> String {
+    format!("{v:020}\n")
+}
+
+/// Rewrite a counter file in one `pwrite` at offset 0, without truncating it first.
+fn write_in_place(f: &Path, v: u64) {
+    use std::os::unix::fs::FileExt as _;
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(f)
+        .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    let text = padded(v);
+    file.write_all_at(text.as_bytes(), 0).unwrap();
+    file.set_len(text.len() as u64).unwrap();
 }

@@ -2,7 +2,7 @@
 //! prometheus-client (OpenMetrics text), after node_exporter's conventions — the
 //! `llctop_` prefix, base units (seconds), cumulative `_total` counters that Prometheus
 //! turns into rates (never per-second gauges), labels `cpu`, `llc`, `node`, `distance`,
-//! `cause`, `level`, `domain`, `type`, `cgroup`, `source`, `knob`. Pure over snapshots:
+//! `cause`, `level`, `domain`, `type`, `cgroup`, `source`, `knob`, `locality`, `reason`. Pure over snapshots:
 //! unit-tested without a kernel; `serve` owns the HTTP side. The metric names and their
 //! meaning are listed in docs/metrics.md ("Prometheus").
 
@@ -14,6 +14,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
+
+mod cache;
 
 use crate::snapshot::{Cause, Precision, Snapshot, SourceState};
 use crate::topology::{Distance, Topology};
@@ -73,6 +75,8 @@ pub struct Exporter {
     /// pid → the labels of its series shown now (dropped when it leaves the top or exits:
     /// nothing is kept for a process that is gone).
     proc_shown: BTreeMap<u32, Labels>,
+    /// resctrl's L3 occupancy and memory bandwidth.
+    cache: cache::CacheSeries,
 }
 
 impl Exporter {
@@ -115,6 +119,7 @@ impl Exporter {
             proc_limit: Gauge::default(),
             proc_dropped: Gauge::default(),
             proc_shown: BTreeMap::new(),
+            cache: cache::CacheSeries::register(&mut r, topo),
         };
         r.register_with_unit(
             "cpu_busy",
@@ -431,6 +436,7 @@ impl Exporter {
         if self.process_limit > 0 {
             self.processes(s);
         }
+        self.cache.update(s, &self.topo, self.process_limit);
         if let Some(t) = &s.processes {
             let (mut hit, mut miss) = (0.0, 0.0);
             for r in &t.rows {
