@@ -1075,4 +1075,36 @@ fn serve_and_record_in_their_own_processes_add_up_to_the_scripted_climb() {
         assert_eq!(sum(|c| c.mbm_local_bytes), l, "LLC {i}: local");
         assert_eq!(sum(|c| c.mbm_remote_bytes()), rem, "LLC {i}: remote");
     }
+    // The report's L3 section and diff's figures come from the same recording.
+    let out = common::llctop(&t.root, &j, &["report"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    let n = r.snapshots.len();
+    assert!(
+        report.contains(&format!(
+            "L3 occupancy and memory bandwidth (resctrl; {n} of {n} snapshots)"
+        )),
+        "{report}"
+    );
+    let peak = format!("{:.1} KiB", 4096.0 * 12.0 / 1024.0);
+    let row = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("llc11 n0"))
+        .unwrap_or("");
+    assert!(
+        row.contains(&peak),
+        "LLC 11's peak {peak} not in {row:?}\n{report}"
+    );
+    let out = common::llctop(&t.root, &j, &["diff"])
+        .arg(&rec)
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let diff = String::from_utf8_lossy(&out.stdout);
+    for key in ["l3.llc0", "membw.local", "membw.remote_share"] {
+        assert!(diff.contains(key), "{key} not in diff:\n{diff}");
+    }
 }

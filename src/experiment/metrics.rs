@@ -32,6 +32,13 @@ pub fn describe(key: &str) -> (&'static str, Better) {
         (_, "ipc") => ("", Better::Higher),
         (_, "mpki") => ("", Better::Lower),
         (_, "l3_misses") => ("/s", Better::Lower),
+        (_, "l3.preferred") => ("%", Better::Higher),
+        ("l3", _) => ("MiB", Better::Neither),
+        (_, "membw.remote" | "membw.remote_share") => (
+            if key.ends_with("share") { "%" } else { "MB/s" },
+            Better::Lower,
+        ),
+        ("membw", _) => ("MB/s", Better::Neither),
         (_, "command.wall") => ("s", Better::Lower),
         (_, "command.failed") => ("%", Better::Lower),
         _ => ("", Better::Neither),
@@ -184,7 +191,66 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
     if have_l3 {
         put("l3_misses".into(), l3 as f64 / secs);
     }
+    cache(snaps, secs, &mut put);
     m
+}
+
+/// resctrl's figures: each LLC's L3 occupancy (mean, MiB), the machine's memory
+/// bandwidth (local, remote: MB/s; the remote share), and the share of the monitored
+/// processes' L3 bytes on their preferred LLC — each only when every snapshot of the
+/// window has it.
+fn cache(snaps: &[Snapshot], secs: f64, put: &mut impl FnMut(String, f64)) {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let n_llc = snaps.iter().map(|s| s.llcs.len()).min().unwrap_or(0);
+    for i in 0..n_llc {
+        let occ: Option<Vec<u64>> = snaps
+            .iter()
+            .map(|s| s.llcs[i].cache?.occupancy_bytes)
+            .collect();
+        if let Some(v) = occ {
+            let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
+            put(format!("l3.llc{}", snaps[0].llcs[i].id), mean / MIB);
+        }
+    }
+    let totals: Option<Vec<_>> = snaps
+        .iter()
+        .map(|s| s.resctrl.as_ref().map(|r| r.total))
+        .collect();
+    if let Some(t) = totals {
+        let local: Option<u64> = t.iter().map(|c| c.mbm_local_bytes).sum();
+        let remote: Option<u64> = t.iter().map(|c| c.mbm_remote_bytes()).sum();
+        if let (Some(l), Some(r)) = (local, remote) {
+            put("membw.local".into(), l as f64 / secs / 1e6);
+            put("membw.remote".into(), r as f64 / secs / 1e6);
+            if l + r > 0 {
+                put(
+                    "membw.remote_share".into(),
+                    100.0 * r as f64 / (l + r) as f64,
+                );
+            }
+        }
+    }
+    // Monitored processes with a preferred LLC: their L3 bytes there, of all theirs.
+    let (mut on, mut all) = (0u64, 0u64);
+    for s in snaps {
+        let Some(r) = &s.resctrl else { continue };
+        for row in s.processes.iter().flat_map(|t| &t.rows) {
+            let (Some(pref), Some(g)) = (row.preferred_llc, r.of_pid(row.pid)) else {
+                continue;
+            };
+            for d in &g.domains {
+                if let Some(o) = d.mon.occupancy_bytes {
+                    all = all.saturating_add(o);
+                    if d.llc == Some(pref) {
+                        on = on.saturating_add(o);
+                    }
+                }
+            }
+        }
+    }
+    if all > 0 {
+        put("l3.preferred".into(), 100.0 * on as f64 / all as f64);
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +290,83 @@ mod tests {
         assert!(!w.contains_key("rq_wait.p50"), "no waits");
         assert_eq!(describe("migrations.xllc"), ("/s", Better::Lower));
         assert_eq!(describe("balance.SMT.newidle"), ("/s", Better::Neither));
+    }
+
+    #[test]
+    fn l3_occupancy_bandwidth_and_the_preferred_share_from_resctrl() {
+        use crate::snapshot::{
+            CacheMon, DomainMon, GroupKind, GroupStats, ProcessStats, ProcessTable, Resctrl,
+            ResctrlGroup,
+        };
+        let mon = |o: u64, t: u64, l: u64| CacheMon {
+            occupancy_bytes: Some(o),
+            mbm_total_bytes: Some(t),
+            mbm_local_bytes: Some(l),
+            ..CacheMon::default()
+        };
+        let mk = |occ0: u64, occ1: u64| {
+            let mut s = snap(0, vec![]);
+            s.llcs = vec![
+                GroupStats {
+                    id: 0,
+                    cache: Some(mon(occ0, 0, 0)),
+                    ..Default::default()
+                },
+                GroupStats {
+                    id: 1,
+                    cache: Some(mon(occ1, 0, 0)),
+                    ..Default::default()
+                },
+            ];
+            s.processes = Some(ProcessTable {
+                rows: vec![ProcessStats {
+                    pid: 7,
+                    preferred_llc: Some(1),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            s.resctrl = Some(Resctrl {
+                total: mon(occ0 + occ1, 3_000_000, 2_000_000),
+                groups: vec![ResctrlGroup {
+                    path: "mon_groups/llctop-7".into(),
+                    kind: GroupKind::Mon,
+                    pid: Some(7),
+                    total: CacheMon::default(),
+                    domains: vec![
+                        DomainMon {
+                            l3: 0,
+                            node: None,
+                            llc: Some(0),
+                            mon: mon(occ0, 0, 0),
+                        },
+                        DomainMon {
+                            l3: 8,
+                            node: None,
+                            llc: Some(1),
+                            mon: mon(occ1, 0, 0),
+                        },
+                    ],
+                }],
+                ..Default::default()
+            });
+            s
+        };
+        let w = window(&[mk(1 << 20, 3 << 20), mk(3 << 20, 5 << 20)]);
+        assert_eq!(w["l3.llc0"], 2.0, "MiB, the mean");
+        assert_eq!(w["l3.llc1"], 4.0);
+        // 6 MB local and 4 MB remote in 1 s.
+        assert_eq!(w["membw.local"], 4.0);
+        assert_eq!(w["membw.remote"], 2.0);
+        assert!((w["membw.remote_share"] - 100.0 / 3.0).abs() < 1e-9);
+        assert_eq!(w["l3.preferred"], 100.0 * 8.0 / 12.0);
+        assert_eq!(describe("l3.llc3"), ("MiB", Better::Neither));
+        assert_eq!(describe("l3.preferred"), ("%", Better::Higher));
+        assert_eq!(describe("membw.remote"), ("MB/s", Better::Lower));
+        assert_eq!(describe("membw.remote_share"), ("%", Better::Lower));
+        // A snapshot without resctrl: no such metric for the window.
+        let w = window(&[mk(1, 1), snap(0, vec![])]);
+        assert!(!w.contains_key("l3.llc0") && !w.contains_key("membw.local"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! line is a sync-flushed deflate block, readable up to the point of a kill).
 
 pub mod diff;
+mod l3;
 pub mod output;
 pub mod parallel;
 pub mod reader;

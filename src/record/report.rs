@@ -1,5 +1,6 @@
 //! `llctop report FILE`: a text summary of a recording — knob changes and markers with
-//! their times, per-LLC busy, migrations by distance (with their precision), the same
+//! their times, per-LLC busy, L3 occupancy and memory bandwidth (record/l3.rs),
+//! migrations by distance (with their precision), the same
 //! split at each marker, load balancing by domain level (or why there is none),
 //! placements and their pile-ups (findings::pileup), top processes.
 
@@ -114,6 +115,9 @@ impl Summary {
                 node,
                 cpulist::format(&llc.cpus)
             );
+        }
+        if let Ok(l3) = self.l3.section(&h.topology, self.snapshots) {
+            out.push_str(&l3);
         }
 
         if let Some((total, unclassified, sampled)) = &self.migs {

@@ -64,6 +64,8 @@ pub struct Summary {
     pub(super) any_events: bool,
     pub(super) procs: BTreeMap<u32, ProcTotal>,
     pub(super) precision: Option<Precision>,
+    /// resctrl's L3 occupancy and memory bandwidth.
+    pub(super) l3: super::l3::L3,
 }
 
 impl Summary {
@@ -92,6 +94,7 @@ impl Summary {
             any_events: false,
             procs: BTreeMap::new(),
             precision: None,
+            l3: super::l3::L3::default(),
         }
     }
 
@@ -140,6 +143,7 @@ impl Summary {
                 m.1 += 1;
             }
         };
+        self.l3.add(s);
         add(&mut self.busy_all, s.system.busy);
         for (i, m) in self.busy_llc.iter_mut().enumerate() {
             add(m, s.llcs.get(i).and_then(|g| g.busy));
