@@ -134,6 +134,10 @@ pub enum Unit {
     PerSec,
     /// CPUs' worth of time (CPU-seconds per second).
     Cpus,
+    /// Bytes (shown in binary units).
+    Bytes,
+    /// Bytes per second (shown in decimal units).
+    BytesPerSec,
 }
 
 /// One number of the evidence, with where it comes from.
@@ -191,6 +195,8 @@ impl Fact {
             Unit::Count => format!("{v:.0}"),
             Unit::PerSec => format!("{v:.1}/s"),
             Unit::Cpus => format!("{v:.2} CPUs"),
+            Unit::Bytes => crate::units::bytes(v.max(0.0) as u64),
+            Unit::BytesPerSec => crate::units::bytes_per_sec(v.max(0.0) as u64, 1.0),
         }
     }
 }

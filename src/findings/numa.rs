@@ -27,6 +27,27 @@ pub const CRITICAL_FACTOR: f64 = 8.0;
 
 const KEY: &str = "system";
 
+/// The machine's memory traffic over the window from resctrl (bytes/s all, local) and
+/// the remote share, when every snapshot of it has both counts.
+fn remote_bandwidth(w: &Window) -> Option<(f64, f64, f64)> {
+    let secs = w.secs();
+    let totals: Option<Vec<_>> = w
+        .snaps
+        .iter()
+        .map(|s| s.resctrl.as_ref().map(|r| r.total))
+        .collect();
+    let t = totals?;
+    let all: u64 = t.iter().map(|c| c.mbm_total_bytes).sum::<Option<u64>>()?;
+    let local: u64 = t.iter().map(|c| c.mbm_local_bytes).sum::<Option<u64>>()?;
+    (all > 0 && secs > 0.0).then(|| {
+        (
+            all as f64 / secs,
+            local as f64 / secs,
+            all.saturating_sub(local) as f64 / all as f64,
+        )
+    })
+}
+
 pub fn detect(w: &Window) -> Vec<Finding> {
     let secs = w.secs();
     if w.topo.nodes.len() < 2 || secs <= 0.0 {
@@ -122,6 +143,14 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         let named: Vec<String> = cgs.iter().map(|(p, n)| format!("{p} {n} pages")).collect();
         parts.push(format!("most moved for {}", named.join(", ")));
     }
+    // resctrl's memory traffic: how much of it crossed to the other node.
+    let bw = remote_bandwidth(w);
+    if let Some((_, _, share)) = bw {
+        parts.push(format!(
+            "{:.0}% of the L3s' memory traffic went to a remote node (resctrl)",
+            share * 100.0
+        ));
+    }
     let mut f = Finding::new(Kind::Numa, KEY, w, parts.join("; "));
     if mig_rate >= CRITICAL_FACTOR * MIGRATED_RATE {
         f.severity = Severity::Critical;
@@ -159,6 +188,29 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         f.facts.push(Fact::derived(
             "remote allocation share",
             alloc_share,
+            Unit::Fraction,
+        ));
+    }
+    if let Some((total, local, share)) = bw {
+        f.facts.push(Fact::cited(
+            "memory traffic (resctrl)",
+            total,
+            Unit::BytesPerSec,
+            w,
+            "resctrl/total/mbm_total_bytes".into(),
+            Agg::Rate,
+        ));
+        f.facts.push(Fact::cited(
+            "of it to the local node",
+            local,
+            Unit::BytesPerSec,
+            w,
+            "resctrl/total/mbm_local_bytes".into(),
+            Agg::Rate,
+        ));
+        f.facts.push(Fact::derived(
+            "remote memory-traffic share",
+            share,
             Unit::Fraction,
         ));
     }
@@ -292,6 +344,39 @@ mod tests {
             Some("numa-balancing-off")
         );
         assert_cites(&f[0], &snaps);
+    }
+
+    #[test]
+    fn resctrl_adds_the_remote_share_of_the_memory_traffic() {
+        let mut snaps = series(1, 2000, 500, 100, 0);
+        for s in &mut snaps {
+            s.resctrl = Some(crate::snapshot::Resctrl {
+                total: crate::snapshot::CacheMon {
+                    occupancy_bytes: Some(1),
+                    mbm_total_bytes: Some(1_000_000_000),
+                    mbm_local_bytes: Some(400_000_000),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        let f = run(&snaps);
+        assert!(
+            f[0].summary
+                .contains("60% of the L3s' memory traffic went to a remote node (resctrl)"),
+            "{}",
+            f[0].summary
+        );
+        let t = f[0]
+            .facts
+            .iter()
+            .find(|x| x.label == "memory traffic (resctrl)")
+            .unwrap();
+        assert_eq!(t.shown(), "1.0 GB/s", "1 GB per 1 s snapshot");
+        assert_cites(&f[0], &snaps);
+        // Without it (or with a snapshot missing it): no such evidence.
+        snaps[2].resctrl = None;
+        assert!(!run(&snaps)[0].summary.contains("resctrl"));
     }
 
     #[test]

@@ -43,6 +43,31 @@ struct Acc {
     prefs: Vec<Option<u32>>,
 }
 
+/// Where a process llctop monitors in a resctrl group keeps its cache: the share of its
+/// L3 bytes on `llc` over the window, and its mean occupancy (None: not monitored, or
+/// no occupancy read).
+fn l3_share(w: &Window, pid: u32, llc: u32) -> Option<(f64, f64)> {
+    let (mut on, mut all, mut sum, mut n) = (0u64, 0u64, 0u64, 0u64);
+    for s in w.snaps {
+        let Some(g) = s.resctrl.as_ref().and_then(|r| r.of_pid(pid)) else {
+            continue;
+        };
+        if let Some(t) = g.total.occupancy_bytes {
+            sum = sum.saturating_add(t);
+            n += 1;
+        }
+        for d in &g.domains {
+            if let Some(o) = d.mon.occupancy_bytes {
+                all = all.saturating_add(o);
+                if d.llc == Some(llc) {
+                    on = on.saturating_add(o);
+                }
+            }
+        }
+    }
+    (all > 0 && n > 0).then(|| (on as f64 / all as f64, sum as f64 / n as f64))
+}
+
 pub fn detect(w: &Window) -> Vec<Finding> {
     let n_llc = w.topo.llcs.len();
     let secs = w.secs();
@@ -134,6 +159,13 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                 "; the kernel changed its preferred LLC {changes} times in {secs:.0} s"
             ));
         }
+        let l3 = l3_share(w, pid, top as u32);
+        if let Some((share, _)) = l3 {
+            summary.push_str(&format!(
+                "; {:.0}% of its L3 bytes are on llc{top} (resctrl)",
+                share * 100.0
+            ));
+        }
         if sampled {
             summary.push_str(" [runtime per LLC sampled]");
         }
@@ -182,6 +214,21 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             row("threads"),
             Agg::Max,
         ));
+        if let Some((share, mean)) = l3 {
+            f.facts.push(Fact::cited(
+                "L3 occupancy (resctrl, mean)",
+                mean,
+                Unit::Bytes,
+                w,
+                format!("resctrl/groups/pid={pid}/total/occupancy_bytes"),
+                Agg::Mean,
+            ));
+            f.facts.push(Fact::derived(
+                format!("share of its L3 bytes on llc{top}"),
+                share,
+                Unit::Fraction,
+            ));
+        }
         if kernel {
             f.facts.push(Fact::derived(
                 "preferred-LLC changes",
@@ -318,6 +365,52 @@ mod tests {
             k[0].suggestion.as_ref().and_then(|s| s.knob.as_deref()),
             Some("llc_balancing.aggr_tolerance")
         );
+    }
+
+    #[test]
+    fn a_monitored_process_shows_where_its_l3_bytes_are() {
+        use crate::snapshot::{CacheMon, DomainMon, GroupKind, Resctrl, ResctrlGroup};
+        let mut snaps = series(4, [750, 750, 0, 0], Some(0.3), PreferredKind::Emulated);
+        let mon = |o: u64| CacheMon {
+            occupancy_bytes: Some(o),
+            ..CacheMon::default()
+        };
+        for s in &mut snaps {
+            let domains: Vec<DomainMon> = [3u64 << 20, 1 << 20, 0, 0]
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| DomainMon {
+                    l3: i as u32 * 8,
+                    node: None,
+                    llc: Some(i as u32),
+                    mon: mon(o),
+                })
+                .collect();
+            s.resctrl = Some(Resctrl {
+                groups: vec![ResctrlGroup {
+                    path: "mon_groups/llctop-42".into(),
+                    kind: GroupKind::Mon,
+                    pid: Some(42),
+                    total: mon(4 << 20),
+                    domains,
+                }],
+                ..Resctrl::default()
+            });
+        }
+        let f = run(&snaps);
+        assert!(
+            f[0].summary
+                .contains("75% of its L3 bytes are on llc0 (resctrl)"),
+            "{}",
+            f[0].summary
+        );
+        let occ = f[0]
+            .facts
+            .iter()
+            .find(|x| x.label == "L3 occupancy (resctrl, mean)")
+            .unwrap();
+        assert_eq!(occ.shown(), "4.0 MiB");
+        assert_cites(&f[0], &snaps);
     }
 
     #[test]
