@@ -117,21 +117,24 @@ impl Counter {
         self.file.is_some()
     }
 
-    /// Read the file's text into `buf` (its length returned). A kept file that fails
-    /// (its group was removed and made again, the domain went offline) is dropped and
-    /// the path opened once more — never more than once per call.
+    /// Read the file's text into `buf`: its length, and whether a kept file failed and
+    /// the path was opened again (its group was removed and made again, or its domain
+    /// went offline and came back: a counter that is not the one read before). Never
+    /// more than one open per call.
     pub fn read(
         &mut self,
         root: &KernelRoot,
         budget: &mut Budget,
         buf: &mut [u8; MAX_TEXT],
-    ) -> Result<usize, KernelError> {
+    ) -> Result<(usize, bool), KernelError> {
+        let mut again = false;
         if let Some(f) = &self.file {
             match f.read_at(buf, 0) {
-                Ok(n) => return Ok(n),
+                Ok(n) => return Ok((n, false)),
                 Err(_) => {
                     self.file = None;
                     budget.give_back();
+                    again = true;
                 }
             }
         }
@@ -145,7 +148,7 @@ impl Counter {
         } else {
             budget.overflow += 1;
         }
-        Ok(n)
+        Ok((n, again))
     }
 
     /// Close the file (its group is gone), returning it to the budget.
@@ -168,23 +171,23 @@ mod tests {
         let mut b = Budget::of(1);
         let mut buf = [0u8; MAX_TEXT];
         let mut c = Counter::new("/c".into());
-        let n = c.read(&root, &mut b, &mut buf).unwrap();
-        assert_eq!(&buf[..n], b"100\n");
+        let (n, again) = c.read(&root, &mut b, &mut buf).unwrap();
+        assert_eq!((&buf[..n], again), (&b"100\n"[..], false));
         assert!(c.is_open());
         // Rewritten in place (as a test kernel does): the kept file sees the new text.
         std::fs::write(dir.path().join("c"), "250\n").unwrap();
-        let n = c.read(&root, &mut b, &mut buf).unwrap();
+        let (n, _) = c.read(&root, &mut b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"250\n");
         // A second counter finds the budget spent: read all the same, not kept.
         std::fs::write(dir.path().join("d"), "7").unwrap();
         let mut d = Counter::new("/d".into());
-        let n = d.read(&root, &mut b, &mut buf).unwrap();
+        let (n, _) = d.read(&root, &mut b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"7");
         assert!(!d.is_open());
         assert_eq!(b.overflow, 1);
         c.close(&mut b);
         assert!(!c.is_open());
-        let n = d.read(&root, &mut b, &mut buf).unwrap();
+        let (n, _) = d.read(&root, &mut b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"7");
         assert!(d.is_open(), "the closed file's place went to it");
         // Gone: an error naming the path.

@@ -180,7 +180,11 @@ impl Reader {
                         return (None, Some(Unread::NoEvent));
                     };
                     let v = match ev.file.read(root, budget, &mut buf) {
-                        Ok(n) => {
+                        Ok((n, again)) => {
+                            if again {
+                                // Not the counter read before: a new baseline.
+                                ev.prev = None;
+                            }
                             let v = if n < MAX_TEXT {
                                 parse::value(&buf[..n])
                             } else {
