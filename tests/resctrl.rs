@@ -1108,3 +1108,40 @@ fn serve_and_record_in_their_own_processes_add_up_to_the_scripted_climb() {
         assert!(diff.contains(key), "{key} not in diff:\n{diff}");
     }
 }
+
+#[test]
+fn a_read_large_enough_to_share_between_threads_keeps_every_group_its_own() {
+    // 12 domains x 3 events x 30 groups = 1080 files: read by several threads.
+    let t = Tree::new(Spec::amd_genoa());
+    let groups: Vec<String> = (1..30).map(|i| format!("mon_groups/g{i:02}")).collect();
+    for g in &groups {
+        t.group(g);
+    }
+    let all: Vec<String> = std::iter::once(String::new()).chain(groups).collect();
+    let mut c = collector(&t, Setup::default());
+    c.tick();
+    for (gi, g) in all.iter().enumerate() {
+        for (li, leaf) in t.leaves().iter().enumerate() {
+            t.set_value(g, leaf, "llc_occupancy", (gi * 1000 + li) as u64);
+            t.set_value(g, leaf, "mbm_total_bytes", (gi * 100 + li) as u64);
+        }
+    }
+    let s = c.tick().unwrap();
+    let r = s.resctrl.unwrap();
+    assert_eq!(r.groups.len(), 30);
+    for (gi, g) in all.iter().enumerate() {
+        let got = r.groups.iter().find(|x| &x.path == g).unwrap();
+        for (li, d) in got.domains.iter().enumerate() {
+            assert_eq!(
+                d.mon.occupancy_bytes,
+                Some((gi * 1000 + li) as u64),
+                "{g} {li}"
+            );
+            assert_eq!(
+                d.mon.mbm_total_bytes,
+                Some((gi * 100 + li) as u64),
+                "{g} {li}"
+            );
+        }
+    }
+}

@@ -264,6 +264,33 @@ fn full_snapshot(topo: &llctop::topology::Topology) -> llctop::snapshot::Snapsho
         SourceStatus::active("bpf"),
         SourceStatus::absent("perf", "no PMU"),
     ];
+    // resctrl: the root group's reading of every LLC's L3.
+    let mon = llctop::snapshot::CacheMon {
+        occupancy_bytes: Some(8 << 20),
+        mbm_total_bytes: Some(3_000_000),
+        mbm_local_bytes: Some(2_000_000),
+        ..Default::default()
+    };
+    s.resctrl = Some(llctop::snapshot::Resctrl {
+        total: mon,
+        groups: vec![llctop::snapshot::ResctrlGroup {
+            path: String::new(),
+            kind: llctop::snapshot::GroupKind::Root,
+            pid: None,
+            total: mon,
+            domains: topo
+                .llcs
+                .iter()
+                .map(|l| llctop::snapshot::DomainMon {
+                    l3: l.cache_id.unwrap_or(l.id),
+                    node: None,
+                    llc: Some(l.id),
+                    mon,
+                })
+                .collect(),
+        }],
+        ..Default::default()
+    });
     llctop::collect::aggregate(topo, &mut s);
     s
 }

@@ -22,10 +22,13 @@ pub struct CacheSeries {
     proc_bandwidth: Count,
     /// pid → labels of its process series shown now.
     proc_shown: BTreeMap<u32, Labels>,
+    /// The capacities are set (at the first snapshot with resctrl's figures: a host
+    /// without resctrl gets none of these series).
+    capacity_set: bool,
 }
 
 impl CacheSeries {
-    pub fn register(r: &mut Registry, topo: &Topology) -> CacheSeries {
+    pub fn register(r: &mut Registry) -> CacheSeries {
         let s = CacheSeries {
             occupancy: Level::default(),
             capacity: Level::default(),
@@ -34,6 +37,7 @@ impl CacheSeries {
             proc_occupancy: Level::default(),
             proc_bandwidth: Count::default(),
             proc_shown: BTreeMap::new(),
+            capacity_set: false,
         };
         r.register_with_unit(
             "llc_occupancy",
@@ -70,13 +74,6 @@ impl CacheSeries {
             Unit::Bytes,
             s.proc_bandwidth.clone(),
         );
-        for llc in &topo.llcs {
-            if let Some(c) = topo.llc_capacity_bytes(llc.id) {
-                s.capacity
-                    .get_or_create(&llc_labels(topo, llc.id))
-                    .set(c as f64);
-            }
-        }
         s
     }
 
@@ -86,6 +83,16 @@ impl CacheSeries {
         let Some(r) = &s.resctrl else {
             return;
         };
+        if !self.capacity_set {
+            self.capacity_set = true;
+            for llc in &topo.llcs {
+                if let Some(c) = topo.llc_capacity_bytes(llc.id) {
+                    self.capacity
+                        .get_or_create(&llc_labels(topo, llc.id))
+                        .set(c as f64);
+                }
+            }
+        }
         for g in &s.llcs {
             let labels = llc_labels(topo, g.id);
             match g.cache.and_then(|c| c.occupancy_bytes) {

@@ -119,7 +119,7 @@ impl Exporter {
             proc_limit: Gauge::default(),
             proc_dropped: Gauge::default(),
             proc_shown: BTreeMap::new(),
-            cache: cache::CacheSeries::register(&mut r, topo),
+            cache: cache::CacheSeries::register(&mut r),
         };
         r.register_with_unit(
             "cpu_busy",

@@ -8,16 +8,19 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::kroot::{KernelError, KernelRoot};
 
-/// How many counter files may stay open.
+/// How many counter files may stay open (shared by the threads of one read).
 #[derive(Debug)]
 pub struct Budget {
-    left: usize,
+    left: AtomicUsize,
     /// Files that could not be kept (read by open + read + close).
-    pub overflow: usize,
-    raised: bool,
+    overflow: AtomicUsize,
+    /// Whether the soft limit was raised already (held while raising).
+    raised: Mutex<bool>,
 }
 
 /// Of RLIMIT_NOFILE's soft limit, the part counter files may keep: the rest is for
@@ -46,26 +49,42 @@ impl Budget {
     pub fn new() -> Budget {
         let (soft, _) = nofile();
         Budget {
-            left: usize::try_from(soft).unwrap_or(usize::MAX) / SHARE,
-            overflow: 0,
-            raised: false,
+            left: AtomicUsize::new(usize::try_from(soft).unwrap_or(usize::MAX) / SHARE),
+            overflow: AtomicUsize::new(0),
+            raised: Mutex::new(false),
         }
     }
 
     /// A budget of exactly `n` files (tests).
     pub fn of(n: usize) -> Budget {
         Budget {
-            left: n,
-            overflow: 0,
-            raised: true,
+            left: AtomicUsize::new(n),
+            overflow: AtomicUsize::new(0),
+            raised: Mutex::new(true),
         }
+    }
+
+    /// Files read without being kept so far.
+    pub fn overflow(&self) -> usize {
+        self.overflow.load(Ordering::Relaxed)
+    }
+
+    fn take_one(&self) -> bool {
+        self.left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
     }
 
     /// Take one file from the budget; when it runs out, the soft limit is raised to the
     /// hard one once (as most servers allow), and its share added.
-    fn take(&mut self) -> bool {
-        if self.left == 0 && !self.raised {
-            self.raised = true;
+    fn take(&self) -> bool {
+        if self.take_one() {
+            return true;
+        }
+        if let Ok(mut raised) = self.raised.lock()
+            && !*raised
+        {
+            *raised = true;
             let (soft, hard) = nofile();
             if hard > soft {
                 let r = libc::rlimit {
@@ -76,19 +95,18 @@ impl Budget {
                 // needs no privilege.
                 if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0 {
                     let more = (hard - soft) / SHARE as u64;
-                    self.left = usize::try_from(more).unwrap_or(usize::MAX);
+                    self.left.fetch_add(
+                        usize::try_from(more).unwrap_or(usize::MAX / 2),
+                        Ordering::AcqRel,
+                    );
                 }
             }
         }
-        if self.left == 0 {
-            return false;
-        }
-        self.left -= 1;
-        true
+        self.take_one()
     }
 
-    fn give_back(&mut self) {
-        self.left = self.left.saturating_add(1);
+    fn give_back(&self) {
+        self.left.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -124,7 +142,7 @@ impl Counter {
     pub fn read(
         &mut self,
         root: &KernelRoot,
-        budget: &mut Budget,
+        budget: &Budget,
         buf: &mut [u8; MAX_TEXT],
     ) -> Result<(usize, bool), KernelError> {
         let mut again = false;
@@ -146,13 +164,13 @@ impl Counter {
         if budget.take() {
             self.file = Some(f);
         } else {
-            budget.overflow += 1;
+            budget.overflow.fetch_add(1, Ordering::Relaxed);
         }
         Ok((n, again))
     }
 
     /// Close the file (its group is gone), returning it to the budget.
-    pub fn close(&mut self, budget: &mut Budget) {
+    pub fn close(&mut self, budget: &Budget) {
         if self.file.take().is_some() {
             budget.give_back();
         }
@@ -168,31 +186,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = KernelRoot::new(dir.path());
         std::fs::write(dir.path().join("c"), "100\n").unwrap();
-        let mut b = Budget::of(1);
+        let b = Budget::of(1);
         let mut buf = [0u8; MAX_TEXT];
         let mut c = Counter::new("/c".into());
-        let (n, again) = c.read(&root, &mut b, &mut buf).unwrap();
+        let (n, again) = c.read(&root, &b, &mut buf).unwrap();
         assert_eq!((&buf[..n], again), (&b"100\n"[..], false));
         assert!(c.is_open());
         // Rewritten in place (as a test kernel does): the kept file sees the new text.
         std::fs::write(dir.path().join("c"), "250\n").unwrap();
-        let (n, _) = c.read(&root, &mut b, &mut buf).unwrap();
+        let (n, _) = c.read(&root, &b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"250\n");
         // A second counter finds the budget spent: read all the same, not kept.
         std::fs::write(dir.path().join("d"), "7").unwrap();
         let mut d = Counter::new("/d".into());
-        let (n, _) = d.read(&root, &mut b, &mut buf).unwrap();
+        let (n, _) = d.read(&root, &b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"7");
         assert!(!d.is_open());
-        assert_eq!(b.overflow, 1);
-        c.close(&mut b);
+        assert_eq!(b.overflow(), 1);
+        c.close(&b);
         assert!(!c.is_open());
-        let (n, _) = d.read(&root, &mut b, &mut buf).unwrap();
+        let (n, _) = d.read(&root, &b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"7");
         assert!(d.is_open(), "the closed file's place went to it");
         // Gone: an error naming the path.
         std::fs::remove_file(dir.path().join("c")).unwrap();
-        let e = c.read(&root, &mut b, &mut buf).unwrap_err().to_string();
+        let e = c.read(&root, &b, &mut buf).unwrap_err().to_string();
         assert!(e.contains("/c"), "{e}");
     }
 }

@@ -126,7 +126,7 @@ impl Reader {
             .collect();
         for k in gone {
             if let Some(mut g) = self.groups.remove(&k) {
-                close(&mut g, &mut self.budget);
+                close(&mut g, &self.budget);
             }
         }
         for d in dirs {
@@ -137,7 +137,7 @@ impl Reader {
             };
             if fresh {
                 if let Some(mut old) = self.groups.remove(&d.path) {
-                    close(&mut old, &mut self.budget);
+                    close(&mut old, &self.budget);
                 }
                 let leaves = self.leaf_files(&d);
                 self.groups.insert(
@@ -168,82 +168,56 @@ impl Reader {
         }
         let dirs = tree::groups(&self.root, &self.layout.mount).map_err(|e| e.to_string())?;
         self.sync(dirs);
+        let files = self.files().1;
+        let workers = if files >= PARALLEL_FROM {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MAX_WORKERS)
+        } else {
+            1
+        };
+        let (root, budget, leaves) = (&self.root, &self.budget, &self.layout.leaves);
+        let mut states: Vec<&mut GroupState> = self.groups.values_mut().collect();
+        let per = states.len().div_ceil(workers.max(1)).max(1);
+        let parts: Vec<(Vec<Vec<DomainMon>>, Trouble)> = if workers <= 1 {
+            vec![read_groups(&mut states, leaves, root, budget, interval_ns)]
+        } else {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = states
+                    .chunks_mut(per)
+                    .map(|chunk| {
+                        sc.spawn(move || read_groups(chunk, leaves, root, budget, interval_ns))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
         let mut trouble = Trouble::default();
-        let mut buf = [0u8; MAX_TEXT];
-        let mut groups = Vec::with_capacity(self.groups.len());
-        let (root, budget) = (&self.root, &mut self.budget);
-        for g in self.groups.values_mut() {
-            let mut domains = Vec::with_capacity(g.leaves.len());
-            for (leaf, files) in self.layout.leaves.iter().zip(g.leaves.iter_mut()) {
-                let mut read = |ev: &mut Option<Event>, cumulative: bool| -> delta::Figure {
-                    let Some(ev) = ev.as_mut() else {
-                        return (None, Some(Unread::NoEvent));
-                    };
-                    let v = match ev.file.read(root, budget, &mut buf) {
-                        Ok((n, again)) => {
-                            if again {
-                                // Not the counter read before: a new baseline.
-                                ev.prev = None;
-                            }
-                            let v = if n < MAX_TEXT {
-                                parse::value(&buf[..n])
-                            } else {
-                                Value::Not(Unread::Unreadable)
-                            };
-                            if v == Value::Not(Unread::Unreadable) {
-                                let text = String::from_utf8_lossy(&buf[..n.min(24)]);
-                                note(
-                                    &mut trouble,
-                                    format!(
-                                        "{}: not a count ({:?})",
-                                        root.path(ev.file.path()).display(),
-                                        text.trim()
-                                    ),
-                                );
-                            }
-                            v
-                        }
-                        Err(e) => {
-                            note(&mut trouble, e.to_string());
-                            ev.prev = None;
-                            return (None, Some(Unread::Unreadable));
-                        }
-                    };
-                    if !cumulative {
-                        return delta::level(v);
-                    }
-                    let f = delta::step(&mut ev.prev, v, interval_ns);
-                    if f.1 == Some(Unread::Reset) {
-                        trouble.resets += 1;
-                    }
-                    f
-                };
-                let (occupancy_bytes, occupancy_why) = read(&mut files.occupancy, false);
-                let (mbm_total_bytes, total_why) = read(&mut files.total, true);
-                let (mbm_local_bytes, local_why) = read(&mut files.local, true);
-                domains.push(DomainMon {
-                    l3: leaf.l3,
-                    node: leaf.node,
-                    llc: leaf.llc,
-                    mon: CacheMon {
-                        occupancy_bytes,
-                        mbm_total_bytes,
-                        mbm_local_bytes,
-                        occupancy_why,
-                        total_why,
-                        local_why,
-                    },
-                });
+        let mut all_domains = Vec::with_capacity(states.len());
+        for (d, t) in parts {
+            all_domains.extend(d);
+            trouble.resets += t.resets;
+            trouble.unreadable_count += t.unreadable_count;
+            for u in t.unreadable {
+                if trouble.unreadable.len() < NAMED {
+                    trouble.unreadable.push(u);
+                }
             }
-            let total = CacheMon::sum(domains.iter().map(|d| &d.mon)).unwrap_or_default();
-            groups.push(ResctrlGroup {
+        }
+        let groups: Vec<ResctrlGroup> = states
+            .iter()
+            .zip(all_domains)
+            .map(|(g, domains)| ResctrlGroup {
                 pid: pid_of(&g.dir.path),
                 path: g.dir.path.clone(),
                 kind: g.dir.kind,
-                total,
+                total: CacheMon::sum(domains.iter().map(|d| &d.mon)).unwrap_or_default(),
                 domains,
-            });
-        }
+            })
+            .collect();
         // By path (the map's order): the root ("") first.
         let mut info = self.layout.info.clone();
         if let Some(avail) = tree::available_counters(&self.root, &self.layout.mount) {
@@ -270,6 +244,116 @@ impl Reader {
     }
 }
 
+/// Counter files from which one interval's read is split between threads (each read of
+/// a real resctrl file interrupts a CPU of its domain: reads of different groups run
+/// side by side), and the most threads.
+const PARALLEL_FROM: usize = 1024;
+const MAX_WORKERS: usize = 4;
+
+/// Read `groups` (a share of the interval's), their domains in order.
+fn read_groups(
+    groups: &mut [&mut GroupState],
+    leaves: &[tree::Leaf],
+    root: &KernelRoot,
+    budget: &Budget,
+    interval_ns: u64,
+) -> (Vec<Vec<DomainMon>>, Trouble) {
+    let mut trouble = Trouble::default();
+    let mut buf = [0u8; MAX_TEXT];
+    let out = groups
+        .iter_mut()
+        .map(|g| {
+            leaves
+                .iter()
+                .zip(g.leaves.iter_mut())
+                .map(|(leaf, files)| {
+                    let mut read = |ev: &mut Option<Event>, cumulative: bool| {
+                        read_event(
+                            ev,
+                            cumulative,
+                            root,
+                            budget,
+                            &mut buf,
+                            interval_ns,
+                            &mut trouble,
+                        )
+                    };
+                    let (occupancy_bytes, occupancy_why) = read(&mut files.occupancy, false);
+                    let (mbm_total_bytes, total_why) = read(&mut files.total, true);
+                    let (mbm_local_bytes, local_why) = read(&mut files.local, true);
+                    DomainMon {
+                        l3: leaf.l3,
+                        node: leaf.node,
+                        llc: leaf.llc,
+                        mon: CacheMon {
+                            occupancy_bytes,
+                            mbm_total_bytes,
+                            mbm_local_bytes,
+                            occupancy_why,
+                            total_why,
+                            local_why,
+                        },
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    (out, trouble)
+}
+
+/// One event's figure: its file read, parsed, and (for a byte counter) differenced.
+fn read_event(
+    ev: &mut Option<Event>,
+    cumulative: bool,
+    root: &KernelRoot,
+    budget: &Budget,
+    buf: &mut [u8; MAX_TEXT],
+    interval_ns: u64,
+    trouble: &mut Trouble,
+) -> delta::Figure {
+    let Some(ev) = ev.as_mut() else {
+        return (None, Some(Unread::NoEvent));
+    };
+    let v = match ev.file.read(root, budget, buf) {
+        Ok((n, again)) => {
+            if again {
+                // Not the counter read before: a new baseline.
+                ev.prev = None;
+            }
+            let v = if n < MAX_TEXT {
+                parse::value(&buf[..n])
+            } else {
+                Value::Not(Unread::Unreadable)
+            };
+            if v == Value::Not(Unread::Unreadable) {
+                let text = String::from_utf8_lossy(&buf[..n.min(24)]);
+                note(
+                    trouble,
+                    format!(
+                        "{}: not a count ({:?})",
+                        root.path(ev.file.path()).display(),
+                        text.trim()
+                    ),
+                );
+            }
+            v
+        }
+        Err(e) => {
+            note(trouble, e.to_string());
+            ev.prev = None;
+            return (None, Some(Unread::Unreadable));
+        }
+    };
+    if !cumulative {
+        return delta::level(v);
+    }
+    let f = delta::step(&mut ev.prev, v, interval_ns);
+    if f.1 == Some(Unread::Reset) {
+        trouble.resets += 1;
+    }
+    f
+}
+
 fn note(t: &mut Trouble, what: String) {
     t.unreadable_count += 1;
     if t.unreadable.len() < NAMED {
@@ -277,7 +361,7 @@ fn note(t: &mut Trouble, what: String) {
     }
 }
 
-fn close(g: &mut GroupState, budget: &mut Budget) {
+fn close(g: &mut GroupState, budget: &Budget) {
     for l in &mut g.leaves {
         for e in [&mut l.occupancy, &mut l.total, &mut l.local]
             .into_iter()
