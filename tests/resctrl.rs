@@ -1145,3 +1145,71 @@ fn a_read_large_enough_to_share_between_threads_keeps_every_group_its_own() {
         }
     }
 }
+
+/// `--resctrl-mount` on this machine's kernel: where the CPU monitors, resctrl is
+/// mounted for the run and unmounted at its end; where it does not (this project's VM,
+/// QEMU), the kernel's refusal is said, nothing stays mounted and the journal keeps no
+/// entry.
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn resctrl_mount_on_this_kernel_is_undone_or_refused_cleanly() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal.json");
+    let out_file = dir.path().join("r.jsonl");
+    let mounted_before = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .contains(" resctrl ");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_llctop"))
+        .args([
+            "--source",
+            "procfs",
+            "--interval",
+            "200ms",
+            "--resctrl-mount",
+            "--journal",
+        ])
+        .arg(&j)
+        .args(["record", "--duration", "1s", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rec = llctop::record::reader::open(&out_file).unwrap();
+    let st = rec.snapshots[0]
+        .sources
+        .iter()
+        .find(|s| s.name == "resctrl")
+        .unwrap();
+    let why = st.reason.clone().unwrap_or_default();
+    let monitors = !llctop::source::resctrl::parse::monitoring_flags(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap(),
+    )
+    .is_empty();
+    println!("resctrl here: {:?}: {why}", st.state);
+    if monitors && !mounted_before {
+        assert_ne!(st.state, SourceState::Absent, "{why}");
+        assert!(
+            err.contains("resctrl unmounted from /sys/fs/resctrl"),
+            "{err}"
+        );
+    } else if !monitors {
+        assert_eq!(st.state, SourceState::Absent);
+        assert!(
+            why.contains("this CPU reports no cache or memory-bandwidth monitoring"),
+            "{why}"
+        );
+        assert!(
+            why.contains("--resctrl-mount: "),
+            "the mount's failure is said: {why}"
+        );
+        assert!(why.contains("ENODEV") || why.contains("ENOENT"), "{why}");
+    }
+    let mounted_after = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .contains(" resctrl ");
+    assert_eq!(mounted_after, mounted_before, "left as it was");
+    let left = llctop::knobs::journal::Journal::new(&j).entries().unwrap();
+    assert!(left.is_empty(), "{left:?}");
+}

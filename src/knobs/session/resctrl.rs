@@ -389,7 +389,10 @@ fn sys_mount(mount: &Path) -> Result<(), String> {
     Err(match e.raw_os_error() {
         Some(libc::ENODEV) => "ENODEV: this machine has no RDT/PQoS to mount (the kernel's resctrl found no monitoring or allocation hardware)".into(),
         Some(libc::EBUSY) => "EBUSY: resctrl is mounted elsewhere already (it mounts once)".into(),
-        Some(libc::ENOENT) => format!("ENOENT: {} does not exist", mount.display()),
+        Some(libc::ENOENT) => format!(
+            "ENOENT: {} does not exist (the kernel makes it only where the CPU has RDT or PQoS)",
+            mount.display()
+        ),
         Some(libc::EPERM) => "EPERM: mounting needs CAP_SYS_ADMIN".into(),
         _ => e.to_string(),
     })

@@ -61,14 +61,17 @@ pub fn not_mounted(root: &KernelRoot) -> String {
         .read("/proc/cpuinfo")
         .map(|t| parse::monitoring_flags(&t))
         .unwrap_or_default();
+    if flags.is_empty() {
+        return "this CPU reports no cache or memory-bandwidth monitoring (no cqm_occup_llc, cqm_mbm_total or cqm_mbm_local in /proc/cpuinfo; virtual machines rarely pass Intel RDT or AMD PQoS through, and the kernel offers resctrl only where the hardware has it)".into();
+    }
     let kernel_has = root
         .read("/proc/filesystems")
         .map(|t| t.split_whitespace().any(|w| w == "resctrl"));
     if matches!(kernel_has, Ok(false)) {
-        return "this kernel has no resctrl file system (CONFIG_X86_CPU_RESCTRL is off: not in /proc/filesystems)".into();
-    }
-    if flags.is_empty() {
-        return "this CPU reports no cache or memory-bandwidth monitoring (no cqm_occup_llc, cqm_mbm_total or cqm_mbm_local in /proc/cpuinfo; virtual machines rarely pass Intel RDT or AMD PQoS through)".into();
+        return format!(
+            "the CPU monitors ({}) but this kernel has no resctrl file system (CONFIG_X86_CPU_RESCTRL is off, or rdt=off on its command line)",
+            flags.join(", ")
+        );
     }
     format!(
         "resctrl is not mounted ({} here): `{MOUNT_COMMAND}`, or run llctop with --resctrl-mount (unmounted again when it ends)",
