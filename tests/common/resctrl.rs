@@ -172,14 +172,18 @@ impl Tree {
         }
     }
 
-    /// Write a counter file's text in place.
-    pub fn set(&self, group: &str, leaf: &str, event: &str, text: &str) {
-        let f = self
-            .mount()
+    /// A group's counter file (a host path).
+    pub fn counter(&self, group: &str, leaf: &str, event: &str) -> PathBuf {
+        self.mount()
             .join(group)
             .join("mon_data")
             .join(leaf)
-            .join(event);
+            .join(event)
+    }
+
+    /// Write a counter file's text in place.
+    pub fn set(&self, group: &str, leaf: &str, event: &str, text: &str) {
+        let f = self.counter(group, leaf, event);
         assert!(f.exists(), "{} not in the tree", f.display());
         fs::write(f, format!("{text}\n")).unwrap();
     }
@@ -187,13 +191,7 @@ impl Tree {
     /// Write a value, and with sub-NUMA clustering the L3's own file as the sum of its
     /// nodes' files (what the kernel shows there).
     pub fn set_value(&self, group: &str, leaf: &str, event: &str, v: u64) {
-        let f = self
-            .mount()
-            .join(group)
-            .join("mon_data")
-            .join(leaf)
-            .join(event);
-        write_in_place(&f, v);
+        write_in_place(&self.counter(group, leaf, event), v);
         if let Some((top, _)) = leaf.split_once('/') {
             let dir = self.mount().join(group).join("mon_data").join(top);
             let mut sum = 0u64;
