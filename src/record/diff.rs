@@ -115,6 +115,20 @@ pub fn render(a: &Recording, b: &Recording) -> String {
             r.snapshots.len()
         );
     }
+    let (sa, sb) = (
+        super::sched::main_of(&a.snapshots),
+        super::sched::main_of(&b.snapshots),
+    );
+    if sa.is_some() || sb.is_some() {
+        let name = |s: &Option<String>| s.clone().unwrap_or_else(|| "not recorded".into());
+        let _ = writeln!(
+            out,
+            "\nScheduler{}: A {} · B {}",
+            if sa == sb { " (the same)" } else { " DIFFERS" },
+            Esc(&name(&sa)),
+            Esc(&name(&sb))
+        );
+    }
     let knobs = knob_differences(a, b);
     if a.header.knobs.is_empty() || b.header.knobs.is_empty() {
         let _ = writeln!(

@@ -12,6 +12,7 @@ pub mod output;
 pub mod parallel;
 pub mod reader;
 pub mod report;
+mod sched;
 pub mod summary;
 
 use std::collections::BTreeMap;

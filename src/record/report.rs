@@ -1,5 +1,5 @@
 //! `llctop report FILE`: a text summary of a recording — knob changes and markers with
-//! their times, per-LLC busy, L3 occupancy and memory bandwidth (record/l3.rs),
+//! their times, the scheduler in charge (record/sched.rs), per-LLC busy, L3 occupancy and memory bandwidth (record/l3.rs),
 //! migrations by distance (with their precision), the same
 //! split at each marker, load balancing by domain level (or why there is none),
 //! placements and their pile-ups (findings::pileup), top processes.
@@ -96,6 +96,7 @@ impl Summary {
         for (name, n) in &self.notes {
             let _ = writeln!(out, "  source {}: {}", Esc(name), Esc(n));
         }
+        out.push_str(&self.schedulers.section(self.t0.unwrap_or(0)));
 
         out.push_str(&self.findings());
 

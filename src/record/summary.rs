@@ -66,6 +66,8 @@ pub struct Summary {
     pub(super) precision: Option<Precision>,
     /// resctrl's L3 occupancy and memory bandwidth.
     pub(super) l3: super::l3::L3,
+    /// Which scheduler was in charge, in stretches.
+    pub(super) schedulers: super::sched::Schedulers,
 }
 
 impl Summary {
@@ -95,6 +97,7 @@ impl Summary {
             procs: BTreeMap::new(),
             precision: None,
             l3: super::l3::L3::default(),
+            schedulers: super::sched::Schedulers::default(),
         }
     }
 
@@ -144,6 +147,7 @@ impl Summary {
             }
         };
         self.l3.add(s);
+        self.schedulers.add(s);
         add(&mut self.busy_all, s.system.busy);
         for (i, m) in self.busy_llc.iter_mut().enumerate() {
             add(m, s.llcs.get(i).and_then(|g| g.busy));

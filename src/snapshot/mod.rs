@@ -13,6 +13,7 @@
 mod cache;
 mod events;
 mod process;
+mod sched_ext;
 mod size;
 
 pub use cache::{
@@ -21,6 +22,7 @@ pub use cache::{
 };
 pub use events::{Cause, DetailEvent, EventKind, EventLog};
 pub use process::{PreferredKind, ProcessStats, ProcessTable};
+pub use sched_ext::{EEVDF, SchedExt, ops_matches_binary, ops_short_name};
 
 use std::collections::BTreeMap;
 
@@ -62,6 +64,10 @@ pub struct Snapshot {
     /// source); `aggregate` sums them into `llcs`, `nodes` and the process rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resctrl: Option<Resctrl>,
+    /// Which scheduler is in charge (procfs source, `/sys/kernel/sched_ext`); `None` on
+    /// kernels without sched_ext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext: Option<SchedExt>,
 }
 impl Snapshot {
     /// The entry of CPU `cpu`. `cpus` is in CPU order and usually dense, so the direct

@@ -16,6 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
 mod cache;
+mod sched;
 
 use crate::snapshot::{Cause, Precision, Snapshot, SourceState};
 use crate::topology::{Distance, Topology};
@@ -77,6 +78,8 @@ pub struct Exporter {
     proc_shown: BTreeMap<u32, Labels>,
     /// resctrl's L3 occupancy and memory bandwidth.
     cache: cache::CacheSeries,
+    /// Which scheduler is in charge (sched_ext).
+    sched: sched::SchedSeries,
 }
 
 impl Exporter {
@@ -120,6 +123,7 @@ impl Exporter {
             proc_dropped: Gauge::default(),
             proc_shown: BTreeMap::new(),
             cache: cache::CacheSeries::register(&mut r),
+            sched: sched::SchedSeries::default(),
         };
         r.register_with_unit(
             "cpu_busy",
@@ -437,6 +441,7 @@ impl Exporter {
             self.processes(s);
         }
         self.cache.update(s, &self.topo, self.process_limit);
+        self.sched.update(&mut self.registry, s);
         if let Some(t) = &s.processes {
             let (mut hit, mut miss) = (0.0, 0.0);
             for r in &t.rows {

@@ -132,3 +132,44 @@ fn a_knob_keeps_one_info_series_whatever_its_history() {
         "the old value's series is gone: {om}"
     );
 }
+
+#[test]
+fn the_scheduler_in_charge_is_a_gauge_and_one_info_series() {
+    let topo = crate::topology::synthetic(1, 2, 2);
+    let mut e = Exporter::new(&topo);
+    let mut s = snap(&topo, 0);
+    e.update(&s);
+    // A kernel without sched_ext: no series at all.
+    assert!(!e.openmetrics().contains("llctop_sched_ext_enabled "));
+    s.sched_ext = Some(crate::snapshot::SchedExt {
+        state: "enabled".into(),
+        ops: Some("bpfland_1.1.4_x86_64_unknown_linux_gnu".into()),
+        switch_all: Some(true),
+        nr_rejected: Some(2),
+        ..Default::default()
+    });
+    e.update(&s);
+    let om = e.openmetrics();
+    assert!(om.contains("llctop_sched_ext_enabled 1"), "{om}");
+    assert!(om.contains("llctop_sched_ext_rejected_tasks 2"), "{om}");
+    assert!(
+        om.contains("llctop_sched_ext{scheduler=\"bpfland\",ops=\"bpfland_1.1.4_x86_64_unknown_linux_gnu\",scope=\"all\"} 1"),
+        "{om}"
+    );
+    s.sched_ext = Some(crate::snapshot::SchedExt {
+        state: "disabled".into(),
+        ..Default::default()
+    });
+    e.update(&s);
+    let om = e.openmetrics();
+    assert!(om.contains("llctop_sched_ext_enabled 0"), "{om}");
+    assert!(
+        om.contains("llctop_sched_ext{scheduler=\"eevdf\",ops=\"\",scope=\"all\"} 1"),
+        "{om}"
+    );
+    assert!(
+        !om.contains("bpfland"),
+        "the old scheduler's series is dropped: {om}"
+    );
+    assert!(om.contains("llctop_sched_ext_rejected_tasks 0"), "{om}");
+}

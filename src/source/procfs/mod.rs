@@ -5,9 +5,11 @@
 //! - `procfs.tasks` ([`tasks`]): per-thread scan → sampled migrations, runtime per LLC,
 //!   run-queue wait, runnable tasks, processes with emulated preferred LLC;
 //! - `procfs.schedstat` ([`schedstat`]): load-balance counters per domain level;
-//! - `procfs.numa` ([`numa`]): vmstat/numastat/cgroup NUMA counters.
+//! - `procfs.numa` ([`numa`]): vmstat/numastat/cgroup NUMA counters;
+//! - `procfs.sched_ext` ([`sched_ext`]): which BPF scheduler runs, if any.
 
 pub mod numa;
+pub mod sched_ext;
 pub mod schedstat;
 pub mod stat;
 pub mod tasks;
@@ -31,6 +33,7 @@ pub struct ProcfsSource {
     /// This kernel's name of the package domain, for schedstat versions without names.
     pkg_domain: &'static str,
     numa: numa::NumaReader,
+    scx_since: sched_ext::Since,
 }
 
 impl ProcfsSource {
@@ -45,6 +48,7 @@ impl ProcfsSource {
             tasks: tasks::TaskScanner::new(top),
             prev_schedstat: None,
             numa: numa::NumaReader::new(),
+            scx_since: sched_ext::Since::default(),
         }
     }
 
@@ -180,6 +184,21 @@ impl ProcfsSource {
         snap.sources.push(status);
         self.prev_schedstat = Some(cur);
     }
+
+    fn sample_sched_ext(&mut self, snap: &mut Snapshot) {
+        const NAME: &str = "procfs.sched_ext";
+        match sched_ext::read(&self.root) {
+            Ok(Some(mut s)) => {
+                self.scx_since.stamp(&mut s, snap.time.unix_ns);
+                snap.sched_ext = Some(s);
+                snap.sources.push(SourceStatus::active(NAME));
+            }
+            Ok(None) => snap
+                .sources
+                .push(SourceStatus::absent(NAME, sched_ext::ABSENT)),
+            Err(e) => snap.sources.push(SourceStatus::absent(NAME, e.to_string())),
+        }
+    }
 }
 
 impl Source for ProcfsSource {
@@ -193,6 +212,7 @@ impl Source for ProcfsSource {
             self.sample_tasks(topo, snap);
         }
         self.sample_schedstat(topo, snap);
+        self.sample_sched_ext(snap);
         let numa = self.numa.read(&self.root, topo);
         snap.numa = numa.stats;
         snap.sources.push(if numa.missing.is_empty() {

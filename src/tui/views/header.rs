@@ -4,7 +4,8 @@
 //! findings (how many, the worst). `i` expands it: one line per degraded or absent
 //! source and knob limitation with its whole reason — so a new user sees within one
 //! screen what is missing on this machine, and the view keeps its rows. In replay, a
-//! timeline with knob changes and markers.
+//! timeline with knob changes and markers. On kernels with sched_ext the first line names
+//! the scheduler in charge (`sched eevdf`, `sched scx bpfland (all tasks)`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -162,6 +163,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
         )),
         Span::raw("  "),
     ];
+    // Which scheduler is in charge, when the kernel has sched_ext.
+    if let Some(x) = app.current().and_then(|s| s.sched_ext.as_ref()) {
+        let style = if x.enabled() { t.warn() } else { t.dim() };
+        first.push(Span::styled(format!("sched {}  ", x.describe()), style));
+    }
     if let Some(r) = &app.replay {
         let n = app.snaps.len();
         let pos = app.pos.map_or(0, |p| p + 1);
