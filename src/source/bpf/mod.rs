@@ -166,6 +166,8 @@ pub struct BpfSource {
     settle: Option<Walker>,
     /// Why this read's task walk failed.
     settle_error: Option<String>,
+    /// Why the program was loaded without a task walker the kernel has (it refused it).
+    settle_refused: Option<String>,
     /// How long the last read's task walk took (zero without one).
     settle_time: std::time::Duration,
     disabled: Vec<&'static str>,
@@ -331,6 +333,9 @@ impl BpfSource {
             )));
         }
         let mut last = String::new();
+        // A kernel may refuse a task walker alone (EPERM for an iterator program, seen on
+        // a 6.18 build): the program then loads without one, and says so.
+        let mut refused: Option<String> = None;
         for &mode in modes {
             // Settling tasks from the kernel's own counters needs direct task pointers,
             // sched_info, task-local storage and atomic exchange; without a task walker
@@ -374,6 +379,7 @@ impl BpfSource {
                             waits,
                             settle,
                             settle_error: None,
+                            settle_refused: refused.filter(|_| settle.is_none()),
                             settle_time: Default::default(),
                             disabled: if numa {
                                 vec![]
@@ -394,6 +400,14 @@ impl BpfSource {
                             pc_mask: 0,
                             attribution_note: None,
                             features: feats,
+                        });
+                    }
+                    Err(e) if is_permission(&e) && settle.is_some() => {
+                        refused = settle.map(|w| {
+                            format!(
+                                "the kernel refused the task walker ({}: {e}): per-process runtime and waits summed at context switches",
+                                w.label()
+                            )
                         });
                     }
                     Err(e) if is_permission(&e) => return Err(LoadError::permission()),
@@ -638,6 +652,9 @@ impl BpfSource {
             parts.push(format!("{SETTLED} ({})", w.label()));
         }
         if let Some(e) = &self.settle_error {
+            parts.push(e.clone());
+        }
+        if let Some(e) = &self.settle_refused {
             parts.push(e.clone());
         }
         if !self.disabled.is_empty() {
