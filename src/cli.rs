@@ -80,6 +80,10 @@ pub struct Cli {
     #[arg(skip)]
     pub keys: std::collections::BTreeMap<String, Vec<String>>,
 
+    /// Schedulers from the config file's `[schedulers]` table (not an option).
+    #[arg(skip)]
+    pub schedulers: Vec<crate::knobs::scheduler::Binary>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -102,6 +106,7 @@ impl Cli {
             top: self.top,
             read_only: self.read_only,
             keep_changes: self.keep_changes,
+            schedulers: self.schedulers.clone(),
             resctrl: source::resctrl::Options {
                 mount: self.resctrl_mount,
                 plan: source::resctrl::own::Plan {

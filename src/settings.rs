@@ -1,7 +1,8 @@
 //! The operator's config file: `$XDG_CONFIG_HOME/llctop/config.toml` (or `--config
 //! FILE`) gives defaults for the global options — interval, theme, view, top, source —
 //! read and checked with the command line's own parsers, and a `[keys]` table that
-//! rebinds the TUI's actions (checked against the keymap). The command line wins over the
+//! rebinds the TUI's actions (checked against the keymap), and a `[schedulers]` table that
+//! adds the `scheduler` knob's own choices (a sched_ext scheduler with its arguments). The command line wins over the
 //! file, the file over the built-in defaults. `llctop config --print` shows the result
 //! and where each value came from, as TOML that can be saved as the file.
 
@@ -26,6 +27,9 @@ pub struct File {
     pub source: Option<String>,
     /// Key rebindings: action name → keys (`quit = ["q", "F10"]`).
     pub keys: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// The `scheduler` knob's own choices: name → `[program, args…]`
+    /// (`lowlat = ["scx_bpfland", "-m", "performance"]`).
+    pub schedulers: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// The options the file may set, in its order: (key, the clap argument id).
@@ -90,6 +94,17 @@ pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> Result<Vec<(&'static str, O
             )
         })?;
         cli.keys = k.clone();
+    }
+    if let Some(t) = &file.schedulers {
+        let path_var = std::env::var("PATH").unwrap_or_default();
+        cli.schedulers = crate::knobs::scheduler::configured(t, &path_var).map_err(|e| {
+            format!(
+                "{}: {e}",
+                file_path
+                    .as_deref()
+                    .map_or("config".into(), |p| p.display().to_string())
+            )
+        })?;
     }
     let mut origins = Vec::new();
     for key in KEYS {
@@ -160,6 +175,14 @@ pub fn render(cli: &Cli, origins: &[(&'static str, Origin)]) -> String {
             Origin::Default => "default".to_string(),
         };
         s.push_str(&format!("{key} = {}  # {from}\n", value(key)));
+    }
+    if !cli.schedulers.is_empty() {
+        s.push_str("\n[schedulers]  # the scheduler knob's own choices, from the file\n");
+        for b in &cli.schedulers {
+            let mut cmd = vec![format!("{:?}", b.path.display().to_string())];
+            cmd.extend(b.args.iter().map(|a| format!("{a:?}")));
+            s.push_str(&format!("{} = [{}]\n", b.name, cmd.join(", ")));
+        }
     }
     if !cli.keys.is_empty() {
         s.push_str("\n[keys]  # rebound in the file; the rest as `llctop keys` lists\n");

@@ -20,6 +20,7 @@ pub mod owner;
 pub mod profile;
 pub mod registry;
 pub mod render;
+pub mod scheduler;
 pub mod session;
 
 use std::path::PathBuf;
@@ -43,6 +44,8 @@ pub enum Family {
     LlcBalancing,
     /// Other balance tunables.
     Tunable,
+    /// Which scheduler is in charge: the fair class or a sched_ext BPF scheduler.
+    Scheduler,
 }
 
 impl Family {
@@ -53,6 +56,22 @@ impl Family {
             Family::Numa => "NUMA balancing",
             Family::LlcBalancing => "cache-aware scheduling",
             Family::Tunable => "balance tunables",
+            Family::Scheduler => "scheduler (sched_ext)",
+        }
+    }
+
+    /// Knobs of the fair class (CFS/EEVDF and its load balancer): they do not steer the
+    /// tasks a sched_ext scheduler schedules. NUMA balancing is partly so (its page
+    /// migration goes on; its task placement is the fair class's).
+    pub fn fair_class(self) -> Option<&'static str> {
+        match self {
+            Family::Feature | Family::Domain | Family::LlcBalancing | Family::Tunable => {
+                Some("not in effect")
+            }
+            Family::Numa => {
+                Some("partly in effect (pages still migrate; task placement is the fair class's)")
+            }
+            Family::Scheduler => None,
         }
     }
 }
@@ -82,6 +101,9 @@ pub enum KnobType {
         choices: Vec<String>,
         numbered: bool,
     },
+    /// The scheduler in charge: `eevdf` or a sched_ext scheduler's name; set by starting
+    /// or stopping a process, not by writing a file (session/scheduler.rs).
+    Scheduler { choices: Vec<String> },
 }
 
 /// Why a value was refused before anything was written.
@@ -157,6 +179,20 @@ impl KnobType {
                     choices[idx].clone()
                 })
             }
+            KnobType::Scheduler { choices } => {
+                let long = format!("scx_{s}");
+                choices
+                    .iter()
+                    .find(|c| *c == s || **c == long)
+                    .cloned()
+                    .ok_or_else(|| {
+                        Invalid(format!(
+                            "{s:?}: no such scheduler here (choices: {}; llctop finds scx_* on PATH and [schedulers] in config.toml){}",
+                            choices.join(", "),
+                            crate::suggest::did_you_mean(s, choices.iter().map(String::as_str))
+                        ))
+                    })
+            }
         }
     }
 
@@ -194,6 +230,8 @@ impl KnobType {
                     choices.iter().any(|c| c == word).then(|| word.to_string())
                 }
             }
+            // Read from two files (knobs::scheduler::read), never decoded from one.
+            KnobType::Scheduler { .. } => None,
         }
     }
 
@@ -216,6 +254,13 @@ impl KnobType {
                     choices.get(next)?.clone()
                 })
             }
+            KnobType::Scheduler { choices } => {
+                let i = choices
+                    .iter()
+                    .position(|c| c == current)
+                    .map_or(0, |i| i + 1);
+                choices.get(i % choices.len().max(1)).cloned()
+            }
             KnobType::Int { .. } | KnobType::Bitmask { .. } => None,
         }
     }
@@ -234,6 +279,7 @@ impl KnobType {
                     .join(" ")
             ),
             KnobType::Enum { choices, .. } => format!("enum {}", choices.join("|")),
+            KnobType::Scheduler { choices } => format!("scheduler {}", choices.join("|")),
         }
     }
 }
@@ -308,6 +354,10 @@ pub struct Knob {
     /// Named values accepted as input (`llc` → the level that keeps balancing in the LLC).
     #[serde(default)]
     pub aliases: Vec<ValueNote>,
+    /// Why the knob does not steer (all) the tasks now: a fair-class knob while a
+    /// sched_ext scheduler schedules every task. `None`: in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_in_effect: Option<String>,
 }
 
 impl Knob {

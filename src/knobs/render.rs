@@ -1,4 +1,5 @@
-//! Text forms of the registry for `llctop knobs list` and `llctop knobs describe`.
+//! Text forms of the registry for `llctop knobs list` and `llctop knobs describe`; a
+//! family not in effect now (the fair class's while a sched_ext scheduler runs) says so.
 
 use std::fmt::Write as _;
 
@@ -24,6 +25,7 @@ pub fn list(reg: &Registry) -> String {
         Family::Numa,
         Family::LlcBalancing,
         Family::Tunable,
+        Family::Scheduler,
     ];
     let w = reg.knobs.iter().map(|k| k.id.len()).max().unwrap_or(0);
     for fam in families {
@@ -50,6 +52,9 @@ pub fn list(reg: &Registry) -> String {
             }
         }
         let _ = writeln!(out, "{}", fam.label());
+        if let Some(why) = ks.iter().find_map(|k| k.not_in_effect.as_deref()) {
+            let _ = writeln!(out, "  ! {}", Esc(why));
+        }
         let sources: Vec<&str> = ks
             .iter()
             .filter_map(|k| k.value_source.as_deref())
@@ -112,6 +117,7 @@ fn short_type(k: &Knob) -> String {
         super::KnobType::Int { .. } => "int".into(),
         super::KnobType::Bitmask { .. } => "bitmask".into(),
         super::KnobType::Enum { .. } => "enum".into(),
+        super::KnobType::Scheduler { .. } => "scheduler".into(),
     }
 }
 
@@ -145,6 +151,9 @@ pub fn describe(k: &Knob) -> String {
         Access::ReadOnly(r) => {
             let _ = writeln!(out, "  access:  read-only: {}", Esc(r));
         }
+    }
+    if let Some(why) = &k.not_in_effect {
+        let _ = writeln!(out, "  effect:  {}", Esc(why));
     }
     let _ = writeln!(out, "  {}", k.description);
     if let Some(r) = &k.reference {

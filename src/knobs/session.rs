@@ -26,15 +26,19 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use super::journal::{Entry, Journal, JournalError};
+use super::journal::{Entry, Journal};
 use super::owner::Owners;
 use super::registry::Registry;
 use super::{Knob, domains};
 use crate::text::Esc;
 
+mod error;
 mod hold;
 pub mod resctrl;
 mod restore;
+pub mod scheduler;
+
+pub use error::KnobError;
 
 /// What a knob event did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,55 +71,6 @@ pub struct KnobEvent {
     /// Profile name or other grouping.
     #[serde(default)]
     pub label: Option<String>,
-}
-
-/// A failed knob operation. Each names the knob or path and the cause.
-#[derive(Debug, thiserror::Error)]
-pub enum KnobError {
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{id}: invalid value: {reason}")]
-    Invalid { id: String, reason: String },
-    #[error("{id}: read-only session (--read-only): nothing is written")]
-    ReadOnlySession { id: String },
-    #[error("{id}: not writable: {reason}")]
-    NotWritable { id: String, reason: String },
-    #[error("{id}: cannot read the current value: {reason}")]
-    Read { id: String, reason: String },
-    #[error("{}: writing {written:?} failed: {cause}", path.display())]
-    Write {
-        path: PathBuf,
-        written: String,
-        cause: String,
-    },
-    #[error("{}: wrote {wrote:?} but read back {read:?}", path.display())]
-    ReadBack {
-        path: PathBuf,
-        wrote: String,
-        read: String,
-    },
-    #[error("{0}")]
-    Journal(#[from] JournalError),
-    #[error("{0}")]
-    Refused(String),
-    /// Another llctop process owns the knob.
-    #[error("{0}")]
-    Busy(String),
-}
-
-impl KnobError {
-    /// Exit status for scripts (README "Exit codes").
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            KnobError::NotFound(_) => 3,
-            KnobError::Invalid { .. } => 4,
-            KnobError::ReadOnlySession { .. } | KnobError::NotWritable { .. } => 5,
-            KnobError::Read { .. } | KnobError::Write { .. } | KnobError::Refused(_) => 6,
-            KnobError::ReadBack { .. } => 7,
-            KnobError::Journal(_) => 8,
-            KnobError::Busy(_) => 9,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -163,6 +118,10 @@ pub struct Session {
     resctrl_groups: Vec<PathBuf>,
     /// Where this session mounted resctrl.
     resctrl_mounted: Option<PathBuf>,
+    /// The sched_ext scheduler this session started ([`scheduler`]).
+    sched_child: Option<scheduler::Started>,
+    /// How long a scheduler may take to attach.
+    sched_limit: std::time::Duration,
 }
 
 impl Session {
@@ -182,6 +141,8 @@ impl Session {
             finished: false,
             resctrl_groups: Vec::new(),
             resctrl_mounted: None,
+            sched_child: None,
+            sched_limit: scheduler::attach_limit(),
         }
     }
 
@@ -358,6 +319,8 @@ impl Session {
             return (Vec::new(), Vec::new());
         }
         self.finished = true;
+        // A scheduler this session started that has exited since: nothing to stop.
+        self.sched_reap();
         // llctop's resctrl groups and mount are instruments of the run, not settings:
         // removed whatever --keep-changes says.
         let (mut ok, mut failed) = self.resctrl_finish();
@@ -441,6 +404,9 @@ impl Session {
                 id: knob.id.clone(),
                 reason: e.0,
             })?;
+        if let super::KnobType::Scheduler { .. } = knob.kind {
+            return self.write_scheduler(knob, &value, action, label);
+        }
         let old = self.read_current(knob)?;
         let change = Change {
             id: knob.id.clone(),

@@ -38,6 +38,8 @@ pub struct Options {
     pub journal: Option<PathBuf>,
     /// resctrl: mount it, monitor processes in llctop's own groups.
     pub resctrl: source::resctrl::Options,
+    /// The `scheduler` knob's choices from config.toml's `[schedulers]`.
+    pub schedulers: Vec<knobs::scheduler::Binary>,
 }
 
 impl Options {
@@ -80,7 +82,8 @@ pub fn knob_session(
     topo: Option<&Topology>,
     keep: bool,
 ) -> Session {
-    let registry = knobs::Registry::discover(root, topo);
+    let mut registry = knobs::Registry::discover(root, topo);
+    registry.add_schedulers(opts.schedulers.clone());
     let journal = Journal::new(opts.journal.clone().unwrap_or_else(journal::default_path));
     let mut s = Session::new(
         registry,

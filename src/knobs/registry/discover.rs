@@ -76,6 +76,7 @@ impl Registry {
                 reference: cat.reference.map(str::to_string),
                 notes: Vec::new(),
                 aliases: Vec::new(),
+                not_in_effect: None,
             });
         }
         for (name, why) in catalog::SEED_FEATURES {

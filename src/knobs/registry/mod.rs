@@ -22,7 +22,7 @@ use crate::topology::Topology;
 
 use super::access::refusal;
 use super::domains::{self, DomainInfo, Semantics};
-use super::{Access, Family, Knob, KnobType, catalog, cgroup};
+use super::{Access, Family, Knob, KnobType, catalog, cgroup, scheduler};
 
 const NUMA_SYSCTL: &str = "/proc/sys/kernel/numa_balancing";
 const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
@@ -49,6 +49,12 @@ pub struct Registry {
     mounts: Mounts,
     #[serde(skip)]
     topo: Option<Topology>,
+    /// The schedulers the `scheduler` knob can choose (PATH's `scx_*`, config.toml's).
+    pub schedulers: Vec<scheduler::Binary>,
+    /// The scheduler this process's session started, while it runs (its value wins when
+    /// two names load the same ops).
+    #[serde(skip)]
+    pub(crate) sched_started: Option<String>,
 }
 
 impl Registry {
@@ -63,13 +69,61 @@ impl Registry {
             root: root.clone(),
             mounts: Mounts::discover(root),
             topo: topo.cloned(),
+            schedulers: scheduler::on_path(&std::env::var("PATH").unwrap_or_default()),
+            sched_started: None,
         };
         r.features();
         r.domain_knobs();
         r.numa();
         r.llc_balancing();
         r.tunables();
+        r.scheduler_knob();
+        r.mark_in_effect();
         r
+    }
+
+    /// The `scheduler` knob, on a kernel with sched_ext (rebuilt when the choices change).
+    fn scheduler_knob(&mut self) {
+        self.knobs.retain(|k| k.id != scheduler::ID);
+        self.missing.retain(|m| m.what != scheduler::ID);
+        match scheduler::knob(&self.root, &self.schedulers, self.sched_started.as_deref()) {
+            Some(k) => self.knobs.push(k),
+            None => self.missing.push(Missing {
+                what: scheduler::ID.into(),
+                reason: crate::source::procfs::sched_ext::ABSENT.into(),
+            }),
+        }
+    }
+
+    /// Add config.toml's `[schedulers]` to the choices (a name there replaces a binary of
+    /// the same name found on PATH).
+    pub fn add_schedulers(&mut self, configured: Vec<scheduler::Binary>) {
+        if configured.is_empty() {
+            return;
+        }
+        self.schedulers
+            .retain(|b| !configured.iter().any(|c| c.name == b.name));
+        self.schedulers.extend(configured);
+        self.schedulers.sort_by(|a, b| a.name.cmp(&b.name));
+        self.scheduler_knob();
+    }
+
+    /// Mark the fair-class knobs while a sched_ext scheduler schedules every task: they
+    /// are shown and written as ever, but do not steer those tasks.
+    fn mark_in_effect(&mut self) {
+        let scx = crate::source::procfs::sched_ext::read(&self.root)
+            .ok()
+            .flatten()
+            .filter(|s| s.runs_fair_tasks());
+        for k in &mut self.knobs {
+            k.not_in_effect = match (&scx, k.family.fair_class()) {
+                (Some(s), Some(how)) => Some(format!(
+                    "{how} for the tasks sched_ext schedules (scheduler {}, all tasks)",
+                    s.short_name()
+                )),
+                _ => None,
+            };
+        }
     }
 
     pub fn root(&self) -> &KernelRoot {
@@ -204,11 +258,15 @@ impl Registry {
             k.value = value;
             k.value_reason = reason;
         }
+        self.mark_in_effect();
         changed
     }
 
     /// Read the current canonical value of a knob from the kernel.
     pub fn read_value(&self, knob: &Knob) -> Result<String, String> {
+        if let KnobType::Scheduler { .. } = knob.kind {
+            return scheduler::read(&self.root, &self.schedulers, self.sched_started.as_deref());
+        }
         let raw = self
             .root
             .read(&knob.path)
@@ -257,6 +315,7 @@ impl Registry {
             reference: cat.reference.map(str::to_string),
             notes: Vec::new(),
             aliases: Vec::new(),
+            not_in_effect: None,
         }
     }
 }

@@ -61,6 +61,11 @@ impl Session {
                 .and_then(|k| self.registry.read_value(k));
             match now {
                 Ok(now) if &now == want => {}
+                Ok(now) if id == crate::knobs::scheduler::ID => out.push(format!(
+                    "{id}: now {now}, not the {want} llctop put in place: {}",
+                    self.scheduler_gone()
+                        .unwrap_or_else(|| "changed by someone else".into())
+                )),
                 Ok(now) => out.push(format!(
                     "{id}: now {now}, not the {want} llctop put in place (changed by someone else)"
                 )),

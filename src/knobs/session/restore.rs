@@ -106,6 +106,13 @@ impl Session {
                     continue;
                 }
             };
+            if super::scheduler::is_scheduler_id(id) {
+                match self.scheduler_restore(&entry) {
+                    Ok(()) => ok.push(id.clone()),
+                    Err(e) => failed.push(e),
+                }
+                continue;
+            }
             if super::resctrl::is_resctrl_id(id) {
                 match self.resctrl_restore(&entry) {
                     Ok(()) => ok.push(id.clone()),
