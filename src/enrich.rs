@@ -6,7 +6,8 @@
 //! re-read every [`CGROUP_REFRESH`] rounds. Then the NUMA-balancing counters of those
 //! rows' cgroups (cgroup `memory.stat`, v6.12+), which need the cgroups first. A process
 //! that exited keeps the name it had when it was last a row; the table's `total` is the
-//! processes alive at the end of the interval (`/proc/PID` directories).
+//! processes alive at the end of the interval (`/proc/PID` directories). While a sched_ext
+//! scheduler runs, each shown row's class (`ext.enabled` of `/proc/PID/sched`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,6 +47,17 @@ pub fn read_cgroup(root: &KernelRoot, pid: u32) -> CgroupRef {
         }
     }
     r
+}
+
+/// Whether the sched_ext scheduler runs process `pid`'s main thread: `ext.enabled` of
+/// `/proc/PID/sched` (kernels with sched_ext; the one read per shown row while a BPF
+/// scheduler runs).
+pub fn sched_class(root: &KernelRoot, pid: u32) -> Option<bool> {
+    let text = root.read(format!("/proc/{pid}/sched")).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "ext.enabled").then(|| v.trim() == "1")
+    })
 }
 
 /// What the stage learned of a process it showed, by pid.
@@ -102,8 +114,12 @@ impl ProcessInfo {
             t.total = u32::try_from(n).unwrap_or(u32::MAX);
         }
         let mut refs = Vec::new();
+        let scx = snap.sched_ext.as_ref().is_some_and(|s| s.enabled());
         for r in snap.processes.iter_mut().flat_map(|t| t.rows.iter_mut()) {
             refs.push(self.fill(r));
+            if scx && !r.exited {
+                r.sched_ext = sched_class(&self.root, r.pid);
+            }
         }
         if self.known.len() > KEPT_NAMES {
             let mut rounds: Vec<u64> = self.known.values().map(|k| k.seen).collect();
@@ -388,6 +404,41 @@ mod tests {
             .iter()
             .map(|r| (r.comm.clone(), r.threads, r.exited, r.cgroup.clone()))
             .collect()
+    }
+
+    #[test]
+    fn the_class_is_read_only_while_a_sched_ext_scheduler_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        put(d, "proc/7/stat", &pid_stat(7, "worker", 1, 100));
+        put(d, "proc/8/stat", &pid_stat(8, "rt", 1, 100));
+        put(
+            d,
+            "proc/7/sched",
+            "worker (7, #threads: 1)\n---\nse.exec_start : 1.0\next.enabled : 1\n",
+        );
+        put(d, "proc/8/sched", "rt (8, #threads: 1)\next.enabled : 0\n");
+        put(d, "proc/self/mountinfo", "");
+        let mut info = ProcessInfo::new(KernelRoot::new(d));
+        let class = |s: &Snapshot| -> Vec<Option<bool>> {
+            s.processes
+                .as_ref()
+                .unwrap()
+                .rows
+                .iter()
+                .map(|r| r.sched_ext)
+                .collect()
+        };
+        let mut s = snap_of(&[(7, false), (8, false)]);
+        info.enrich(&mut s);
+        assert_eq!(class(&s), [None, None], "not read while none runs");
+        let mut s = snap_of(&[(7, false), (8, false)]);
+        s.sched_ext = Some(crate::snapshot::SchedExt {
+            state: "enabled".into(),
+            ..Default::default()
+        });
+        info.enrich(&mut s);
+        assert_eq!(class(&s), [Some(true), Some(false)]);
     }
 
     #[test]

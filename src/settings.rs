@@ -84,27 +84,22 @@ pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> Result<Vec<(&'static str, O
         None => File::default(),
     };
     let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+    // An error in one of the file's tables, naming the file.
+    let in_file = |e: String| {
+        format!(
+            "{}: {e}",
+            file_path
+                .as_deref()
+                .map_or("config".into(), |p| p.display().to_string())
+        )
+    };
     if let Some(k) = &file.keys {
-        crate::tui::keymap::with_overrides(k).map_err(|e| {
-            format!(
-                "{}: {e}",
-                file_path
-                    .as_deref()
-                    .map_or("config".into(), |p| p.display().to_string())
-            )
-        })?;
+        crate::tui::keymap::with_overrides(k).map_err(|e| in_file(e.to_string()))?;
         cli.keys = k.clone();
     }
     if let Some(t) = &file.schedulers {
         let path_var = std::env::var("PATH").unwrap_or_default();
-        cli.schedulers = crate::knobs::scheduler::configured(t, &path_var).map_err(|e| {
-            format!(
-                "{}: {e}",
-                file_path
-                    .as_deref()
-                    .map_or("config".into(), |p| p.display().to_string())
-            )
-        })?;
+        cli.schedulers = crate::knobs::scheduler::configured(t, &path_var).map_err(in_file)?;
     }
     let mut origins = Vec::new();
     for key in KEYS {
@@ -262,6 +257,28 @@ mod tests {
         assert_eq!(again.keys, c.keys);
         let e = cli(&[], "[keys]\nmarker = [\"t\"]\n").err().unwrap();
         assert!(e.contains("t is bound to both"), "{e}");
+    }
+
+    #[test]
+    fn a_schedulers_table_adds_choices_and_round_trips() {
+        let (c, text) = cli(&[], "[schedulers]\nlowlat = [\"/bin/sh\", \"-c\", \"x\"]\n").unwrap();
+        assert_eq!(c.schedulers.len(), 1);
+        assert_eq!(
+            (c.schedulers[0].name.as_str(), c.schedulers[0].args.len()),
+            ("lowlat", 2)
+        );
+        assert!(
+            text.contains("lowlat = [\"/bin/sh\", \"-c\", \"x\"]"),
+            "{text}"
+        );
+        let e = cli(&[], "[schedulers]\neevdf = [\"/bin/sh\"]\n")
+            .err()
+            .unwrap();
+        assert!(e.contains("config.toml: [schedulers] \"eevdf\""), "{e}");
+        let e = cli(&[], "[schedulers]\nx = [\"scx_nowhere_at_all\"]\n")
+            .err()
+            .unwrap();
+        assert!(e.contains("scx_nowhere_at_all is not on PATH"), "{e}");
     }
 
     #[test]

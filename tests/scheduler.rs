@@ -386,6 +386,11 @@ fn after_a_sigkilled_llctop_knobs_restore_stops_the_scheduler_it_started() {
     .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("scheduler: scx_fake -> eevdf (restored)"),
+        "{said}"
+    );
     wait_for("stopped", || !alive(pid));
     assert_eq!(f.state(), "disabled");
     assert_eq!(f.journaled(), None);
@@ -416,11 +421,9 @@ fn a_journaled_pid_that_is_another_process_now_is_left_alone() {
     let out = llctop(&f.root, &f.journal, &["knobs", "restore"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("is gone; nothing stopped"), "{err}");
     assert!(
         other.try_wait().unwrap().is_none(),
         "another process is never stopped"

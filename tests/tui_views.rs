@@ -149,6 +149,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         // Two switch-ins the kernel made without the tracepoint: a lower-bound wait.
         switches_unseen: 2,
         cgroup: Some("/bench".into()),
+        sched_ext: None,
         counters: Some(counters(1_000_000_000, 400_000_000, 5_000_000)),
         counters_per_llc: per_llc
             .iter()
@@ -170,6 +171,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         cross_llc_migrations: 0,
         rq_wait_ns: 1_000_000,
         cgroup: Some("/db".into()),
+        sched_ext: None,
         counters: Some(counters(800_000_000, 1_600_000_000, 100_000)),
         ..ProcessStats::default()
     };
@@ -1258,4 +1260,37 @@ fn every_view_at_every_size() {
             }
         }
     }
+}
+
+#[test]
+fn the_scheduler_in_charge_is_in_the_header_and_each_process_class_in_processes() {
+    let topo = fixture_topology("qemu-lab-2s2llc");
+    // A kernel without sched_ext: neither is shown.
+    let mut app = live_app(&topo, 2);
+    let s = screen(&app, 160, 50);
+    assert!(!s.contains("sched "), "{s}");
+    key(&mut app, KeyCode::Char('3'));
+    assert!(!screen(&app, 160, 50).contains("CLS"));
+    let mut app = live_app_with(&topo, 2, |s| {
+        s.sched_ext = Some(llctop::snapshot::SchedExt {
+            state: "enabled".into(),
+            ops: Some("bpfland_1.1.4_x86_64_unknown_linux_gnu".into()),
+            switch_all: Some(true),
+            ..Default::default()
+        });
+        if let Some(t) = s.processes.as_mut() {
+            t.rows[0].sched_ext = Some(true);
+            t.rows[1].sched_ext = Some(false);
+        }
+    });
+    has(
+        &screen(&app, 160, 50),
+        "sched scx bpfland (all tasks)",
+        "header",
+    );
+    key(&mut app, KeyCode::Char('3'));
+    let s = screen(&app, 160, 50);
+    has(&s, "CLS", "processes");
+    has(&s, " ext ", "processes");
+    has(&s, " fair ", "processes");
 }

@@ -15,6 +15,7 @@ pub mod newidle;
 pub mod numa;
 pub mod pileup;
 pub mod scatter;
+pub mod scx;
 
 use std::collections::BTreeSet;
 
@@ -377,6 +378,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         out.extend(numa::detect(w));
     }
     out.extend(blind::detect(w));
+    scx::redirect(w, &mut out);
     out
 }
 

@@ -73,6 +73,11 @@ pub struct ProcessStats {
     /// cgroup v2 path (or the v1 memory-controller path), when known.
     #[serde(default)]
     pub cgroup: Option<String>,
+    /// While a sched_ext scheduler runs: whether it schedules this process's main thread
+    /// (`ext.enabled` of /proc/PID/sched) — true: the BPF scheduler, false: the fair
+    /// class (or another). `None` while none runs, or when the kernel does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext: Option<bool>,
     /// Hardware counters of its threads' slices in the interval (BPF attribution of the
     /// per-CPU counters at every context switch), scaled and derived.
     #[serde(default, skip_serializing_if = "Option::is_none")]

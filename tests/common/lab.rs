@@ -117,17 +117,30 @@ fn parse(kernel: &str, console: String) -> LabRun {
     run
 }
 
-fn boot(kernel: &str, shape: &str, scenario: &str, append: &str) -> LabRun {
+/// What a boot takes besides llctop and llctop-workload: more programs for /bin, files
+/// (`HOST=GUEST` pairs), and a time limit other than lab.sh's.
+#[derive(Default)]
+struct Extra {
+    bins: Vec<PathBuf>,
+    files: String,
+    timeout_s: Option<u32>,
+}
+
+fn boot(kernel: &str, shape: &str, scenario: &str, append: &str, extra: &Extra) -> LabRun {
     let dir = release_binary();
-    let out = Command::new(manifest().join("tests/lab/lab.sh"))
-        .env("LAB_SHAPE", shape)
+    let mut cmd = Command::new(manifest().join("tests/lab/lab.sh"));
+    cmd.env("LAB_SHAPE", shape)
         .env("LAB_APPEND", append)
+        .env("LAB_FILES", &extra.files)
         .arg(kernel)
         .arg(manifest().join("tests/lab/scenarios").join(scenario))
         .arg(dir.join("llctop"))
         .arg(dir.join("llctop-workload"))
-        .output()
-        .expect("run tests/lab/lab.sh");
+        .args(&extra.bins);
+    if let Some(t) = extra.timeout_s {
+        cmd.env("LAB_TIMEOUT", t.to_string());
+    }
+    let out = cmd.output().expect("run tests/lab/lab.sh");
     let console = String::from_utf8_lossy(&out.stdout).into_owned();
     let run = parse(kernel, console);
     assert!(
@@ -157,7 +170,39 @@ pub fn run_with(kernel: &str, shape: &str, scenario: &str, append: &str) -> &'st
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     runs.entry((kernel.into(), shape.into(), scenario.into(), append.into()))
-        .or_insert_with(|| Box::leak(Box::new(boot(kernel, shape, scenario, append))))
+        .or_insert_with(|| {
+            Box::leak(Box::new(boot(
+                kernel,
+                shape,
+                scenario,
+                append,
+                &Extra::default(),
+            )))
+        })
+}
+
+/// A boot with real sched_ext schedulers in the guest's /bin (scx_bpfland, scx_lavd, built
+/// by tests/lab/fetch-scx.sh into the lab's cache) and the kernel's config at
+/// /lab/kconfig (libbpf in the guest needs it for Kconfig externs).
+pub fn run_scx(kernel: &str, shape: &str, scenario: &str) -> LabRun {
+    let out = Command::new(manifest().join("tests/lab/fetch-scx.sh"))
+        .output()
+        .expect("run tests/lab/fetch-scx.sh");
+    assert!(
+        out.status.success(),
+        "fetch-scx.sh failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let extra = Extra {
+        bins: vec![dir.join("bin/scx_bpfland"), dir.join("bin/scx_lavd")],
+        files: format!(
+            "{}=/lab/kconfig",
+            dir.join(format!("config-{kernel}")).display()
+        ),
+        timeout_s: Some(900),
+    };
+    boot(kernel, shape, scenario, "", &extra)
 }
 
 /// The `cpus` arrays of a topology JSON list (llcs, nodes).

@@ -18,6 +18,7 @@
 #             `# lab-qemu: OPTIONS` add QEMU options (e.g. NUMA distances)
 #   LLCTOP_BIN  the llctop binary to put in the guest (its shared libraries are copied)
 #   EXTRA_BIN   more programs for the guest's /bin (e.g. llctop-workload), with their libraries
+#   $LAB_FILES  more files: `HOST_PATH=GUEST_PATH ...`
 #
 # Kernels are downloaded as .deb (no install) and unpacked into the cache
 # ($LLCTOP_LAB_CACHE, default ~/.cache/llctop-lab) and reused. Exit status: QEMU's
@@ -164,6 +165,12 @@ for b in "${extra[@]}"; do cp "$b" "$root/bin/"; done
 for lib in $(ldd "$bin" "${extra[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $1 !~ /:$/ {print $1}' | sort -u); do
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
+done
+# $LAB_FILES: more files for the guest, `HOST_PATH=GUEST_PATH` separated by spaces (e.g.
+# a kernel config for a sched_ext scheduler's libbpf).
+for pair in ${LAB_FILES:-}; do
+  mkdir -p "$root$(dirname "${pair#*=}")"
+  cp -L "${pair%%=*}" "$root${pair#*=}"
 done
 cp "$here/guest-init.sh" "$root/init"
 cp "$scenario" "$root/lab/scenario.sh"

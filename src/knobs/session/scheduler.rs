@@ -78,6 +78,7 @@ fn signal(pid: u32, sig: i32) {
 pub fn log_tail(log: &Path) -> String {
     let text = std::fs::read(log).unwrap_or_default();
     let text = String::from_utf8_lossy(&text[text.len().saturating_sub(4096)..]).to_string();
+    let text = strip_ansi(&text);
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -89,6 +90,28 @@ pub fn log_tail(log: &Path) -> String {
     } else {
         format!("its log ({}) ends: {tail}", log.display())
     }
+}
+
+/// `text` without terminal escape sequences (CSI: ESC [ … final byte; scx schedulers colour
+/// their log lines).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\u{1b}' {
+            if it.peek() == Some(&'[') {
+                it.next();
+                for d in it.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Session {
@@ -373,7 +396,10 @@ impl Session {
                 entry.restore_bytes
             )));
         };
-        if start_ticks(pid) == Some(ticks) {
+        let knob = self.registry.get(ID).cloned();
+        let before = knob.as_ref().and_then(|k| self.registry.read_value(k).ok());
+        let ours = start_ticks(pid) == Some(ticks);
+        if ours {
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
                 signal(pid, sig);
                 let t0 = Instant::now();
@@ -388,6 +414,27 @@ impl Session {
         self.sched_forget(&entry.path)?;
         let root = self.registry.root().root().to_path_buf();
         self.owners.release(&root, ID);
+        let after = knob.as_ref().and_then(|k| self.registry.read_value(k).ok());
+        if let (Some(k), Some(old), Some(new)) = (knob, before, after)
+            && old != new
+        {
+            self.events.push(KnobEvent {
+                id: ID.into(),
+                path: k.path,
+                action: KnobAction::Restore,
+                old,
+                new: new.clone(),
+                written: format!("stop pid {pid} ({})", entry.path.display()),
+                read_back: new,
+                unix_ns: crate::clock::unix_ns(),
+                mono_ns: crate::clock::mono_ns(),
+                label: None,
+            });
+        } else if !ours {
+            self.notes.push(format!(
+                "{ID}: the scheduler a killed llctop started (pid {pid}) is gone; nothing stopped"
+            ));
+        }
         Ok(())
     }
 }
@@ -400,6 +447,22 @@ pub fn is_scheduler_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_tail_has_no_terminal_escapes() {
+        assert_eq!(
+            strip_ansi("\u{1b}[2m2026\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m libbpf: x"),
+            "2026  INFO libbpf: x"
+        );
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("l");
+        std::fs::write(&log, "a\n\n\u{1b}[31mEXIT: stall\u{1b}[0m\nb\nc\n").unwrap();
+        assert!(
+            log_tail(&log).ends_with("ends: EXIT: stall | b | c"),
+            "{}",
+            log_tail(&log)
+        );
+    }
 
     #[test]
     fn the_journal_names_the_process_exactly() {

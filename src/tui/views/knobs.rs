@@ -88,9 +88,11 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, s: &crate::knobs::Session, lo
         .skip(first)
         .take(body_h)
         .map(|(i, k)| {
-            let (access, astyle) = match &k.access {
-                Access::Writable => ("writable".to_string(), t.good()),
-                Access::ReadOnly(why) => (format!("read-only: {why}"), t.dim()),
+            let (access, astyle) = match (&k.access, &k.not_in_effect) {
+                // A fair-class knob while a sched_ext scheduler runs every task.
+                (Access::Writable, Some(why)) => (format!("writable; {why}"), t.warn()),
+                (Access::Writable, None) => ("writable".to_string(), t.good()),
+                (Access::ReadOnly(why), _) => (format!("read-only: {why}"), t.dim()),
             };
             let changed = touched.contains(&k.id);
             let value = match (&k.value, &k.value_reason) {

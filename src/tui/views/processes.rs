@@ -65,7 +65,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     );
     // Columns: header (with its unit), sort key, width, and the order in which they go
     // when the terminal is narrow (0 never goes; higher goes first).
-    const COLS: [(&str, Option<SortKey>, u16, u8); 13] = [
+    const COLS: [(&str, Option<SortKey>, u16, u8); 14] = [
         ("PID", Some(SortKey::Pid), 8, 0),
         ("COMM", Some(SortKey::Comm), 16, 0),
         ("THR", Some(SortKey::Threads), 4, 3),
@@ -78,11 +78,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         ("WAIT/s", Some(SortKey::Wait), 8, 0),
         ("IPC", Some(SortKey::Ipc), 5, 6),
         ("MPKI", Some(SortKey::Mpki), 6, 6),
+        ("CLS", None, 4, 4),
         ("CGROUP", None, 6, 7),
     ];
+    // The scheduling class column only while a sched_ext scheduler runs (rows say).
+    let has_cls = rows.iter().any(|r| r.sched_ext.is_some());
+    let cols = COLS.map(|c| {
+        if c.0 == "CLS" && !has_cls {
+            (0, 0)
+        } else {
+            (c.2, c.3)
+        }
+    });
     // Inside the border; one space between columns.
     let room = area.width.saturating_sub(2);
-    let shown = columns_that_fit(&COLS.map(|c| (c.2, c.3)), room);
+    let mut shown = columns_that_fit(&cols, room);
+    shown.retain(|&i| has_cls || COLS[i].0 != "CLS");
     let header = Row::new(shown.iter().map(|&i| {
         let (name, key, _, _) = COLS[i];
         let mark = match (key == Some(app.sort), app.sort_reverse) {
@@ -140,6 +151,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 Cell::from(wait_rate(r, secs)),
                 Cell::from(or_dash(c.and_then(|c| c.ipc), |v| format!("{v:.2}"))),
                 Cell::from(or_dash(c.and_then(|c| c.mpki), |v| format!("{v:.1}"))),
+                Cell::from(match r.sched_ext {
+                    Some(true) => "ext",
+                    Some(false) => "fair",
+                    None => "–",
+                }),
                 Cell::from(r.cgroup.clone().unwrap_or_default()),
             ];
             let row = Row::new(keep_columns(cells, &shown));
