@@ -105,7 +105,8 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
-    /// About the machine or the data, not the scheduler.
+    /// About the machine or the data, or a seed's pattern whose measured cost is too small
+    /// to act on (e.g. a pile-up the balancer ended within milliseconds).
     Info,
     /// A seed's situation, costing something now.
     Warning,

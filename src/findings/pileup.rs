@@ -16,9 +16,109 @@ use crate::snapshot::{DetailEvent, EventKind, Snapshot};
 /// together.
 pub const START_GAP_NS: u64 = 1_000_000_000;
 
-/// A pile-up of this many threads on one CPU is critical: each ran at most a third of the
-/// time it would have had on its own CPU.
-pub const CRITICAL_THREADS: usize = 3;
+/// How long after a start's last placement its cost is measured: the piled threads'
+/// first second, when a pile-up that lasts (seed 001's stream threads, stacked for the
+/// benchmark's life) has cost a share of their runtime and one the balancer or the
+/// threads' exit ended (a runtime starting helper threads) has cost next to nothing.
+pub const HARM_SPAN_NS: u64 = 1_000_000_000;
+
+/// The severity a pile-up's measured cost earns: the process's run-queue wait over the
+/// start and [`HARM_SPAN_NS`] after it, as a share of its runnable time (CPU time + wait)
+/// and in absolute terms. Critical: a quarter of its runnable time queued, at least
+/// 250 ms of it (piled threads that stay stacked wait about half the time: seed 001);
+/// warning: a tenth and 50 ms; below either, or unmeasured, info — a start the balancer
+/// resolved within milliseconds costs nothing an operator should act on.
+pub const CRITICAL_WAIT_SHARE: f64 = 0.25;
+pub const CRITICAL_WAIT_NS: u64 = 250_000_000;
+pub const WARNING_WAIT_SHARE: f64 = 0.10;
+pub const WARNING_WAIT_NS: u64 = 50_000_000;
+
+/// What a pile-up cost: the process's run-queue wait and CPU time over the start and
+/// [`HARM_SPAN_NS`] after (process rows of the BPF source), and how idle the allowed CPU
+/// that sat idle at the placement stayed meanwhile. Only the wait while that CPU idled is
+/// the pile-up's: on a machine busy everywhere the process would have queued anyway.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Harm {
+    pub wait_ns: u64,
+    pub cpu_ns: u64,
+    /// The idle allowed CPU's mean idle share over the same snapshots (0–1).
+    pub idle_share: f64,
+    pub snapshots: usize,
+}
+
+impl Harm {
+    /// The wait the idle CPU could have spared: `wait_ns × idle_share` (an estimate: the
+    /// interval's figures do not say which moments overlapped).
+    pub fn idle_wait_ns(&self) -> u64 {
+        (self.wait_ns as f64 * self.idle_share.clamp(0.0, 1.0)) as u64
+    }
+
+    /// That wait as a share of the process's runnable time (CPU time + wait).
+    pub fn wait_share(&self) -> f64 {
+        let all = self.wait_ns.saturating_add(self.cpu_ns);
+        if all == 0 {
+            0.0
+        } else {
+            self.idle_wait_ns() as f64 / all as f64
+        }
+    }
+
+    /// The severity this cost earns (module constants).
+    pub fn severity(harm: Option<Harm>) -> Severity {
+        match harm {
+            Some(h)
+                if h.idle_wait_ns() >= CRITICAL_WAIT_NS
+                    && h.wait_share() >= CRITICAL_WAIT_SHARE =>
+            {
+                Severity::Critical
+            }
+            Some(h)
+                if h.idle_wait_ns() >= WARNING_WAIT_NS && h.wait_share() >= WARNING_WAIT_SHARE =>
+            {
+                Severity::Warning
+            }
+            _ => Severity::Info,
+        }
+    }
+}
+
+/// The cost of pile-up `p` from `snaps`: the snapshots whose interval overlaps the start
+/// and [`HARM_SPAN_NS`] after it; `None` when the process is in none of their rows (not
+/// among the top processes, or a source without per-process waits) or the idle CPU's
+/// busy share is unknown.
+pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
+    let (from, to) = (p.first_ns, p.last_ns.saturating_add(HARM_SPAN_NS));
+    let idle_cpu = p.idle_cpu.and_then(|c| u32::try_from(c).ok())?;
+    let (mut wait, mut cpu, mut n) = (0u64, 0u64, 0usize);
+    let (mut idle_sum, mut idle_n) = (0.0, 0usize);
+    for s in snaps {
+        let end = s.time.mono_ns;
+        let begin = end.saturating_sub(s.time.interval_ns);
+        if end < from || begin > to {
+            continue;
+        }
+        if let Some(b) = s.cpu(idle_cpu).and_then(|c| c.busy) {
+            idle_sum += 1.0 - b.clamp(0.0, 1.0);
+            idle_n += 1;
+        }
+        if let Some(r) = s
+            .processes
+            .iter()
+            .flat_map(|t| &t.rows)
+            .find(|r| r.pid == p.tgid)
+        {
+            wait = wait.saturating_add(r.rq_wait_ns);
+            cpu = cpu.saturating_add(r.cpu_time_ns);
+            n += 1;
+        }
+    }
+    (n > 0 && idle_n > 0).then(|| Harm {
+        wait_ns: wait,
+        cpu_ns: cpu,
+        idle_share: idle_sum / idle_n as f64,
+        snapshots: n,
+    })
+}
 
 /// One pile-up: in one start of a process, `threads` of its new threads were placed on
 /// `cpu` and first ran there, and the kernel placed the second or a later of them there
@@ -208,21 +308,57 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         .into_iter()
         .filter(|p| p.last_ns >= start)
         .map(|p| {
+            let cost = harm(&p, w.context);
+            let summary = match cost {
+                Some(h) => format!(
+                    "{}; in the start's first second the process waited {} queued while CPU {} was {:.0}% idle: about {} ({:.0}% of its runnable time) that CPU could have spared",
+                    p.describe(),
+                    Fact::derived("", h.wait_ns as f64, Unit::Ns).shown(),
+                    p.idle_cpu.unwrap_or(-1),
+                    100.0 * h.idle_share,
+                    Fact::derived("", h.idle_wait_ns() as f64, Unit::Ns).shown(),
+                    100.0 * h.wait_share()
+                ),
+                None => format!(
+                    "{}; its cost is not measured (the process is not among the process rows, or the idle CPU's busy share is unknown)",
+                    p.describe()
+                ),
+            };
             let mut f = Finding::new(
                 Kind::PileUp,
                 format!("pid {} cpu {} at {}", p.tgid, p.cpu, p.first_ns),
                 w,
-                p.describe(),
+                summary,
             );
-            if p.threads >= CRITICAL_THREADS {
-                f.severity = Severity::Critical;
-            }
+            f.severity = Harm::severity(cost);
             f.facts = vec![
                 Fact::derived("threads placed and run on the CPU", p.threads as f64, Unit::Count),
                 Fact::derived("idle allowed CPUs at a piled placement", p.idle_allowed as f64, Unit::Count),
                 Fact::derived("threads placed in the start", p.placed as f64, Unit::Count),
                 Fact::derived("CPUs allowed", p.nr_cpus_allowed as f64, Unit::Count),
             ];
+            if let Some(h) = cost {
+                f.facts.push(Fact::derived(
+                    "the process's run-queue wait in the start's first second",
+                    h.wait_ns as f64,
+                    Unit::Ns,
+                ));
+                f.facts.push(Fact::derived(
+                    "idle share of the idle allowed CPU then",
+                    h.idle_share,
+                    Unit::Fraction,
+                ));
+                f.facts.push(Fact::derived(
+                    "wait the idle CPU could have spared (wait × idle share)",
+                    h.idle_wait_ns() as f64,
+                    Unit::Ns,
+                ));
+                f.facts.push(Fact::derived(
+                    "that wait as a share of its runnable time",
+                    h.wait_share(),
+                    Unit::Fraction,
+                ));
+            }
             f.cpus = std::iter::once(p.cpu)
                 .chain(p.idle_cpu)
                 .filter_map(|c| u32::try_from(c).ok())
@@ -413,7 +549,13 @@ mod tests {
                 assert!(other[0].key.ends_with("at 3800000000"), "{}", other[0].key);
             }
             if let Some(f) = f.first() {
-                assert_eq!(f.severity, Severity::Warning);
+                // No process rows here: its cost is not measured, so it is only info.
+                assert_eq!(f.severity, Severity::Info);
+                assert!(
+                    f.summary.contains("its cost is not measured"),
+                    "{}",
+                    f.summary
+                );
                 assert_eq!(f.cpus, [0, 6]);
                 assert!(
                     f.summary
@@ -421,5 +563,103 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn cost(wait_ms: u64, cpu_ms: u64) -> Option<Harm> {
+        Some(Harm {
+            wait_ns: wait_ms * 1_000_000,
+            cpu_ns: cpu_ms * 1_000_000,
+            idle_share: 1.0,
+            snapshots: 1,
+        })
+    }
+
+    #[test]
+    fn severity_follows_the_measured_wait_at_each_boundary() {
+        // Unmeasured, or nothing waited: info.
+        assert_eq!(Harm::severity(None), Severity::Info);
+        assert_eq!(Harm::severity(cost(0, 0)), Severity::Info);
+        // A runtime's helper threads: a few ms queued of a busy second.
+        assert_eq!(Harm::severity(cost(3, 400)), Severity::Info);
+        // Warning: 50 ms and 10% — each alone is not enough.
+        assert_eq!(Harm::severity(cost(50, 450)), Severity::Warning);
+        assert_eq!(Harm::severity(cost(49, 100)), Severity::Info);
+        assert_eq!(Harm::severity(cost(60, 600)), Severity::Info);
+        // Critical: 250 ms and 25%; seed 001's stacked threads wait about half the time.
+        assert_eq!(Harm::severity(cost(250, 750)), Severity::Critical);
+        assert_eq!(Harm::severity(cost(249, 10)), Severity::Warning);
+        assert_eq!(Harm::severity(cost(300, 1000)), Severity::Warning);
+        assert_eq!(Harm::severity(cost(1000, 1000)), Severity::Critical);
+        // The same wait while the "idle" CPU was busy all along: the machine was full,
+        // the process would have queued anyway.
+        let mut busy = cost(1000, 1000);
+        if let Some(h) = busy.as_mut() {
+            h.idle_share = 0.02;
+        }
+        assert_eq!(Harm::severity(busy), Severity::Info);
+    }
+
+    #[test]
+    fn the_cost_is_the_processes_wait_over_the_start_and_the_second_after() {
+        let topo = crate::topology::synthetic(1, 2, 2);
+        let held = Default::default();
+        // Snapshots of 1 s; the start at 2.5 s; the process waits 400 ms of 1 s in the
+        // snapshots covering 2..5 s, and 900 ms in a later one (outside the span).
+        let mut snaps: Vec<Snapshot> = (0..8)
+            .map(|seq| crate::findings::testing::snap(&topo, seq, 0.5))
+            .collect();
+        let mut s = snap(vec![
+            place(10, 11, 2500, 0, Some(1)),
+            place(10, 12, 2501, 0, Some(1)),
+            place(10, 13, 2502, 0, Some(1)),
+        ]);
+        s.seq = 2;
+        s.time = snaps[2].time;
+        s.cpus = snaps[2].cpus.clone();
+        snaps[2] = s;
+        for (seq, wait) in [(2, 400), (3, 400), (6, 900)] {
+            snaps[seq].processes = Some(crate::snapshot::ProcessTable {
+                rows: vec![crate::snapshot::ProcessStats {
+                    pid: 10,
+                    comm: "stream".into(),
+                    cpu_time_ns: 600_000_000,
+                    rq_wait_ns: wait * 1_000_000,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        }
+        // CPU 6 (the idle allowed CPU of `place`) idle; snapshot cpus are 0..4 in this
+        // topology, so give it one.
+        for s in &mut snaps {
+            let mut c = s.cpus[0].clone();
+            c.cpu = 6;
+            c.busy = Some(0.0);
+            s.cpus.push(c);
+        }
+        let p = find(&snaps[..]);
+        assert_eq!(p.len(), 1);
+        let h = harm(&p[0], &snaps).unwrap();
+        assert_eq!(
+            (h.wait_ns, h.cpu_ns, h.snapshots),
+            (800_000_000, 1_200_000_000, 2)
+        );
+        assert_eq!(h.idle_share, 1.0);
+        let w = Window::trailing(&snaps[..=3], &topo, &held);
+        let f = detect(&w);
+        assert_eq!(f[0].severity, Severity::Critical, "{}", f[0].summary);
+        assert!(
+            f[0].summary.contains("waited 800.0 ms queued while CPU 6 was 100% idle: about 800.0 ms (40% of its runnable time)"),
+            "{}",
+            f[0].summary
+        );
+        // The same start where the balancer split the threads at once: a few ms queued.
+        for seq in [2, 3] {
+            if let Some(t) = snaps[seq].processes.as_mut() {
+                t.rows[0].rq_wait_ns = 2_000_000;
+            }
+        }
+        let w = Window::trailing(&snaps[..=3], &topo, &held);
+        assert_eq!(detect(&w)[0].severity, Severity::Info);
     }
 }
