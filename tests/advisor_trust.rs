@@ -19,7 +19,7 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
     let mut pileups = 0;
     for run in 0..10 {
         let rec = dir.path().join(format!("go{run}.jsonl"));
-        let mut llctop = Command::new(env!("CARGO_BIN_EXE_llctop"))
+        let llctop = Command::new(env!("CARGO_BIN_EXE_llctop"))
             .args(["--source", "bpf", "record", "--duration", "5s", "-o"])
             .arg(&rec)
             .stdout(Stdio::null())
