@@ -361,6 +361,60 @@ fn the_dashboard_queries_only_exposed_metrics_and_a_256_cpu_host_is_counted() {
     assert!(vars.iter().any(|v| v["name"] == "host"), "a host variable");
 }
 
+/// The shipped alerting rules pass promtool's check and its rule unit tests
+/// (dist/prometheus/llctop-rules.test.yml), and name only series `serve` exposes.
+#[test]
+fn the_alerting_rules_pass_promtool_and_name_only_exposed_series() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/prometheus");
+    for args in [
+        vec!["check", "rules", "llctop-rules.yml"],
+        vec!["test", "rules", "llctop-rules.test.yml"],
+    ] {
+        let out = Command::new("promtool")
+            .args(&args)
+            .current_dir(dir)
+            .output()
+            .expect("promtool (scripts/deps.sh installs prometheus)");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let topo = llctop::topology::synthetic(1, 2, 2);
+    let mut e = llctop::serve::metrics::Exporter::new(&topo);
+    e.update(&full_snapshot(&topo));
+    let mut knobs = std::collections::BTreeMap::new();
+    knobs.insert("numa_balancing".to_string(), "1".to_string());
+    e.knobs(&knobs);
+    let classic = llctop::serve::metrics::classic(&e.openmetrics());
+    let rules = std::fs::read_to_string(format!("{dir}/llctop-rules.yml")).expect("rules");
+    let mut names = 0;
+    for line in rules
+        .lines()
+        .filter(|l| l.trim_start().starts_with("expr:"))
+    {
+        let mut rest = line;
+        while let Some(i) = rest.find("llctop_") {
+            let name: String = rest[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                classic
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{name}{{"))
+                        || l.starts_with(&format!("{name} "))),
+                "{name} is not exposed"
+            );
+            names += 1;
+            rest = &rest[i + name.len()..];
+        }
+    }
+    assert!(names >= 4, "every rule names a series");
+}
+
 /// What `serve` reports, as Prometheus stores it, agrees with `llctop record` over the
 /// same window: a process hopping between CPUs 0 and 1 makes a steady stream of
 /// migrations; Prometheus's increase() over the recording's span equals the recording's

@@ -84,7 +84,10 @@ pub fn run(
     // Discovered once (discovery reads /proc/kallsyms and the kernel's BTF); only the
     // values are re-read afterwards.
     let mut registry = crate::knobs::Registry::discover(root, Some(topo));
+    // The advisor, judging every snapshot as `record` does (findings as series).
+    let mut trail = crate::findings::advisor::Trail::new();
     run.each(|snap, _| {
+        let lines = trail.push(topo, snap);
         log_sources(&prev, &snap.sources);
         prev.clone_from(&snap.sources);
         let knobs = n.is_multiple_of(KNOBS_EVERY).then(|| {
@@ -97,6 +100,7 @@ pub fn run(
         match shared.lock() {
             Ok(mut s) => {
                 s.exporter.update(snap);
+                s.exporter.findings(&lines, &trail.advisor);
                 if let Some(k) = &knobs {
                     s.exporter.knobs(k);
                 }

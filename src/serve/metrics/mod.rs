@@ -16,6 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
 mod cache;
+mod findings;
 mod sched;
 
 use crate::snapshot::{Cause, Precision, Snapshot, SourceState};
@@ -78,6 +79,8 @@ pub struct Exporter {
     proc_shown: BTreeMap<u32, Labels>,
     /// resctrl's L3 occupancy and memory bandwidth.
     cache: cache::CacheSeries,
+    /// The advisor's findings.
+    findings: findings::FindingSeries,
     /// Which scheduler is in charge (sched_ext).
     sched: sched::SchedSeries,
 }
@@ -123,6 +126,7 @@ impl Exporter {
             proc_dropped: Gauge::default(),
             proc_shown: BTreeMap::new(),
             cache: cache::CacheSeries::register(&mut r),
+            findings: findings::FindingSeries::register(&mut r),
             sched: sched::SchedSeries::default(),
         };
         r.register_with_unit(
@@ -503,6 +507,15 @@ impl Exporter {
             }
             self.knob_info.get_or_create(&info).set(1.0);
         }
+    }
+
+    /// The advisor's judgement of the last snapshot: the lines it gave and what it holds.
+    pub fn findings(
+        &mut self,
+        lines: &[crate::findings::advisor::FindingLine],
+        advisor: &crate::findings::advisor::Advisor,
+    ) {
+        self.findings.update(lines, advisor);
     }
 
     /// The OpenMetrics text of every series.

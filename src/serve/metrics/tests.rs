@@ -173,3 +173,43 @@ fn the_scheduler_in_charge_is_a_gauge_and_one_info_series() {
     );
     assert!(om.contains("llctop_sched_ext_rejected_tasks 0"), "{om}");
 }
+
+#[test]
+fn findings_are_a_gauge_per_kind_and_severity_and_a_fired_counter() {
+    use crate::findings::advisor::Trail;
+    let topo = crate::topology::synthetic(1, 2, 2);
+    let mut e = Exporter::new(&topo);
+    let om = e.openmetrics();
+    // Every kind and severity from the start, at 0.
+    assert!(
+        om.contains("llctop_finding_active{kind=\"pile_up\",severity=\"critical\"} 0"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_findings_fired_total{kind=\"not_conserved\",severity=\"warning\"} 0"),
+        "{om}"
+    );
+    // CPU 2 waits all along while CPU 3 of its LLC idles (seed 002): critical.
+    let mut t = Trail::new();
+    for seq in 0..6 {
+        let mut s = crate::findings::testing::snap(&topo, seq, 0.9);
+        s.cpus[2].rq_wait_ns = Some(1_000_000_000);
+        s.cpus[3].busy = Some(0.02);
+        let lines = t.push(&topo, &s);
+        e.update(&s);
+        e.findings(&lines, &t.advisor);
+    }
+    let om = e.openmetrics();
+    assert!(
+        om.contains("llctop_finding_active{kind=\"not_conserved\",severity=\"critical\"} 1"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_findings_fired_total{kind=\"not_conserved\",severity=\"critical\"} 1"),
+        "{om}"
+    );
+    assert!(
+        om.contains("llctop_finding_active{kind=\"pile_up\",severity=\"critical\"} 0"),
+        "{om}"
+    );
+}
