@@ -304,8 +304,19 @@ impl Summary {
     fn findings(&self) -> String {
         let adv = &self.trail.advisor;
         let mut out = String::new();
-        let problems: Vec<_> = adv.problems().collect();
-        let _ = writeln!(out, "\nFindings ({})", problems.len());
+        // The worst first (severity comes from each finding's measured harm), then in time.
+        let mut problems: Vec<_> = adv.problems().collect();
+        problems.sort_by_key(|e| std::cmp::Reverse(e.worst()));
+        let _ = writeln!(
+            out,
+            "\nFindings ({}{})",
+            problems.len(),
+            if problems.len() > 1 {
+                "; the most harmful first"
+            } else {
+                ""
+            }
+        );
         if problems.is_empty() {
             let _ = writeln!(out, "  none");
         }

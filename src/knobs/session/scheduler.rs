@@ -266,15 +266,28 @@ impl Session {
         let out = File::create(&log).map_err(|e| write_err(format!("{}: {e}", log.display())))?;
         let err = out.try_clone().map_err(|e| write_err(e.to_string()))?;
         // Its own process group: the terminal's ^C reaches llctop, which stops it in order.
+        // The stop signals at their defaults whatever llctop inherited: a shell starting
+        // llctop in the background (`&`) ignores SIGINT for it, and an ignored signal stays
+        // ignored across exec (a scheduler that is a script could not trap it).
         let child = {
             use std::os::unix::process::CommandExt as _;
-            Command::new(&bin.path)
-                .args(&bin.args)
+            let mut cmd = Command::new(&bin.path);
+            cmd.args(&bin.args)
                 .stdin(Stdio::null())
                 .stdout(out)
                 .stderr(err)
-                .process_group(0)
-                .spawn()
+                .process_group(0);
+            // SAFETY: between fork and exec only signal(2) runs, which is
+            // async-signal-safe, on the child's own dispositions.
+            unsafe {
+                cmd.pre_exec(|| {
+                    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP] {
+                        libc::signal(sig, libc::SIG_DFL);
+                    }
+                    Ok(())
+                });
+            }
+            cmd.spawn()
                 .map_err(|e| write_err(format!("cannot run it: {e}")))?
         };
         let pid = child.id();
