@@ -11,6 +11,7 @@ pub mod advisor;
 pub mod blind;
 pub mod cite;
 pub mod conserve;
+pub mod harm;
 pub mod newidle;
 pub mod numa;
 pub mod pileup;
