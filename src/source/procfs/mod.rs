@@ -34,6 +34,8 @@ pub struct ProcfsSource {
     pkg_domain: &'static str,
     numa: numa::NumaReader,
     scx_since: sched_ext::Since,
+    /// The kernel's lack of sched_ext has been said (once: nothing else changes there).
+    scx_absent_said: bool,
 }
 
 impl ProcfsSource {
@@ -49,6 +51,7 @@ impl ProcfsSource {
             prev_schedstat: None,
             numa: numa::NumaReader::new(),
             scx_since: sched_ext::Since::default(),
+            scx_absent_said: false,
         }
     }
 
@@ -193,9 +196,14 @@ impl ProcfsSource {
                 snap.sched_ext = Some(s);
                 snap.sources.push(SourceStatus::active(NAME));
             }
-            Ok(None) => snap
-                .sources
-                .push(SourceStatus::absent(NAME, sched_ext::ABSENT)),
+            // Said once, in the first snapshot (the run's start-up source states and a
+            // recording's header carry it); later snapshots leave it out.
+            Ok(None) if !self.scx_absent_said => {
+                self.scx_absent_said = true;
+                snap.sources
+                    .push(SourceStatus::absent(NAME, sched_ext::ABSENT));
+            }
+            Ok(None) => {}
             Err(e) => snap.sources.push(SourceStatus::absent(NAME, e.to_string())),
         }
     }
