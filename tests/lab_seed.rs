@@ -871,7 +871,14 @@ fn check_placement(kernel: &str) {
         .map(|e| e.latest().summary.clone())
         .collect();
     let want: Vec<String> = piles.iter().map(|p| p.describe()).collect();
-    assert_eq!(found, want, "a finding per pile-up");
+    // Each finding is its pile-up, followed by what it cost (its severity's measure).
+    assert_eq!(found.len(), want.len(), "a finding per pile-up: {found:?}");
+    for (f, w) in found.iter().zip(&want) {
+        assert!(
+            f.starts_with(w.as_str()),
+            "{f}\n  is not the finding of {w}"
+        );
+    }
     let host_report = common::lab::report_of(run, "placement_recording");
     for p in &piles {
         let line = format!(
