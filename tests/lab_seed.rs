@@ -1083,9 +1083,17 @@ fn lab_6_1_smt_relax_domain_level_leaves_newidle_balancing_to_the_llc() {
         "{d}"
     );
     let lines = llctop::record::diff::compare(&default, &relaxed);
-    let moved = |k: &str| lines.iter().find(|l| l.key == k).is_some_and(|l| l.moved);
+    let line = |k: &str| lines.iter().find(|l| l.key == k);
+    // Above the LLC newidle balancing stops (B's mean is 0 at both levels), and diff calls
+    // it moved at one level at least: with 10 intervals of a TCG guest one level's A can
+    // be too noisy to clear 2 standard errors (seen: NUMA 5.33 ± 2.75 against 0).
+    for k in ["balance.DIE.newidle", "balance.NUMA.newidle"] {
+        let l = line(k).unwrap_or_else(|| panic!("{k} compared\n{d}"));
+        assert!(l.mean_a > 0.0 && l.mean_b == 0.0, "{k}\n{d}");
+    }
     assert!(
-        moved("balance.DIE.newidle") && moved("balance.NUMA.newidle"),
+        line("balance.DIE.newidle").is_some_and(|l| l.moved)
+            || line("balance.NUMA.newidle").is_some_and(|l| l.moved),
         "{d}"
     );
     assert!(
