@@ -25,6 +25,8 @@ const ATTACH: Duration = Duration::from_secs(20);
 /// How long each stop signal is given (SIGINT, then SIGTERM; SIGKILL after).
 const STOP: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(50);
+/// Bytes of a scheduler's log an error quotes from (its end).
+const TAIL: u64 = 4096;
 
 /// The scheduler this session started.
 pub struct Started {
@@ -76,8 +78,17 @@ fn signal(pid: u32, sig: i32) {
 /// The last few lines of a scheduler's log, one line (why it failed, in its own words:
 /// scx schedulers print the kernel's exit reason as `EXIT: …`).
 pub fn log_tail(log: &Path) -> String {
-    let text = std::fs::read(log).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text[text.len().saturating_sub(4096)..]).to_string();
+    // Only the file's last 4 KiB are read: a scheduler that ran for hours logs a lot.
+    let text = {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let mut buf = Vec::new();
+        if let Ok(mut f) = File::open(log) {
+            let len = f.metadata().map_or(0, |m| m.len());
+            let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL)));
+            let _ = f.take(TAIL).read_to_end(&mut buf);
+        }
+        String::from_utf8_lossy(&buf).to_string()
+    };
     let text = strip_ansi(&text);
     let lines: Vec<&str> = text
         .lines()
