@@ -12,6 +12,7 @@ PKGS=(
   zsh fish man-db            # completions and man page checked by their own parsers (tests/habits.rs)
   prometheus                 # llctop serve scraped by a real Prometheus, linted by promtool (tests/serve.rs)
   linux-perf                 # perf record: the trace's migrations against sched_migrate_task (tests/trace.rs)
+  stress-ng                  # ordinary work for the advisor's false-alarm benchmark (tests/lab_advisor.rs, scripts/advisor-bench.sh)
   python3-pip                # pip, for the Python packages below
 )
 missing=()

@@ -336,6 +336,7 @@ mod tests {
             first_seq: 0,
             last_seq: 0,
             suggestion: None,
+            cost: None,
         };
         for i in 0..(KEPT_EPISODES + FORGET_STEP) {
             a.episodes.push(Episode {

@@ -4,7 +4,7 @@
 //! holds for a share of the window's time. Tasks pinned to the waiting CPU look the same
 //! (llctop does not see their affinity here), which the finding says.
 
-use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, past};
+use super::{Agg, Fact, Finding, Kind, Suggestion, Unit, Window, harm, past};
 use crate::snapshot::SatSum;
 use crate::snapshot::{CpuStats, Snapshot};
 
@@ -16,9 +16,6 @@ pub const IDLE_BUSY: f64 = 0.3;
 /// fire / clear.
 pub const HOLD_SHARE: f64 = 0.6;
 pub const HOLD_SHARE_CLEAR: f64 = 0.3;
-/// Critical: a whole task's worth of waiting (wait ≥ the window) beside a CPU at most
-/// this busy.
-pub const CRITICAL_IDLE_BUSY: f64 = 0.1;
 
 fn cpu(s: &Snapshot, id: u32) -> Option<&CpuStats> {
     s.cpu(id).filter(|c| c.online)
@@ -84,17 +81,17 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             .sat_sum();
         let busy: Vec<f64> = w.snaps.iter().filter_map(|s| cpu(s, ic)?.busy).collect();
         let idle_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+        let (cost, severity) = harm::conserve(wait_ns, idle_busy, secs);
         let summary = format!(
-            "llc{}: tasks waited {:.2} s on CPU {wc} while CPU {ic} of the same LLC was {:.0}% busy, in {:.0}% of the last {secs:.0} s (tasks pinned to CPU {wc} look the same)",
+            "llc{}: tasks waited {:.2} s on CPU {wc} while CPU {ic} of the same LLC was {:.0}% busy, in {:.0}% of the last {secs:.0} s: about {:.2} s of waiting per second that CPU {ic} could have run (tasks pinned to CPU {wc} look the same)",
             llc.id,
             wait_ns as f64 / 1e9,
             idle_busy * 100.0,
-            share * 100.0
+            share * 100.0,
+            cost.value
         );
         let mut f = Finding::new(Kind::NotConserved, key, w, summary);
-        if wait_ns as f64 >= secs * 1e9 && idle_busy <= CRITICAL_IDLE_BUSY {
-            f.severity = Severity::Critical;
-        }
+        f.severity = severity;
         f.facts.push(Fact::cited(
             format!("run-queue wait on CPU {wc}"),
             wait_ns as f64,
@@ -116,6 +113,8 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             share,
             Unit::Fraction,
         ));
+        f.facts.push(cost.clone());
+        f.cost = Some(cost);
         f.cpus = vec![wc, ic];
         f.llcs = vec![llc.id];
         f.suggestion = Some(Suggestion {
@@ -133,6 +132,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Severity;
     use crate::findings::testing::{assert_cites, judge, snap};
     use crate::topology::synthetic;
 
@@ -171,6 +171,24 @@ mod tests {
             f[0].summary
         );
         assert_cites(&f[0], &snaps);
+    }
+
+    #[test]
+    fn severity_is_the_wait_the_sibling_could_have_spared() {
+        // Each: the waiting CPU's wait per second, the sibling's busy share, the severity.
+        for (wait, sibling, want) in [
+            (1.0, 0.02, Severity::Critical), // 0.98 s/s spared
+            (0.8, 0.0, Severity::Critical),  // 0.80
+            (0.8, 0.1, Severity::Warning),   // 0.72
+            (0.3, 0.1, Severity::Warning),   // 0.27
+            (0.3, 0.2, Severity::Info),      // 0.24: fires, costs little
+        ] {
+            let f = run(&series(wait, sibling));
+            assert_eq!(f.len(), 1, "{wait} {sibling}");
+            assert_eq!(f[0].severity, want, "{}", f[0].summary);
+            let cost = f[0].cost.as_ref().expect("a cost");
+            assert!((cost.value - wait * (1.0 - sibling)).abs() < 1e-6);
+        }
     }
 
     #[test]

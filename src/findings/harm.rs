@@ -1,10 +1,15 @@
 //! What a finding cost, measured, and the severity that cost earns (issue "Advisor you can
 //! trust"): a pattern seen is not an alarm until it has cost something an operator would
-//! act on. The placement pile-up's cost is the wait its process accumulated beside an
-//! allowed CPU that stayed idle; thresholds and their reasons are in docs/advisor.md.
+//! act on. Each detector's cost, its thresholds and their reasons (docs/advisor.md):
+//! a pile-up's is the wait its process accumulated beside an allowed CPU that stayed idle;
+//! newidle churn's the share of task runs that began away from their LLC; scattered
+//! threads' the CPU time the process ran off its busiest LLC; unconserved work's the wait
+//! an idle sibling could have spared; NUMA balancing's the kernel time its migrations and
+//! hinting faults take (estimated from their counts), or with it off the memory allocated
+//! on the other node. The cost is the finding's `cost` fact, said next to its severity.
 
-use super::Severity;
 use super::pileup::PileUp;
+use super::{Fact, Severity, Unit};
 use crate::snapshot::Snapshot;
 
 /// How long after a start's last placement its cost is measured: the piled threads'
@@ -73,6 +78,127 @@ impl Harm {
     }
 }
 
+/// `value` against a warning and a critical threshold (at or above each).
+fn graded(value: f64, warning: f64, critical: f64) -> Severity {
+    if value >= critical {
+        Severity::Critical
+    } else if value >= warning {
+        Severity::Warning
+    } else {
+        Severity::Info
+    }
+}
+
+/// Newidle churn: task runs that began on another LLC than the task's last (tasks pulled
+/// by newidle balancing above the LLC where /proc/schedstat says so, else cross-LLC and
+/// cross-node migrations), per context switch. Each such run refills its working set from
+/// another LLC or memory; seeds/004's workload lost 20% IPC to it. Warning from 1 run in
+/// 50, critical from 1 in 10; the scheduler's ordinary wakeup spreading on an idle-heavy
+/// machine stays well below (docs/advisor.md, "Ordinary work").
+pub const NEWIDLE_WARNING_COLD_SHARE: f64 = 0.02;
+pub const NEWIDLE_CRITICAL_COLD_SHARE: f64 = 0.10;
+
+pub fn newidle(cold_runs: u64, ctx_switches: u64) -> (Fact, Severity) {
+    let share = cold_runs as f64 / ctx_switches.max(1) as f64;
+    (
+        Fact::derived(
+            "task runs begun on another LLC, per context switch",
+            share,
+            Unit::Fraction,
+        ),
+        graded(
+            share,
+            NEWIDLE_WARNING_COLD_SHARE,
+            NEWIDLE_CRITICAL_COLD_SHARE,
+        ),
+    )
+}
+
+/// Scattered threads: the process's CPU time off its busiest LLC, in CPUs over the whole
+/// window (5 s, also while the run is younger: a program's start-up burst is not a rate) —
+/// the work that refetches the data its threads share from another LLC (a cost only if
+/// they share it; the A/B decides). Warning from half a CPU of it, critical from two.
+pub const SCATTER_WARNING_OFF_CPUS: f64 = 0.5;
+pub const SCATTER_CRITICAL_OFF_CPUS: f64 = 2.0;
+
+pub fn scatter(off_llc_cpus: f64) -> (Fact, Severity) {
+    (
+        Fact::derived("CPU time off its busiest LLC", off_llc_cpus, Unit::Cpus),
+        graded(
+            off_llc_cpus,
+            SCATTER_WARNING_OFF_CPUS,
+            SCATTER_CRITICAL_OFF_CPUS,
+        ),
+    )
+}
+
+/// Work not conserved: the run-queue wait of the waiting CPU times the idle share of its
+/// idle sibling, per second of the window — tasks' time the sibling could have run, at
+/// no cache cost. Warning from a quarter of a task waiting (0.25 s per s), critical from
+/// three quarters (a whole task queued nearly all the time beside an idle CPU).
+pub const CONSERVE_WARNING_SPARED: f64 = 0.25;
+pub const CONSERVE_CRITICAL_SPARED: f64 = 0.75;
+
+pub fn conserve(wait_ns: u64, sibling_busy: f64, secs: f64) -> (Fact, Severity) {
+    let spared = wait_ns as f64 / 1e9 * (1.0 - sibling_busy.clamp(0.0, 1.0)) / secs.max(1e-9);
+    (
+        Fact::derived(
+            "wait the idle sibling could have spared, per second",
+            spared,
+            Unit::Cpus,
+        ),
+        graded(spared, CONSERVE_WARNING_SPARED, CONSERVE_CRITICAL_SPARED),
+    )
+}
+
+/// NUMA balancing's kernel time, estimated from its counts (the kernel counts the events,
+/// not their time): a 4 KiB page migration unmaps the page, shoots down the TLBs of every
+/// CPU running the process, copies and remaps it — about 10 µs; a hinting fault is a
+/// minor fault's trap and bookkeeping — about 1 µs. As a share of the busy CPU time:
+/// warning from 2 %, critical from 10 % (seeds/003's benchmark paid 53 % more system time
+/// for a 45 % faster run: the cost is real, and the A/B weighs it against the gain).
+pub const NUMA_MIGRATION_NS: f64 = 10_000.0;
+pub const NUMA_HINT_FAULT_NS: f64 = 1_000.0;
+pub const NUMA_WARNING_SHARE: f64 = 0.02;
+pub const NUMA_CRITICAL_SHARE: f64 = 0.10;
+/// With balancing off: memory allocated on another node than the task's, per second —
+/// memory its tasks will keep reaching over the interconnect. Warning from 64 MiB/s,
+/// critical from 512 MiB/s.
+pub const NUMA_WARNING_REMOTE_ALLOC: f64 = 64.0 * 1024.0 * 1024.0;
+pub const NUMA_CRITICAL_REMOTE_ALLOC: f64 = 512.0 * 1024.0 * 1024.0;
+
+pub fn numa_balancing(migrated: u64, faults: u64, busy_cpu_secs: f64) -> (Fact, Severity) {
+    let ns = migrated as f64 * NUMA_MIGRATION_NS + faults as f64 * NUMA_HINT_FAULT_NS;
+    let share = if busy_cpu_secs > 0.0 {
+        ns / 1e9 / busy_cpu_secs
+    } else {
+        0.0
+    };
+    (
+        Fact::derived(
+            "kernel time of NUMA balancing (estimated), share of busy CPU time",
+            share,
+            Unit::Fraction,
+        ),
+        graded(share, NUMA_WARNING_SHARE, NUMA_CRITICAL_SHARE),
+    )
+}
+
+pub fn numa_remote_alloc(remote_bytes_per_sec: f64) -> (Fact, Severity) {
+    (
+        Fact::derived(
+            "memory allocated on another node",
+            remote_bytes_per_sec,
+            Unit::BytesPerSec,
+        ),
+        graded(
+            remote_bytes_per_sec,
+            NUMA_WARNING_REMOTE_ALLOC,
+            NUMA_CRITICAL_REMOTE_ALLOC,
+        ),
+    )
+}
+
 /// The cost of pile-up `p` from `snaps`: the snapshots whose interval overlaps the start
 /// and [`HARM_SPAN_NS`] after it; `None` when the process is in none of their rows (not
 /// among the top processes, or a source without per-process waits) or the idle CPU's
@@ -122,6 +248,42 @@ mod tests {
             idle_share: 1.0,
             snapshots: 1,
         })
+    }
+
+    #[test]
+    fn other_detectors_grade_their_cost_at_each_boundary() {
+        // Newidle: 1 run in 50 begun on another LLC, 1 in 10.
+        assert_eq!(newidle(19, 1000).1, Severity::Info);
+        assert_eq!(newidle(20, 1000).1, Severity::Warning);
+        assert_eq!(newidle(99, 1000).1, Severity::Warning);
+        assert_eq!(newidle(100, 1000).1, Severity::Critical);
+        assert_eq!(
+            newidle(5, 0).1,
+            Severity::Critical,
+            "no switches: every run"
+        );
+        // Scatter: half a CPU, two CPUs off the busiest LLC.
+        assert_eq!(scatter(0.49).1, Severity::Info);
+        assert_eq!(scatter(0.5).1, Severity::Warning);
+        assert_eq!(scatter(2.0).1, Severity::Critical);
+        // Conservation: 1 s of wait over 2 s beside a sibling 50% busy spares 0.25 s/s.
+        assert_eq!(conserve(1_000_000_000, 0.5, 2.0).1, Severity::Warning);
+        assert_eq!(conserve(999_000_000, 0.5, 2.0).1, Severity::Info);
+        assert_eq!(conserve(5_000_000_000, 0.7, 2.0).1, Severity::Critical);
+        assert_eq!(conserve(5_000_000_000, 0.71, 2.0).1, Severity::Warning);
+        assert!((conserve(2_000_000_000, 0.0, 2.0).0.value - 1.0).abs() < 1e-9);
+        // NUMA: 2000 pages (20 ms) over 1 busy CPU-second is 2%.
+        assert_eq!(numa_balancing(2000, 0, 1.0).1, Severity::Warning);
+        assert_eq!(numa_balancing(1999, 0, 1.0).1, Severity::Info);
+        assert_eq!(numa_balancing(0, 20_000, 1.0).1, Severity::Warning);
+        assert_eq!(numa_balancing(10_000, 0, 1.0).1, Severity::Critical);
+        assert_eq!(numa_balancing(10_000, 0, 0.0).1, Severity::Info);
+        // The stress-ng case in the lab: 570 pages/s, 209 faults/s, 8 busy CPUs.
+        assert_eq!(numa_balancing(570, 209, 8.0).1, Severity::Info);
+        let mib = 1024.0 * 1024.0;
+        assert_eq!(numa_remote_alloc(63.0 * mib).1, Severity::Info);
+        assert_eq!(numa_remote_alloc(64.0 * mib).1, Severity::Warning);
+        assert_eq!(numa_remote_alloc(512.0 * mib).1, Severity::Critical);
     }
 
     #[test]

@@ -143,6 +143,12 @@ pub enum Unit {
     BytesPerSec,
 }
 
+/// Busy CPU-seconds of a snapshot: system busy × online CPUs × interval.
+fn busy_cpu_secs(s: &Snapshot) -> f64 {
+    let online = s.cpus.iter().filter(|c| c.online).count() as f64;
+    s.system.busy.unwrap_or(0.0) * online * s.time.interval_secs()
+}
+
 /// One number of the evidence, with where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
@@ -241,6 +247,10 @@ pub struct Finding {
     pub last_seq: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<Suggestion>,
+    /// What it cost, measured: the figure its severity comes from (harm.rs), said next to
+    /// the severity. `None`: not measured (the severity is then info).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Fact>,
 }
 
 impl Finding {
@@ -258,6 +268,7 @@ impl Finding {
             first_seq: w.first_seq(),
             last_seq: w.last_seq(),
             suggestion: None,
+            cost: None,
         }
     }
 
@@ -268,6 +279,26 @@ impl Finding {
     /// `kind key: summary`, one line.
     pub fn headline(&self) -> String {
         format!("{}: {}", self.kind.title(), self.summary)
+    }
+
+    /// The severity with the cost it comes from: `WARNING (0.27 CPUs)`; `INFO (cost not
+    /// measured)` when there is none.
+    pub fn severity_tag(&self) -> String {
+        let sev = self.severity.label().to_uppercase();
+        match &self.cost {
+            Some(c) => format!("{sev} ({})", c.shown()),
+            None if self.kind == Kind::BlindSpots => sev,
+            None => format!("{sev} (cost not measured)"),
+        }
+    }
+
+    /// What it cost, in words: `cost: 0.27 CPUs — wait the idle sibling could have
+    /// spared, per second`.
+    pub fn cost_line(&self) -> String {
+        match &self.cost {
+            Some(c) => format!("cost: {} — {}", c.shown(), c.label),
+            None => "cost: not measured".into(),
+        }
     }
 }
 

@@ -5,9 +5,8 @@
 //! its rate already is the "short slices" part). Without schedstat, cross-LLC migrations
 //! per busy CPU-second with a short mean slice fire it instead.
 
-use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, past};
+use super::{Agg, Fact, Finding, Kind, Suggestion, Unit, Window, busy_cpu_secs, harm, past};
 use crate::snapshot::SatSum;
-use crate::snapshot::Snapshot;
 use crate::topology::Distance;
 
 /// Domain names that lie inside an LLC on x86 (MC spans `cpu_coregroup_mask`, the LLC);
@@ -26,16 +25,8 @@ pub const SHORT_SLICE_NS: f64 = 5_000_000.0;
 pub const SHORT_SLICE_CLEAR_NS: f64 = 10_000_000.0;
 /// Busy CPUs (CPU-seconds per second) below which nothing is judged.
 pub const MIN_BUSY_CPUS: f64 = 0.5;
-/// A rate this many times its fire threshold is critical.
-pub const CRITICAL_FACTOR: f64 = 4.0;
 
 const KEY: &str = "system";
-
-/// Busy CPU-seconds of a snapshot: system busy × online CPUs × interval.
-fn busy_cpu_secs(s: &Snapshot) -> f64 {
-    let online = s.cpus.iter().filter(|c| c.online).count() as f64;
-    s.system.busy.unwrap_or(0.0) * online * s.time.interval_secs()
-}
 
 pub fn detect(w: &Window) -> Vec<Finding> {
     if w.topo.llcs.len() < 2 || w.snaps.is_empty() {
@@ -116,17 +107,17 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             "{xllc_rate:.1} cross-LLC migrations per busy CPU-second"
         ));
     }
+    // What it cost: the runs that began away from the task's LLC — newidle's own pulls
+    // where schedstat counts them, else every cross-LLC move.
+    let (cost, severity) = harm::newidle(if by_newidle { pulled } else { xllc }, ctx);
     let summary = format!(
-        "{} ({:.1} ms mean slice): CPUs going idle pull tasks away from their LLC's cache",
+        "{} ({:.1} ms mean slice): CPUs going idle pull tasks away from their LLC's cache; {:.1}% of task runs began on another LLC",
         parts.join(" and "),
-        slice_ns / 1e6
+        slice_ns / 1e6,
+        cost.value * 100.0
     );
     let mut f = Finding::new(Kind::NewidleChurn, KEY, w, summary);
-    if (by_newidle && pull_rate >= CRITICAL_FACTOR * NEWIDLE_PULL_RATE)
-        || (by_moves && xllc_rate >= CRITICAL_FACTOR * XLLC_RATE)
-    {
-        f.severity = Severity::Critical;
-    }
+    f.severity = severity;
     f.facts
         .push(Fact::derived("busy CPU-seconds", busy, Unit::Count));
     f.facts.push(Fact::cited(
@@ -185,6 +176,8 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             Unit::PerSec,
         ));
     }
+    f.facts.push(cost.clone());
+    f.cost = Some(cost);
     f.suggestion = Some(Suggestion {
         knob: Some("relax_domain_level".into()),
         value: Some("llc".into()),
@@ -199,7 +192,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
 mod tests {
     use super::*;
     use crate::findings::testing::{assert_cites, judge, snap};
-    use crate::snapshot::{Balance, DomainBalance, LbStats, Migrations};
+    use crate::snapshot::{Balance, DomainBalance, LbStats, Migrations, Snapshot};
     use crate::topology::synthetic;
 
     /// 8 CPUs 80% busy, 1000 switches/s; newidle pulls per level (MC inside the LLC, PKG
@@ -264,6 +257,30 @@ mod tests {
         assert_eq!(pkg.value, 50.0);
         assert_cites(&f[0], &snaps);
         assert!(f[0].summary.contains("PKG/NUMA"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn severity_is_the_share_of_runs_begun_on_another_llc() {
+        use crate::findings::Severity;
+        // 1000 switches/s; pulls above the LLC per second, the severity they earn.
+        for (pkg, want) in [
+            (10, Severity::Info),      // 1% of runs
+            (20, Severity::Warning),   // 2%
+            (99, Severity::Warning),   // 9.9%
+            (100, Severity::Critical), // 10%
+        ] {
+            let f = run(&series([0, pkg, 0], 0, true));
+            assert_eq!(f.len(), 1, "{pkg}");
+            assert_eq!(f[0].severity, want, "{}", f[0].summary);
+            let cost = f[0].cost.as_ref().expect("a cost");
+            assert!((cost.value - pkg as f64 / 1000.0).abs() < 1e-9, "{cost:?}");
+        }
+        // Without schedstat the cross-LLC moves are the cold runs: 50 of 10,000 switches.
+        let mut snaps = series([0; 3], 50, false);
+        for s in &mut snaps {
+            s.system.ctx_switches = Some(10_000);
+        }
+        assert_eq!(run(&snaps)[0].severity, Severity::Info);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! — memory allocated on the other node. From /proc/vmstat, the nodes' numastat and the
 //! cgroups' memory.stat, summed over the window; the cgroups moving most are named.
 
-use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, cite, past};
+use super::{Agg, Fact, Finding, Kind, Suggestion, Unit, Window, busy_cpu_secs, cite, harm, past};
 use crate::snapshot::SatSum;
 
 /// Pages migrated by NUMA balancing per second (256 pages = 1 MiB at 4 KiB): fire / clear.
@@ -22,8 +22,8 @@ pub const REMOTE_ALLOC_CLEAR: f64 = 0.2;
 pub const MIN_ALLOC_RATE: f64 = 1000.0;
 /// Cgroups named in the evidence.
 pub const TOP_CGROUPS: usize = 3;
-/// A migration rate this many times its threshold is critical.
-pub const CRITICAL_FACTOR: f64 = 8.0;
+/// A page of the nodes' allocation counters (numastat counts pages of 4 KiB).
+const PAGE_BYTES: f64 = 4096.0;
 
 const KEY: &str = "system";
 
@@ -139,6 +139,29 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             alloc_share * 100.0
         ));
     }
+    // What it cost: balancing's kernel time (estimated from its counts) over the busy CPU
+    // time; with balancing off, the memory allocated on the other node. The higher.
+    let busy: f64 = w.snaps.iter().map(busy_cpu_secs).sum();
+    let mut costs = Vec::new();
+    if moving || remote_faulting {
+        costs.push(harm::numa_balancing(migrated, faults, busy));
+    }
+    if remote_alloc {
+        costs.push(harm::numa_remote_alloc(
+            other_node as f64 * PAGE_BYTES / secs,
+        ));
+    }
+    let (cost, severity) = costs
+        .into_iter()
+        .max_by_key(|c| c.1)
+        .unwrap_or_else(|| harm::numa_balancing(0, 0, busy));
+    parts.push(match cost.unit {
+        Unit::Fraction => format!(
+            "its kernel time, estimated from the pages and faults, about {:.2}% of the busy CPU time",
+            cost.value * 100.0
+        ),
+        _ => format!("{} allocated remotely", cost.shown()),
+    });
     if !cgs.is_empty() {
         let named: Vec<String> = cgs.iter().map(|(p, n)| format!("{p} {n} pages")).collect();
         parts.push(format!("most moved for {}", named.join(", ")));
@@ -152,9 +175,11 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         ));
     }
     let mut f = Finding::new(Kind::Numa, KEY, w, parts.join("; "));
-    if mig_rate >= CRITICAL_FACTOR * MIGRATED_RATE {
-        f.severity = Severity::Critical;
-    }
+    f.severity = severity;
+    f.facts
+        .push(Fact::derived("busy CPU-seconds", busy, Unit::Count));
+    f.facts.push(cost.clone());
+    f.cost = Some(cost);
     let vm_fact = |label: &str, k: &str, v: u64| {
         Fact::cited(
             label,
@@ -377,6 +402,29 @@ mod tests {
         // Without it (or with a snapshot missing it): no such evidence.
         snaps[2].resctrl = None;
         assert!(!run(&snaps)[0].summary.contains("resctrl"));
+    }
+
+    #[test]
+    fn severity_is_balancings_estimated_kernel_time() {
+        use crate::findings::Severity;
+        // 4 CPUs half busy: 2 busy CPU-seconds per second; 10 µs a page, 1 µs a fault.
+        for (pages, want) in [
+            (2000, Severity::Info),       // 1.0%
+            (10_000, Severity::Warning),  // 5.0%
+            (40_000, Severity::Critical), // 20%
+        ] {
+            let f = run(&series(1, pages, 500, 100, 0));
+            assert_eq!(f[0].severity, want, "{}", f[0].summary);
+            let cost = f[0].cost.as_ref().expect("a cost");
+            let want_share = (pages as f64 * 10e3 + 500.0 * 1e3) / 1e9 / 2.0;
+            assert!((cost.value - want_share).abs() < 1e-9, "{cost:?}");
+        }
+        // Balancing off: 5000 remote pages/s per node (39 MiB/s): info; 10x: warning.
+        assert_eq!(run(&series(0, 0, 0, 0, 5000))[0].severity, Severity::Info);
+        assert_eq!(
+            run(&series(0, 0, 0, 0, 50_000))[0].severity,
+            Severity::Warning
+        );
     }
 
     #[test]

@@ -245,11 +245,13 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                     h.idle_share,
                     Unit::Fraction,
                 ));
-                f.facts.push(Fact::derived(
+                let spared = Fact::derived(
                     "wait the idle CPU could have spared (wait × idle share)",
                     h.idle_wait_ns() as f64,
                     Unit::Ns,
-                ));
+                );
+                f.cost = Some(spared.clone());
+                f.facts.push(spared);
                 f.facts.push(Fact::derived(
                     "that wait as a share of its runnable time",
                     h.wait_share(),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, past};
+use super::{Agg, Fact, Finding, Kind, Suggestion, Unit, WINDOW_NS, Window, harm, past};
 use crate::cpulist;
 use crate::snapshot::SatSum;
 use crate::snapshot::{Precision, PreferredKind};
@@ -28,8 +28,6 @@ pub const LOW_HIT: f64 = 0.5;
 pub const LOW_HIT_CLEAR: f64 = 0.6;
 /// Changes of the kernel's preferred LLC within one window that make it flapping.
 pub const PREF_CHANGES: usize = 3;
-/// A busiest-LLC share at or below this (as spread as two LLCs can be) is critical.
-pub const CRITICAL_TOP_SHARE: f64 = 0.5;
 
 #[derive(Default)]
 struct Acc {
@@ -166,6 +164,15 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                 share * 100.0
             ));
         }
+        // What it cost: the CPU time it ran away from the LLC holding most of its work,
+        // over a whole window even when the run is younger (a program's start-up burst,
+        // a Go runtime's threads for a second, is what it is, not a rate).
+        let whole = secs.max(WINDOW_NS as f64 / 1e9);
+        let (cost, severity) = harm::scatter(a.cpu_ns as f64 / 1e9 * (1.0 - top_share) / whole);
+        summary.push_str(&format!(
+            "; {:.2} CPUs of its work ran off llc{top}",
+            cost.value
+        ));
         if sampled {
             summary.push_str(" [runtime per LLC sampled]");
         }
@@ -173,9 +180,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             " (a process spread on purpose, one thread per LLC for bandwidth, looks the same)",
         );
         let mut f = Finding::new(Kind::Scattered, key, w, summary);
-        if scattered && top_share <= CRITICAL_TOP_SHARE {
-            f.severity = Severity::Critical;
-        }
+        f.severity = severity;
         let row = |field: &str| format!("processes/rows/pid={pid}/{field}");
         f.facts.push(Fact::cited(
             "CPU time",
@@ -236,6 +241,8 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                 Unit::Count,
             ));
         }
+        f.facts.push(cost.clone());
+        f.cost = Some(cost);
         f.llcs = a
             .per_llc
             .iter()
@@ -283,6 +290,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Severity;
     use crate::findings::testing::{assert_cites, judge, snap};
     use crate::snapshot::{ProcessStats, ProcessTable, Snapshot};
     use crate::topology::synthetic;
@@ -345,7 +353,22 @@ mod tests {
             f[0].summary
         );
         assert_eq!(f[0].llcs, [0, 1]);
-        assert_eq!(f[0].severity, Severity::Critical, "50% on the busiest LLC");
+        // 1.5 CPUs, half of it off llc0: 0.75 CPUs of its work away from the rest.
+        assert_eq!(f[0].severity, Severity::Warning, "{}", f[0].summary);
+        assert!(f[0].summary.contains("0.75 CPUs of its work ran off llc0"));
+        // 1 CPU, 45% of it off: seen, but under half a CPU.
+        let small = run(&series(
+            4,
+            [550, 450, 0, 0],
+            Some(0.3),
+            PreferredKind::Emulated,
+        ));
+        assert_eq!(small[0].severity, Severity::Info, "{}", small[0].summary);
+        // The same spread over the run's first 3 s only: its cost over a whole window.
+        let young = run(&snaps[..3]);
+        assert_eq!(young[0].severity, Severity::Info, "{}", young[0].summary);
+        let cost = young[0].cost.as_ref().map(|c| c.value);
+        assert!(cost.is_some_and(|c| (c - 0.45).abs() < 1e-9), "{cost:?}");
         // Emulated preference: no knob gathers it here.
         assert!(
             f[0].suggestion

@@ -142,7 +142,7 @@ pub enum Line<S, K, M> {
     /// (`llctop record` reads them during its first interval).
     KnobValues(BTreeMap<String, String>),
     /// A finding fired or cleared (findings::advisor), after the snapshot judged.
-    Finding(FindingLine),
+    Finding(Box<FindingLine>),
     #[serde(other)]
     Unknown,
 }
@@ -216,7 +216,9 @@ impl Writer {
 
     /// A finding's line (`"type":"finding"`): fired or cleared.
     pub fn write_finding(&mut self, l: &FindingLine) -> Result<(), RecordError> {
-        self.write_json(&Line::<&Snapshot, &KnobEvent, &Marker>::Finding(l.clone()))
+        self.write_json(&Line::<&Snapshot, &KnobEvent, &Marker>::Finding(Box::new(
+            l.clone(),
+        )))
     }
 
     /// A marker (`"type":"marker"`), written when the operator drops it.

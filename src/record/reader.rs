@@ -198,7 +198,7 @@ fn collect(mut stream: Stream) -> Result<Recording, RecordError> {
             Line::Window(w) => rec.windows.push(w),
             Line::Verdict(v) => rec.verdict = Some(v),
             Line::KnobValues(k) => knob_values = Some(k),
-            Line::Finding(f) => rec.findings.push(f),
+            Line::Finding(f) => rec.findings.push(*f),
             Line::Unknown => {}
         }
     }

@@ -337,6 +337,7 @@ impl Summary {
                     .unwrap_or_default()
             );
             let _ = writeln!(out, "      {}", Esc(&f.summary));
+            let _ = writeln!(out, "      {}", Esc(&f.cost_line()));
             let facts: Vec<String> = f
                 .facts
                 .iter()
@@ -419,7 +420,7 @@ pub fn render(rec: &Recording) -> String {
         sum.add(Line::Knob(k.clone()));
     }
     for f in &rec.findings {
-        sum.add(Line::Finding(f.clone()));
+        sum.add(Line::Finding(Box::new(f.clone())));
     }
     sum.render()
 }

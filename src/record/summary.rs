@@ -119,7 +119,7 @@ impl Summary {
                     self.header.knobs = k;
                 }
             }
-            Line::Finding(f) => self.recorded_findings.push(f),
+            Line::Finding(f) => self.recorded_findings.push(*f),
             Line::Experiment(_) | Line::Window(_) | Line::Verdict(_) | Line::Unknown => {}
         }
     }

@@ -53,11 +53,7 @@ pub fn finding_line(l: &FindingLine) -> String {
         State::Fired => "fired",
         State::Cleared => "cleared",
     };
-    let mut line = format!(
-        "  ⚑ {state} {} {}",
-        f.severity.label().to_uppercase(),
-        Esc(&f.headline())
-    );
+    let mut line = format!("  ⚑ {state} {} {}", f.severity_tag(), Esc(&f.headline()));
     if let (State::Fired, Some(s)) = (l.state, &f.suggestion) {
         line.push_str(&format!(" — try: {}", Esc(&s.command)));
     }
@@ -175,7 +171,7 @@ mod tests {
         assert_eq!(fired.len(), 1, "{fired:?}");
         assert!(
             fired[0].starts_with(
-                "  ⚑ fired WARNING work not conserved in an LLC: llc0: tasks waited 1.80 s"
+                "  ⚑ fired CRITICAL (0.90 CPUs) work not conserved in an LLC: llc0: tasks waited 1.80 s"
             ),
             "{}",
             fired[0]

@@ -34,6 +34,14 @@ impl LabRun {
             .get(k)
             .unwrap_or_else(|| panic!("{}: no file {k}\n{}", self.kernel, self.tail()))
     }
+    /// Every value of a key the scenario printed more than once, in order.
+    pub fn values_of(&self, k: &str) -> Vec<&str> {
+        let tag = format!("@@LAB {k} ");
+        self.console
+            .lines()
+            .filter_map(|l| l.trim_end_matches('\r').strip_prefix(tag.as_str()))
+            .collect()
+    }
     pub fn tail(&self) -> String {
         let lines: Vec<&str> = self.console.lines().collect();
         lines[lines.len().saturating_sub(80)..].join("\n")
@@ -203,6 +211,36 @@ pub fn run_scx(kernel: &str, shape: &str, scenario: &str) -> LabRun {
         timeout_s: Some(900),
     };
     boot(kernel, shape, scenario, "", &extra)
+}
+
+/// A boot with more of the host's programs in the guest's /bin (found on PATH; one that is
+/// missing fails the boot: .ci/run's scripts/deps.sh installs them), kernel command-line
+/// parameters `append` and a time limit.
+pub fn run_programs(
+    kernel: &str,
+    shape: &str,
+    scenario: &str,
+    append: &str,
+    programs: &[&str],
+    timeout_s: u32,
+) -> LabRun {
+    let bins = programs
+        .iter()
+        .map(|p| {
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|d| d.join(p))
+                .find(|f| f.is_file())
+                .unwrap_or_else(|| panic!("{p} is not installed (scripts/deps.sh installs it)"))
+        })
+        .collect();
+    let extra = Extra {
+        bins,
+        files: String::new(),
+        timeout_s: Some(timeout_s),
+    };
+    boot(kernel, shape, scenario, append, &extra)
 }
 
 /// The `cpus` arrays of a topology JSON list (llcs, nodes).

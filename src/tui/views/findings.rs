@@ -62,6 +62,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 format!("{:<8} ", fnd.severity.label().to_uppercase()),
                 severity_style(t, fnd.severity),
             ),
+            Span::styled(
+                format!(
+                    "{:>10} ",
+                    fnd.cost.as_ref().map_or("-".into(), |c| c.shown())
+                ),
+                severity_style(t, fnd.severity),
+            ),
             Span::styled(format!("{:<30} ", fnd.kind.title()), t.accent()),
             Span::raw(fnd.summary.clone()),
         ]));
@@ -73,6 +80,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         let fnd = e.at(seq.unwrap_or(u64::MAX));
         lines.push(Line::styled(
             fnd.headline(),
+            severity_style(t, fnd.severity),
+        ));
+        lines.push(Line::styled(
+            format!(
+                "{} → {} (thresholds: docs/advisor.md)",
+                fnd.cost_line(),
+                fnd.severity.label().to_uppercase()
+            ),
             severity_style(t, fnd.severity),
         ));
         if let Some(s) = fnd.kind.seed() {

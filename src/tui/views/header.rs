@@ -68,7 +68,7 @@ fn findings_line(app: &App) -> Option<Line<'static>> {
             ),
             style,
         ),
-        Span::styled(format!("{} ", worst.severity.label().to_uppercase()), style),
+        Span::styled(format!("{} ", worst.severity_tag()), style),
         Span::raw(worst.headline()),
         Span::styled("  (8 Findings)", t.dim()),
     ]))
