@@ -262,6 +262,19 @@ impl Passes {
     }
 }
 
+/// The `share` workload's passes, per llctop LLC (the guest's topology).
+fn passes_of(run: &LabRun) -> Passes {
+    let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
+    let llcs = cpus_of(&t["llcs"]);
+    let mut llc_of_cpu = vec![0; 8];
+    for (l, cpus) in llcs.iter().enumerate() {
+        for &c in cpus {
+            llc_of_cpu[c as usize] = l;
+        }
+    }
+    Passes::parse(run.block("share_out"), &llc_of_cpu, llcs.len())
+}
+
 /// The advisor on the shared-working-set scenario (seeds/000): while the kernel gathers
 /// the two threads in one LLC, no finding; once the tolerance is cut to 0 and they run
 /// one per LLC, "threads scattered over LLCs" for that process, offering llc_balancing.
@@ -286,6 +299,45 @@ fn check_scattered_after_the_cut(run: &LabRun) {
         eps.iter().all(|e| e.fired_seq > cut),
         "fired only after the cut"
     );
+    // At the severity its cost earns, from the workload's own view of where it ran: its
+    // threads' passes off their busiest LLC over the finding's snapshots, × its threads
+    // (each spins: a CPU each). Shares of passes are not of CPU time: a factor of 1.5.
+    let passes = passes_of(run);
+    let threads: f64 = run.value("share_threads").parse().unwrap();
+    for e in &eps {
+        let f = e.latest();
+        let snaps: Vec<_> = rec
+            .snapshots
+            .iter()
+            .filter(|s| (f.first_seq..=f.last_seq).contains(&s.seq))
+            .collect();
+        let llcs = passes.per_sec.first().map_or(0, Vec::len);
+        let mean = |l: usize| {
+            let v: Vec<f64> = snaps
+                .iter()
+                .filter_map(|s| passes.share(s.time.mono_ns, l))
+                .collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        };
+        let top = (0..llcs).map(mean).fold(0.0, f64::max);
+        let secs = snaps.iter().map(|s| s.time.interval_secs()).sum::<f64>();
+        let off = threads * (1.0 - top) * secs / secs.max(5.0);
+        let oracle = |scale: f64| llctop::findings::harm::scatter(off * scale).1;
+        println!(
+            "lab 7.2/{SHAPE}: scattered {} (#{}..=#{}); the workload: {:.0}% of its passes on its busiest LLC, about {off:.2} CPUs off it: earns {:?}",
+            f.severity_tag(),
+            f.first_seq,
+            f.last_seq,
+            top * 100.0,
+            oracle(1.0)
+        );
+        assert!(
+            [oracle(1.0 / 1.5), oracle(1.0), oracle(1.5)].contains(&f.severity),
+            "{}, but the workload's view earns {:?}",
+            f.severity_tag(),
+            oracle(1.0)
+        );
+    }
     let s = eps[0].latest().suggestion.clone().expect("a suggestion");
     assert_eq!(s.knob.as_deref(), Some("llc_balancing.aggr_tolerance"));
     let r = common::lab::report_of(run, "cache_aware_recording");
@@ -317,15 +369,9 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
         ),
         ("1", "100", "0")
     );
+    let passes = passes_of(run);
     let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
     let llcs = cpus_of(&t["llcs"]);
-    let mut llc_of_cpu = vec![0; 8];
-    for (l, cpus) in llcs.iter().enumerate() {
-        for &c in cpus {
-            llc_of_cpu[c as usize] = l;
-        }
-    }
-    let passes = Passes::parse(run.block("share_out"), &llc_of_cpu, llcs.len());
     let rec = recording(run, "cache_aware_recording");
     let pid: u32 = run.value("share_pid").parse().unwrap();
     let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
@@ -871,6 +917,61 @@ fn check_placement(kernel: &str) {
         .map(|e| e.latest().summary.clone())
         .collect();
     let want: Vec<String> = piles.iter().map(|p| p.describe()).collect();
+    // Each finding's severity is the one its cost earns, the cost as the kernel counts
+    // it: the threads' own run_delay and runtime (/proc/thread-self/schedstat, printed
+    // by the workload) and the idle CPU's idle share over the start (/proc/stat, read by
+    // the guest's shell).
+    for e in adv.problems().filter(|e| e.kind() == Kind::PileUp) {
+        let f = e.latest();
+        let case = run
+            .value("starts")
+            .split_whitespace()
+            .find(|c| run.value(&format!("{c}_pid")) == f.pids[0].to_string())
+            .expect("the finding's start");
+        let out = run.block(&format!("{case}_out"));
+        let num = |k: &str| -> u64 {
+            out.lines()
+                .find_map(|l| l.strip_prefix(k)?.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{k} in {out}"))
+        };
+        let (delay, runtime) = (num("threads_run_delay_ns"), num("threads_runtime_ns"));
+        let idle_cpu = f.cpus[1];
+        let idle = proc_stat_idle_share(run.block(&format!("{case}_stat")), idle_cpu);
+        let oracle = |scale: f64| {
+            llctop::findings::harm::Harm::severity(Some(llctop::findings::harm::Harm {
+                wait_ns: (delay as f64 * scale) as u64,
+                cpu_ns: runtime,
+                idle_share: idle,
+                snapshots: 1,
+            }))
+        };
+        let mine = f
+            .facts
+            .iter()
+            .find(|x| x.label.starts_with("the process's run-queue wait"))
+            .map(|x| x.value)
+            .expect("the wait measured");
+        println!(
+            "lab {kernel}/{SHAPE}: {case}: pile-up {} — the threads' run_delay {:.3} s (llctop {:.3} s), runtime {:.3} s, cpu{idle_cpu} {:.0}% idle (/proc/stat): earns {:?}",
+            f.severity_tag(),
+            delay as f64 / 1e9,
+            mine / 1e9,
+            runtime as f64 / 1e9,
+            idle * 100.0,
+            oracle(1.0)
+        );
+        assert!(
+            (mine - delay as f64).abs() <= 0.15 * delay as f64 + 100e6,
+            "{case}: llctop's wait {mine} against the threads' run_delay {delay}"
+        );
+        // Near a threshold the two measures may fall on either side of it.
+        assert!(
+            [oracle(0.75), oracle(1.0), oracle(1.25)].contains(&f.severity),
+            "{case}: {} but the kernel's figures earn {:?}",
+            f.severity_tag(),
+            oracle(1.0)
+        );
+    }
     // Each finding is its pile-up, followed by what it cost (its severity's measure).
     assert_eq!(found.len(), want.len(), "a finding per pile-up: {found:?}");
     for (f, w) in found.iter().zip(&want) {
@@ -913,6 +1014,28 @@ fn check_placement(kernel: &str) {
         "lab {kernel}/{SHAPE}: starts with a pile-up {piled}, stacked without one {stacked_only}"
     );
     assert!(piled >= 1 && stacked_only >= 1, "both cases happened");
+}
+
+/// The idle share (idle + iowait of all its time) of `cpu` between the two /proc/stat
+/// listings of `block` (before, `--`, after).
+fn proc_stat_idle_share(block: &str, cpu: u32) -> f64 {
+    let (before, after) = block.split_once("--").expect("two listings");
+    let times = |text: &str| -> Vec<u64> {
+        let tag = format!("cpu{cpu} ");
+        let l = text
+            .lines()
+            .find(|l| l.starts_with(&tag))
+            .unwrap_or_else(|| panic!("{tag} in {text}"));
+        l.split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let (a, b) = (times(before), times(after));
+    let d: Vec<u64> = b.iter().zip(&a).map(|(x, y)| x - y).collect();
+    let total: u64 = d.iter().sum();
+    (d[3] + d[4]) as f64 / total.max(1) as f64
 }
 
 /// seeds/002's symptom on `kernel`: two tasks share cpu2 while cpu3, the other CPU of
@@ -968,6 +1091,46 @@ fn check_wait_beside_idle_sibling(kernel: &str) {
     );
     let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
     assert_eq!(cpus_of(&t["llcs"])[1], [2, 3], "cpu2 and cpu3 share an LLC");
+    // The advisor: work not conserved in llc1, at the severity its cost earns as the
+    // kernel counts it — the waiters' run_delay × cpu3's idle share (/proc/stat) per
+    // second the waiters ran (cpu3's own elapsed jiffies).
+    let stat = run.block("wait_stat");
+    let idle3 = proc_stat_idle_share(stat, 3);
+    let (before, after) = stat.split_once("--").unwrap();
+    let jiffies = |text: &str| -> u64 {
+        text.lines()
+            .find(|l| l.starts_with("cpu3 "))
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|v| v.parse::<u64>().unwrap())
+            .sum()
+    };
+    // USER_HZ is 100 on Linux.
+    let secs = (jiffies(after) - jiffies(before)) as f64 / 100.0;
+    let oracle = |scale: f64| {
+        llctop::findings::harm::conserve((delay as f64 * scale) as u64, 1.0 - idle3, secs).1
+    };
+    let adv = common::lab::findings_of(&rec);
+    let eps: Vec<_> = adv
+        .problems()
+        .filter(|e| e.kind() == Kind::NotConserved && e.latest().key == "llc1")
+        .collect();
+    assert!(!eps.is_empty(), "{:?}", common::lab::problem_kinds(&adv));
+    let worst = eps.iter().map(|e| e.worst()).max().unwrap();
+    println!(
+        "lab {kernel}/{SHAPE}: work not conserved in llc1 {worst:?} ({}); the kernel's figures: run_delay {:.2} s over {secs:.2} s, cpu3 {:.0}% idle: earns {:?}",
+        eps[0].latest().severity_tag(),
+        delay as f64 / 1e9,
+        idle3 * 100.0,
+        oracle(1.0)
+    );
+    assert!(
+        [oracle(0.75), oracle(1.0), oracle(1.25)].contains(&worst),
+        "{worst:?}, but the kernel's figures earn {:?}",
+        oracle(1.0)
+    );
 }
 
 #[test]
@@ -1120,6 +1283,40 @@ fn lab_6_1_smt_advisor_finds_newidle_churn_and_nothing_on_an_idle_machine() {
         "{:?}",
         common::lab::problem_kinds(&adv)
     );
+    // At the severity its cost earns: newidle's pulls above the LLC (schedstat) per
+    // context switch as /proc/stat's ctxt counts them around the recording (a little
+    // more time than the recording's: a factor of 2 either way).
+    let pulls: u64 = default
+        .snapshots
+        .iter()
+        .filter_map(|s| s.balance.as_ref())
+        .flat_map(|b| &b.domains)
+        .filter(|d| {
+            !d.name
+                .as_deref()
+                .is_some_and(|n| ["SMT", "CLS", "MC"].contains(&n))
+        })
+        .map(|d| d.newidle.gained)
+        .sum();
+    let ctxt: u64 = run.value("ctxt_default_end").parse::<u64>().unwrap()
+        - run.value("ctxt_default_start").parse::<u64>().unwrap();
+    let oracle =
+        |scale: f64| llctop::findings::harm::newidle((pulls as f64 * scale) as u64, ctxt).1;
+    let churn: Vec<_> = adv
+        .problems()
+        .filter(|e| e.kind() == Kind::NewidleChurn)
+        .collect();
+    let worst = churn.iter().map(|e| e.worst()).max().unwrap();
+    println!(
+        "lab 6.1/{SHAPE}: newidle churn {worst:?} ({}); {pulls} pulls above the LLC in {ctxt} context switches (/proc/stat): earns {:?}",
+        churn[0].latest().severity_tag(),
+        oracle(1.0)
+    );
+    assert!(
+        [oracle(0.5), oracle(1.0), oracle(2.0)].contains(&worst),
+        "{worst:?}, but the kernel's counts earn {:?}",
+        oracle(1.0)
+    );
     // relax_domain_level at the LLC: no newidle balancing above it, no finding.
     let adv = common::lab::findings_of(&relaxed);
     assert!(
@@ -1190,6 +1387,43 @@ fn lab_7_2_smt_cgroup_numa_balancing_counters_match_memory_stat() {
     let adv = common::lab::findings_of(&rec);
     let numa: Vec<_> = adv.problems().filter(|e| e.kind() == Kind::Numa).collect();
     assert!(!numa.is_empty(), "{:?}", common::lab::problem_kinds(&adv));
+    // At the severity its cost earns as the kernel counts it: pages migrated and hinting
+    // faults (/proc/vmstat) against the busy CPU time (/proc/stat) while the work ran. The
+    // finding judges 5 s windows, the oracle the whole run: a factor of 2 either way.
+    let (before, after) = run.block("numa_kernel").split_once("--").unwrap();
+    let count = |text: &str, k: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{k} in {text}"))
+    };
+    let busy_jiffies = |text: &str| -> u64 {
+        let v: Vec<u64> = text
+            .lines()
+            .find(|l| l.starts_with("cpu "))
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        v.iter().sum::<u64>() - v[3] - v[4]
+    };
+    let d = |k: &str| count(after, k) - count(before, k);
+    let (migrated, faults) = (d("numa_pages_migrated "), d("numa_hint_faults "));
+    let busy = (busy_jiffies(after) - busy_jiffies(before)) as f64 / 100.0;
+    let oracle =
+        |scale: f64| llctop::findings::harm::numa_balancing(migrated, faults, busy / scale).1;
+    let worst = numa.iter().map(|e| e.worst()).max().unwrap();
+    println!(
+        "lab 7.2/{SHAPE}: NUMA finding {worst:?} ({}); the kernel: {migrated} pages migrated, {faults} hinting faults, {busy:.2} busy CPU-s: earns {:?}",
+        numa[0].latest().severity_tag(),
+        oracle(1.0)
+    );
+    assert!(
+        [oracle(0.5), oracle(1.0), oracle(2.0)].contains(&worst),
+        "{worst:?}, but the kernel's counts earn {:?}",
+        oracle(1.0)
+    );
     let summary = &numa[0].latest().summary;
     println!("lab 7.2/{SHAPE}: {summary}");
     assert!(summary.contains("most moved for /numa-work"), "{summary}");

@@ -11,7 +11,9 @@
 //!   `0,2,4,6`), starts T threads (inheriting that) each spinning for SECS seconds, and
 //!   prints the parent's CPU and, per thread in creation order, `thread I TID CPU MOVES`:
 //!   the CPU it saw first and its migrations by then (`se.nr_migrations`; 0: still where
-//!   it was placed) — the stream placement case (shared/seeds/001) in miniature.
+//!   it was placed) — the stream placement case (shared/seeds/001) in miniature; then
+//!   `threads_run_delay_ns N` and `threads_runtime_ns N`, its threads' time waiting on a
+//!   run queue and running as the kernel counts them (what a pile-up cost).
 //! - `spin CPU SECS`: a hog pinned to CPU; prints `ready` once it runs there and, at the
 //!   end, `run_delay_ns N` and `runtime_ns N`: its time waiting on a run queue and its
 //!   CPU time as the kernel counts them (/proc/thread-self/schedstat).
@@ -140,14 +142,26 @@ fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), Strin
                 // SAFETY: no arguments.
                 let tid = unsafe { libc::gettid() };
                 spin_for(d);
-                (tid, first, moved)
+                (tid, first, moved, own_schedstat())
             })
         })
         .collect();
-    let firsts: Vec<(i32, i32, Option<u64>)> = handles
+    let done: Vec<_> = handles
         .into_iter()
-        .map(|h| h.join().unwrap_or((-1, -1, None)))
+        .map(|h| h.join().unwrap_or((-1, -1, None, None)))
         .collect();
+    // The kernel's own time waiting and running of all threads (the pile-up's cost).
+    let (mut run, mut delay) = (0u64, 0u64);
+    for (_, _, _, st) in &done {
+        if let Some((r, d)) = st {
+            run += r;
+            delay += d;
+        }
+    }
+    println!("threads_run_delay_ns {delay}");
+    println!("threads_runtime_ns {run}");
+    let firsts: Vec<(i32, i32, Option<u64>)> =
+        done.into_iter().map(|(t, c, m, _)| (t, c, m)).collect();
     println!("parent-cpu {parent}");
     for (i, (tid, cpu, moved)) in firsts.iter().enumerate() {
         let moved = moved.map_or("?".to_string(), |m| m.to_string());
@@ -238,17 +252,19 @@ fn spin(cpu: usize, secs: f64) -> Result<(), String> {
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     spin_for(Duration::from_secs_f64(secs));
-    // The kernel's own account of this thread's time waiting on a run queue and running.
-    if let Ok(t) = std::fs::read_to_string("/proc/thread-self/schedstat") {
-        let field = |i: usize| t.split_whitespace().nth(i)?.parse::<u64>().ok();
-        if let Some(d) = field(1) {
-            println!("run_delay_ns {d}");
-        }
-        if let Some(r) = field(0) {
-            println!("runtime_ns {r}");
-        }
+    if let Some((r, d)) = own_schedstat() {
+        println!("run_delay_ns {d}");
+        println!("runtime_ns {r}");
     }
     Ok(())
+}
+
+/// The kernel's own account of this thread's time running and waiting on a run queue
+/// (/proc/thread-self/schedstat: runtime, run_delay), ns.
+fn own_schedstat() -> Option<(u64, u64)> {
+    let t = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let field = |i: usize| t.split_whitespace().nth(i)?.parse::<u64>().ok();
+    Some((field(0)?, field(1)?))
 }
 
 /// This thread's migrations as the kernel counts them (`None` without the file).

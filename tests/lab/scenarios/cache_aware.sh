@@ -23,6 +23,7 @@ lab aggr_during "$(cat $K/aggr_tolerance)"
 llctop-workload share 2 70 >/tmp/share.out &
 share=$!
 lab share_pid "$share"
+lab share_threads 2
 # Snapshots in which llctop shows the kernel's preference for the workload, with the
 # threads switching in there.
 gathered() {

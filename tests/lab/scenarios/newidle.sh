@@ -44,9 +44,11 @@ for i in 1 2 3 4 5 6; do (while :; do usleep 2000; done) & pids="$pids $!"; done
 # 10 intervals per recording: NUMA-level newidle balancing is rare under TCG (a few a
 # second, 0 in some seconds), and with 5 `llctop diff` once found 4.94 +- 2.70 (SE)
 # against the relaxed run's 0, just under its 2 x noise rule.
+lab ctxt_default_start "$(awk '/^ctxt/ {print $2}' /proc/stat)"
 record_start /tmp/default.jsonl --source procfs --interval 1s
 record_wait 10
 record_stop
+lab ctxt_default_end "$(awk '/^ctxt/ {print $2}' /proc/stat)"
 lab_file newidle_default /tmp/default.jsonl.gz
 
 if [ -e $CPUSET/cpuset.sched_relax_domain_level ]; then

@@ -33,8 +33,13 @@ wait_line /tmp/numa.out ready "$w"
 record_wait $(($(record_snaps) + 2))
 lab cut_after_snapshots "$(record_snaps)"
 lab stat_start "$(numa_stat)"
+# The kernel's own counts of what balancing did and of the CPU time meanwhile (the
+# finding's cost: its kernel time against the busy CPU time).
+kernel_counts() { grep -E '^numa_(pages_migrated|hint_faults) ' /proc/vmstat; grep '^cpu ' /proc/stat; }
+kernel_counts > /tmp/k0
 echo go >&3
 wait "$w"
+lab_block numa_kernel sh -c 'cat /tmp/k0; echo --; grep -E "^numa_(pages_migrated|hint_faults) " /proc/vmstat; grep "^cpu " /proc/stat'
 record_wait $(($(record_snaps) + 2))
 lab stat_end "$(numa_stat)"
 record_stop

@@ -34,12 +34,17 @@ echo 1 > $T/tracing_on
 # guess whether a CPU it has not seen yet is idle.
 for c in 0 1 2 3 4 5 6 7; do llctop-workload spin $c 0 >/dev/null; done
 
-# start NAME: 6 threads allowed on 0,2,4,6 from a parent on cpu0.
+# start NAME: 6 threads allowed on 0,2,4,6 from a parent on cpu0. The CPUs' times from
+# /proc/stat before and after (the kernel's own idle accounting: how idle the CPU a
+# pile-up left idle stayed while the threads ran — the pile-up's cost with the threads'
+# own run_delay the workload prints).
 start() {
+  grep '^cpu[0-9]' /proc/stat > /tmp/stat0
   llctop-workload pinned-threads 0,2,4,6 6 1 >/tmp/$1.out &
   lab "$1_pid" $!
   wait $!
   lab_block "$1_out" cat /tmp/$1.out
+  lab_block "$1_stat" sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 }
 for round in 1 2 3 4 5; do
   start quiet$round
@@ -68,6 +73,7 @@ record_start /tmp/wait.jsonl --source bpf --interval 1s
 # Two snapshots: llctop reads every knob's value after its first one (for `llctop diff`),
 # seconds of CPU under TCG that the scheduler may well put on idle cpu3.
 record_wait 2
+grep '^cpu[0-9]' /proc/stat > /tmp/stat0
 llctop-workload spin 2 4 >/tmp/w1.out &
 w1=$!
 llctop-workload spin 2 4 >/tmp/w2.out &
@@ -75,6 +81,7 @@ w2=$!
 lab waiters "$w1 $w2"
 wait "$w1"
 wait "$w2"
+lab_block wait_stat sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 record_wait $(($(record_snaps) + 2))
 record_stop
 lab_block waiter1 cat /tmp/w1.out
