@@ -109,9 +109,9 @@ pub enum Severity {
     /// About the machine or the data, or a seed's pattern whose measured cost is too small
     /// to act on (e.g. a pile-up the balancer ended within milliseconds).
     Info,
-    /// A seed's situation, costing something now.
+    /// A seed's situation whose measured cost reached its warning threshold (harm.rs).
     Warning,
-    /// The same, well past its threshold (see each detector).
+    /// The same, its cost past the critical threshold (harm.rs, docs/advisor.md).
     Critical,
 }
 

@@ -6,7 +6,7 @@
 #  1. quiet: a process on cpu0 starts 6 threads allowed on one CPU per LLC (0,2,4,6);
 #     node 0 has two of them, node 1 sits idle;
 #  2. node 1 busy: the same while hogs run on cpus 4 and 6;
-#     five rounds of both (under emulation the balancer moves threads early and often,
+#     eight rounds of both (under emulation the balancer moves threads early and often,
 #     so which start piles up varies: the test compares every start with the kernel's);
 #  3. shared/seeds/002's symptom: two spinners pinned to cpu2 wait for each other while
 #     cpu3, the other CPU of that LLC, stays idle (a second recording).
@@ -46,7 +46,7 @@ start() {
   lab_block "$1_out" cat /tmp/$1.out
   lab_block "$1_stat" sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 }
-for round in 1 2 3 4 5; do
+for round in 1 2 3 4 5 6 7 8; do
   start quiet$round
   llctop-workload spin 4 120 >/tmp/hog4.out &
   hog4=$!
@@ -58,7 +58,7 @@ for round in 1 2 3 4 5; do
   kill "$hog4" "$hog6"
   wait "$hog4" "$hog6" || true
 done
-lab starts "quiet1 hogged1 quiet2 hogged2 quiet3 hogged3 quiet4 hogged4 quiet5 hogged5"
+lab starts "quiet1 hogged1 quiet2 hogged2 quiet3 hogged3 quiet4 hogged4 quiet5 hogged5 quiet6 hogged6 quiet7 hogged7 quiet8 hogged8"
 lab hog_cpus "4,6"
 echo 0 > $T/tracing_on
 record_wait $(($(record_snaps) + 2))
