@@ -26,6 +26,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# The official MCP Python SDK is llctop mcp's client in the tests (tests/mcp_client.py).
+if ! python3 -c 'import mcp.client.stdio' >/dev/null 2>&1; then
+  echo "deps: installing the Python package mcp"
+  python3 -m pip install --quiet --disable-pip-version-check mcp \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages mcp
+fi
 # Perfetto's own generated classes decode every trace in the tests (tests/perfetto_decode.py).
 if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
   echo "deps: installing the Python packages perfetto and protobuf"

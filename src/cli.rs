@@ -257,6 +257,18 @@ pub enum Command {
         #[arg(long, default_value_t = 0, value_name = "N")]
         process_series: usize,
     },
+    /// Serve agents over the Model Context Protocol (stdio): the live machine, recordings
+    /// and, with --allow-writes, guarded knob experiments (docs/agents.md).
+    Mcp {
+        /// Let the `ab` tool write kernel knobs (journaled, restored and read back after
+        /// each experiment, and when the client goes away).
+        #[arg(long)]
+        allow_writes: bool,
+        /// Where the `record` and `ab` tools write recordings (default: the state
+        /// directory's mcp/, /var/lib/llctop/mcp as root).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Print the key table (Markdown), generated from the TUI's keymap.
     Keys,
     /// The config file: `--print` shows the settings in effect and where each came from.

@@ -8,7 +8,8 @@
 //! [`record`] (JSON Lines recordings and reports), [`run`] (headless runs).
 //! [`findings`] recognises the seeds' situations in a window of snapshots.
 //! [`knobs`] is the one writer to the kernel. [`cli`] is the command line; main.rs only
-//! dispatches. [`units`] formats bytes and bandwidth one way everywhere.
+//! dispatches. [`units`] formats bytes and bandwidth one way everywhere. [`mcp`] serves
+//! agents over the Model Context Protocol.
 
 pub mod cli;
 pub mod clock;
@@ -21,6 +22,7 @@ pub mod experiment;
 pub mod findings;
 pub mod knobs;
 pub mod kroot;
+pub mod mcp;
 pub mod mounts;
 pub mod preferred;
 pub mod record;

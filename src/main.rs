@@ -188,6 +188,24 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             };
             llctop::serve::run(&opts, &root, &topo, listen, allow_remote, process_series)
         }
+        Some(Command::Mcp { allow_writes, dir }) => {
+            // The server's own collector never writes; `ab` runs `llctop ab` with the
+            // global options given before `mcp`.
+            let global: Vec<String> = std::env::args()
+                .skip(1)
+                .take_while(|a| a != "mcp")
+                .collect();
+            let opts = llctop::run::Options {
+                read_only: true,
+                ..opts
+            };
+            let m = llctop::mcp::McpOptions {
+                allow_writes,
+                dir: dir.unwrap_or_else(llctop::mcp::default_dir),
+                global,
+            };
+            llctop::mcp::run(&opts, &root, &topo, m)
+        }
         Some(Command::Keys) => {
             print!("{}", tui::keymap::markdown_table());
             Ok(())

@@ -1,0 +1,116 @@
+//! What `llctop mcp`'s collector shares with the protocol side: the newest snapshots (a
+//! bounded history for `watch`, `record` and `process`), the advisor's findings with the
+//! lines it wrote as they fired and cleared, and the knobs' values. The collector pushes
+//! one snapshot per interval; a tool that needs the future waits for it here.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::findings::Finding;
+use crate::findings::advisor::{FindingLine, Trail};
+use crate::snapshot::Snapshot;
+use crate::topology::Topology;
+
+/// Snapshots kept: ten minutes at the default 1 s interval (`watch` and `record` reach at
+/// most [`MAX_SECONDS`] ahead; `process` looks back at most this far).
+pub const HISTORY: usize = 600;
+/// Finding lines kept (fired/cleared), the newest.
+pub const LINES: usize = 1000;
+/// The longest `watch`/`record` window a client may ask for, seconds.
+pub const MAX_SECONDS: u64 = 600;
+
+#[derive(Default)]
+pub struct State {
+    pub history: VecDeque<Snapshot>,
+    pub lines: VecDeque<FindingLine>,
+    /// The findings the advisor holds at the newest snapshot, worst first.
+    pub held: Vec<Finding>,
+    pub knobs: BTreeMap<String, String>,
+    /// The knob registry as `llctop knobs list --json` gives it (value, writable or why
+    /// not, in effect or not), refreshed with the values.
+    pub registry: serde_json::Value,
+    /// The collector ended (a signal, a failed source): nothing more will come.
+    pub ended: bool,
+}
+
+impl State {
+    pub fn latest(&self) -> Option<&Snapshot> {
+        self.history.back()
+    }
+}
+
+pub struct Live {
+    state: Mutex<State>,
+    fresh: Condvar,
+    pub topo: Topology,
+    trail: Mutex<Trail>,
+}
+
+impl Live {
+    pub fn new(topo: Topology) -> Live {
+        Live {
+            state: Mutex::new(State::default()),
+            fresh: Condvar::new(),
+            topo,
+            trail: Mutex::new(Trail::new()),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The collector's step: judge `snap`, keep it, wake the waiters.
+    pub fn push(
+        &self,
+        snap: &Snapshot,
+        knobs: Option<(BTreeMap<String, String>, serde_json::Value)>,
+    ) {
+        let (lines, held) = {
+            let mut t = self.trail.lock().unwrap_or_else(|p| p.into_inner());
+            let lines = t.push(&self.topo, snap);
+            let mut held: Vec<Finding> = t
+                .advisor
+                .problems()
+                .filter(|e| e.cleared_seq.is_none())
+                .map(|e| e.latest().clone())
+                .collect();
+            held.sort_by_key(|f| std::cmp::Reverse(f.severity));
+            (lines, held)
+        };
+        let mut s = self.lock();
+        s.history.push_back(snap.clone());
+        while s.history.len() > HISTORY {
+            s.history.pop_front();
+        }
+        s.lines.extend(lines);
+        while s.lines.len() > LINES {
+            s.lines.pop_front();
+        }
+        s.held = held;
+        if let Some((k, r)) = knobs {
+            s.knobs = k;
+            s.registry = r;
+        }
+        drop(s);
+        self.fresh.notify_all();
+    }
+
+    pub fn end(&self) {
+        self.lock().ended = true;
+        self.fresh.notify_all();
+    }
+
+    /// Wait until a snapshot with `seq` > `after` exists (or `timeout` passed, or the
+    /// collector ended); the state then.
+    pub fn wait_past(&self, after: Option<u64>, timeout: Duration) -> MutexGuard<'_, State> {
+        let past =
+            |s: &State| s.ended || s.latest().is_some_and(|l| after.is_none_or(|a| l.seq > a));
+        let g = self.lock();
+        match self.fresh.wait_timeout_while(g, timeout, |s| !past(s)) {
+            Ok((g, _)) => g,
+            Err(p) => p.into_inner().0,
+        }
+    }
+}

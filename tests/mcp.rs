@@ -1,0 +1,245 @@
+//! `llctop mcp` against the official MCP Python SDK (PyPI `mcp`, installed by
+//! scripts/deps.sh) as its client, in real stdio sessions (tests/mcp_client.py): every
+//! resource, tool and prompt with the results validated against their advertised schemas
+//! by the SDK, bad input, 100 concurrent requests; as root, `watch` against a `llctop
+//! record` of the same seconds under a workload of known migrations, and `ab` — refused
+//! without --allow-writes, with it a verdict and the knob as it began, and restored when
+//! the client dies mid-experiment.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_llctop");
+const WORKLOAD: &str = env!("CARGO_BIN_EXE_llctop-workload");
+
+fn client(case: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(case)
+        .arg(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .output()
+        .expect("python3 tests/mcp_client.py (scripts/deps.sh installs the mcp package)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "mcp_client.py {case} failed ({:?})\n--- stdout\n{stdout}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("the client's JSON")
+}
+
+#[test]
+fn every_resource_tool_and_prompt_through_the_python_sdk_and_bad_input_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    // A recording that is cut short: gzip of half of a real recording's bytes.
+    let corrupt = dir.path().join("corrupt.jsonl.gz");
+    let mut f = std::fs::File::create(&corrupt).unwrap();
+    f.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0x00, 0x12])
+        .unwrap();
+    let recs = dir.path().join("recs");
+    let v = client(
+        "session",
+        &[
+            "--source",
+            "procfs",
+            "--interval",
+            "500ms",
+            "mcp",
+            "--dir",
+            recs.to_str().unwrap(),
+        ],
+        &[("CORRUPT", corrupt.to_str().unwrap())],
+    );
+    println!("{v:#}");
+    assert_eq!(v["server"], "rmcp");
+    let path = v["record"]["path"].as_str().unwrap();
+    assert!(path.starts_with(recs.to_str().unwrap()), "{path}");
+    assert!(std::path::Path::new(path).is_file());
+    // 2 s at 500 ms: at least 4 snapshots.
+    assert!(v["record"]["snapshots"].as_u64().unwrap() >= 4, "{v}");
+    assert!(v["watch"]["seconds"].as_f64().unwrap() >= 2.0 - 1e-3);
+    assert_eq!(v["concurrent"], 100);
+    assert!(v["after_seq"].as_u64() >= v["snapshot_seq"].as_u64());
+    let rec = llctop::record::reader::open(std::path::Path::new(path)).unwrap();
+    assert_eq!(
+        rec.snapshots.len() as u64,
+        v["record"]["snapshots"].as_u64().unwrap()
+    );
+}
+
+/// The forced hops: `llctop-workload hop 0 1 N` makes exactly N migrations once told.
+fn hopper(n: u32) -> std::process::Child {
+    Command::new(WORKLOAD)
+        .args(["hop", "0", "1", &n.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("llctop-workload hop")
+}
+
+#[test]
+#[ignore = "needs root"]
+fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let rec_path = dir.path().join("r.jsonl");
+    let mut hop = hopper(400);
+    let mut rec = Command::new(BIN)
+        .args([
+            "--source",
+            "bpf",
+            "--interval",
+            "1s",
+            "record",
+            "--duration",
+            "9s",
+            "-o",
+        ])
+        .arg(&rec_path)
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("llctop record");
+    // The hops start once both watch: the client says `watching` before its call; two
+    // seconds later (inside the 5 s) the hopper is told to go.
+    let go = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        if let Some(mut i) = hop.stdin.take() {
+            let _ = i.write_all(b"go\n");
+        }
+        hop.wait_with_output()
+    });
+    let v = client(
+        "watch",
+        &["--source", "bpf", "--interval", "1s", "mcp"],
+        &[("WATCH_SECONDS", "5")],
+    );
+    let hop_out = go.join().unwrap().expect("the hopper");
+    assert!(rec.wait().unwrap().success());
+    let done = String::from_utf8_lossy(&hop_out.stdout).to_string();
+    assert!(done.contains("done 400"), "{done}");
+    let w = &v["watch"];
+    println!("watch: {w:#}");
+    let r = llctop::record::reader::open(&rec_path).unwrap();
+    let per: Vec<u64> = r
+        .snapshots
+        .iter()
+        .map(|s| s.migrations.as_ref().map_or(0, |m| m.total()))
+        .collect();
+    let mine = ["smt", "llc", "cross_llc", "cross_node"]
+        .iter()
+        .map(|k| w["migrations"][k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(w["migrations_precision"], "exact");
+    // The hops fell inside both windows: at least 400 moves in each.
+    assert!(mine >= 400, "watch counted {mine}");
+    // Any 5 consecutive snapshots of the recording against the watch, within one
+    // interval's worth at each edge (the two collectors' intervals are not aligned).
+    let sums: Vec<u64> = per.windows(5).map(|x| x.iter().sum()).collect();
+    let edge = per.iter().copied().max().unwrap_or(0);
+    let (lo, hi) = (
+        sums.iter().copied().min().unwrap_or(0),
+        sums.iter().copied().max().unwrap_or(0),
+    );
+    println!("recording 5-interval sums {sums:?} (largest interval {edge}); watch {mine}");
+    assert!(
+        mine + edge >= lo && mine <= hi + edge,
+        "watch {mine} against the recording's {lo}..={hi} ± {edge}"
+    );
+}
+
+fn numa_balancing() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ab_with_allow_writes_gives_a_verdict_and_the_knob_ends_as_it_began() {
+    common::require_root();
+    let before = numa_balancing();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let v = client(
+        "ab",
+        &[
+            "--journal",
+            journal.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "mcp",
+            "--allow-writes",
+            "--dir",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    println!("{}", v["text"].as_str().unwrap_or(""));
+    assert_eq!(numa_balancing(), before, "the knob as it began");
+    let ab = &v["ab"];
+    assert!(ab["verdict"].is_object(), "{ab}");
+    assert!(std::path::Path::new(ab["path"].as_str().unwrap()).is_file());
+    // One progress notification per measured window (2 values × 1 round).
+    assert_eq!(v["progress"].as_array().map(Vec::len), Some(2), "{v}");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_client_killed_mid_experiment_leaves_the_knob_restored() {
+    common::require_root();
+    let before = numa_balancing();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let out = Command::new("python3")
+        .args([script, "cancel", BIN])
+        .args([
+            "--journal",
+            journal.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "mcp",
+            "--allow-writes",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .env("CANCEL_AFTER", "6")
+        .output()
+        .expect("python3");
+    let during = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    println!("numa_balancing before {before}, while the experiment ran {during}");
+    assert_ne!(
+        during, before,
+        "the experiment had changed the knob when the client died"
+    );
+    // The server saw its stdin close: it stops the experiment, which restores the knob.
+    let t0 = Instant::now();
+    while numa_balancing() != before && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(numa_balancing(), before, "restored after the client died");
+    // And nothing of it is left running.
+    let left = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .any(|c| String::from_utf8_lossy(&c).contains(dir.path().to_str().unwrap()))
+    };
+    let t0 = Instant::now();
+    while left() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!left(), "no llctop mcp or llctop ab left running");
+}
