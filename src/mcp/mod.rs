@@ -7,6 +7,7 @@
 
 pub mod ab;
 pub mod docs;
+pub mod files;
 pub mod live;
 pub mod summary;
 pub mod tools;

@@ -4,7 +4,7 @@
 //! text summary; sizes are bounded and a cut says so (`truncated`). Bad input is a
 //! JSON-RPC invalid-params error naming the field and the limit.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::docs::{self, Definition};
+use super::files::{self, DiffIn, ExplainIn, ExplainOut, PathIn, TextOut};
 use super::live::{Live, MAX_SECONDS};
 use super::summary::{self, FindingBrief, Watch};
 use crate::snapshot::{ProcessStats, Snapshot};
@@ -23,10 +23,6 @@ use crate::snapshot::{ProcessStats, Snapshot};
 pub const MAX_N: u32 = 200;
 /// Process rows a `snapshot` answer keeps (the rest: `top_processes`).
 pub const SNAPSHOT_ROWS: usize = 20;
-/// Text returned by `report`/`diff`/`compare` at most, bytes.
-pub const MAX_TEXT: usize = 64 * 1024;
-/// The largest recording `report`/`diff`/`compare` read, bytes (compressed or not).
-pub const MAX_RECORDING: u64 = 512 << 20;
 
 pub struct Tools {
     pub live: Arc<Live>,
@@ -81,28 +77,6 @@ pub struct SecondsIn {
 #[serde(deny_unknown_fields)]
 pub struct Empty {}
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExplainIn {
-    /// A metric, field, finding kind or threshold (e.g. "preferred-LLC hit", "rq_wait_ns",
-    /// "placement pile-up", "CONSERVE_WARNING_SPARED").
-    pub name: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PathIn {
-    /// A recording (`llctop record`, `.jsonl` or `.jsonl.gz`).
-    pub path: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DiffIn {
-    pub a: String,
-    pub b: String,
-}
-
 // ---- outputs ----
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -143,12 +117,6 @@ pub struct FindingsOut {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ExplainOut {
-    pub definitions: Vec<Definition>,
-    pub truncated: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
 pub struct RecordOut {
     pub path: String,
     pub snapshots: usize,
@@ -156,16 +124,10 @@ pub struct RecordOut {
     pub last_seq: u64,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct TextOut {
-    pub text: String,
-    pub truncated: Option<String>,
-}
-
 // ---- the table ----
 
 /// What a tool computes: its structured value and a one-line summary.
-type Outcome = Result<(serde_json::Value, String), ErrorData>;
+pub type Outcome = Result<(serde_json::Value, String), ErrorData>;
 
 pub struct Spec {
     pub name: &'static str,
@@ -281,7 +243,7 @@ pub fn args<T: DeserializeOwned>(name: &str, a: Option<JsonObject>) -> Result<T,
     })
 }
 
-fn value<T: Serialize>(t: &T) -> Result<serde_json::Value, ErrorData> {
+pub fn value<T: Serialize>(t: &T) -> Result<serde_json::Value, ErrorData> {
     serde_json::to_value(t).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
@@ -302,11 +264,11 @@ impl Tools {
                 let _: Empty = args(name, a)?;
                 self.findings()
             }
-            "explain" => explain(args(name, a)?),
+            "explain" => files::explain(args(name, a)?),
             "record" => self.record(args(name, a)?),
-            "report" => report(args(name, a)?),
-            "diff" => diff(args(name, a)?),
-            "compare" => compare(args(name, a)?),
+            "report" => files::report(args(name, a)?),
+            "diff" => files::diff(args(name, a)?),
+            "compare" => files::compare(args(name, a)?),
             _ => Err(ErrorData::invalid_params(
                 format!("unknown tool {name}"),
                 None,
@@ -614,87 +576,4 @@ impl Tools {
             format!("wrote {} snapshots to {}", snaps.len(), path.display()),
         ))
     }
-}
-
-fn explain(p: ExplainIn) -> Outcome {
-    let (definitions, more) = docs::lookup(&p.name);
-    if definitions.is_empty() {
-        return Err(ErrorData::invalid_params(
-            format!(
-                "explain: nothing named {:?} in docs/metrics.md or docs/advisor.md",
-                p.name
-            ),
-            None,
-        ));
-    }
-    let text = definitions
-        .iter()
-        .take(3)
-        .map(|d| format!("{} › {}: {}", d.doc, d.section, d.cells.join(" | ")))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let out = ExplainOut {
-        definitions,
-        truncated: more.then(|| {
-            format!(
-                "more than {} rows matched; ask for a longer name",
-                docs::MAX_ROWS
-            )
-        }),
-    };
-    Ok((value(&out)?, text))
-}
-
-/// A recording the client named: a file of at most [`MAX_RECORDING`], read whole.
-fn open(p: &str) -> Result<crate::record::reader::Recording, ErrorData> {
-    let path = Path::new(p);
-    let meta = std::fs::metadata(path)
-        .map_err(|e| ErrorData::invalid_params(format!("{p}: {e}"), None))?;
-    if !meta.is_file() {
-        return Err(ErrorData::invalid_params(format!("{p}: not a file"), None));
-    }
-    if meta.len() > MAX_RECORDING {
-        return Err(ErrorData::invalid_params(
-            format!(
-                "{p}: {} bytes, more than the {MAX_RECORDING} read here (llctop report reads it as a stream)",
-                meta.len()
-            ),
-            None,
-        ));
-    }
-    crate::record::reader::open(path).map_err(|e| {
-        ErrorData::invalid_params(format!("{p}: not a recording llctop can read: {e}"), None)
-    })
-}
-
-fn text(t: String, what: &str) -> Outcome {
-    let mut t = crate::text::guard(&t).into_owned();
-    let truncated = (t.len() > MAX_TEXT).then(|| {
-        let mut cut = MAX_TEXT;
-        while !t.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let n = t.len();
-        t.truncate(cut);
-        format!("{what}: {n} bytes, cut to {cut}")
-    });
-    let head = t.lines().take(3).collect::<Vec<_>>().join("\n");
-    Ok((value(&TextOut { text: t, truncated })?, head))
-}
-
-fn report(p: PathIn) -> Outcome {
-    let rec = open(&p.path)?;
-    text(crate::record::report::render(&rec), "report")
-}
-
-fn diff(p: DiffIn) -> Outcome {
-    let (a, b) = (open(&p.a)?, open(&p.b)?);
-    text(crate::record::diff::render(&a, &b), "diff")
-}
-
-fn compare(p: PathIn) -> Outcome {
-    let rec = open(&p.path)?;
-    let t = crate::record::report::compare(&rec, false)
-        .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", p.path), None))?;
-    text(t, "compare")
 }
