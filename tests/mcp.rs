@@ -70,6 +70,16 @@ fn every_resource_tool_and_prompt_through_the_python_sdk_and_bad_input_answered(
     assert!(v["watch"]["seconds"].as_f64().unwrap() >= 2.0 - 1e-3);
     assert_eq!(v["concurrent"], 100);
     assert!(v["after_seq"].as_u64() >= v["snapshot_seq"].as_u64());
+    // As root the trace tool traced a second (BPF); without root it said why.
+    // SAFETY: no arguments.
+    if unsafe { libc::geteuid() } == 0 {
+        let t = v["trace"]["path"].as_str().expect("a trace");
+        let len = std::fs::metadata(t).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            len > 0 && len == v["trace"]["bytes"].as_u64().unwrap(),
+            "{v}"
+        );
+    }
     let rec = llctop::record::reader::open(std::path::Path::new(path)).unwrap();
     assert_eq!(
         rec.snapshots.len() as u64,

@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 TOOLS = {"snapshot", "top_processes", "process", "watch", "findings", "explain",
-         "record", "report", "diff", "compare", "ab"}
+         "record", "report", "diff", "compare", "ab", "trace"}
 RESOURCES = {"llctop://topology", "llctop://snapshot/latest", "llctop://findings",
              "llctop://knobs", "llctop://metrics"}
 PROMPTS = {"cache-local", "prove-knob", "explain-recording"}
@@ -101,6 +101,13 @@ async def session_case(s, out):
     diff = structured(await s.call_tool("diff", {"a": rec["path"], "b": rec["path"]}), "diff")
     await expect_error(s, "compare", {"path": rec["path"]}, "experiment")
     await expect_error(s, "ab", {"knob": "numa_balancing", "a": "0", "b": "1"}, "read-only")
+    # trace: BPF, so root; without it the tool says why (an error result).
+    tr = await s.call_tool("trace", {"seconds": 1})
+    if os.geteuid() == 0:
+        out["trace"] = structured(tr, "trace")
+    elif not tr.is_error:
+        fail("trace without root succeeded")
+    await expect_error(s, "trace", {"seconds": 61}, "seconds must be")
 
     # Bad input: JSON-RPC errors (or error results) that say what is wrong.
     bad = {

@@ -11,6 +11,7 @@ pub mod files;
 pub mod live;
 pub mod summary;
 pub mod tools;
+pub mod trace;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -291,6 +292,10 @@ impl ServerHandler for Server {
             let p: ab::AbIn = tools::args("ab", r.arguments)?;
             let ab = Arc::clone(&self.ab);
             return ab.run(p, ctx).await.map(Into::into);
+        }
+        if name == "trace" {
+            let p: trace::TraceIn = tools::args("trace", r.arguments)?;
+            return trace::run(&self.ab, p, ctx).await.map(Into::into);
         }
         let spec = tools::SPECS
             .iter()

@@ -225,6 +225,7 @@ pub fn list() -> Vec<Tool> {
         .map(|s| Tool::new(s.name, s.description, (s.input)()).with_raw_output_schema((s.output)()))
         .collect();
     v.push(super::ab::tool());
+    v.push(super::trace::tool());
     v
 }
 
