@@ -24,22 +24,6 @@ pub struct Definition {
     pub cells: Vec<String>,
 }
 
-fn cells(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev = ' ';
-    for c in line.trim().trim_matches('|').chars() {
-        if c == '|' && prev != '\\' {
-            out.push(std::mem::take(&mut cur));
-        } else if c != '\\' {
-            cur.push(c);
-        }
-        prev = c;
-    }
-    out.push(cur);
-    out.iter().map(|c| c.trim().replace('`', "")).collect()
-}
-
 /// Every table row of the two documents, with its section and columns.
 fn rows() -> &'static [Definition] {
     static ROWS: std::sync::OnceLock<Vec<Definition>> = std::sync::OnceLock::new();
@@ -59,14 +43,14 @@ fn rows() -> &'static [Definition] {
                     }
                     match &columns {
                         None if lines.peek().is_some_and(|n| n.starts_with("|-")) => {
-                            columns = Some(cells(l));
+                            columns = Some(crate::markdown::cells(l));
                         }
                         None => {}
                         Some(c) => out.push(Definition {
                             doc: doc.into(),
                             section: section.clone(),
                             columns: c.clone(),
-                            cells: cells(l),
+                            cells: crate::markdown::cells(l),
                         }),
                     }
                 } else {

@@ -47,22 +47,9 @@ fn screen_table() -> &'static [[String; 3]] {
             if !line.starts_with('|') {
                 break;
             }
-            // Cells split at `|` that is not escaped as `\|`.
-            let mut cells = Vec::new();
-            let mut cur = String::new();
-            let mut prev = ' ';
-            for c in line.trim().trim_matches('|').chars() {
-                if c == '|' && prev != '\\' {
-                    cells.push(std::mem::take(&mut cur));
-                } else if c != '\\' {
-                    cur.push(c);
-                }
-                prev = c;
-            }
-            cells.push(cur);
-            let clean = |c: &str| c.trim().replace('`', "");
+            let cells = crate::markdown::cells(line);
             if let [v, shown, fields] = &cells[..] {
-                rows.push([v.trim().to_string(), clean(shown), clean(fields)]);
+                rows.push([v.clone(), shown.clone(), fields.clone()]);
             }
         }
         rows
