@@ -12,9 +12,12 @@ use crate::findings::advisor::{FindingLine, Trail};
 use crate::snapshot::Snapshot;
 use crate::topology::Topology;
 
-/// Snapshots kept: ten minutes at the default 1 s interval (`watch` and `record` reach at
-/// most [`MAX_SECONDS`] ahead; `process` looks back at most this far).
+/// Snapshots kept: ten minutes at the default 1 s interval (`process` looks back at most
+/// this far; `watch` and `record` take what comes after their call)...
 pub const HISTORY: usize = 600;
+/// ...and at most this many bytes of them ([`Snapshot::approx_bytes`]): a 256-CPU machine's
+/// snapshots are a hundred times a laptop's.
+pub const HISTORY_BYTES: usize = 16 << 20;
 /// Finding lines kept (fired/cleared), the newest.
 pub const LINES: usize = 1000;
 /// The longest `watch`/`record` window a client may ask for, seconds.
@@ -23,6 +26,8 @@ pub const MAX_SECONDS: u64 = 600;
 #[derive(Default)]
 pub struct State {
     pub history: VecDeque<Snapshot>,
+    /// [`Snapshot::approx_bytes`] of `history`.
+    pub history_bytes: usize,
     pub lines: VecDeque<FindingLine>,
     /// The findings the advisor holds at the newest snapshot, worst first.
     pub held: Vec<Finding>,
@@ -80,9 +85,13 @@ impl Live {
             (lines, held)
         };
         let mut s = self.lock();
+        s.history_bytes += snap.approx_bytes();
         s.history.push_back(snap.clone());
-        while s.history.len() > HISTORY {
-            s.history.pop_front();
+        while s.history.len() > HISTORY || (s.history_bytes > HISTORY_BYTES && s.history.len() > 1)
+        {
+            if let Some(old) = s.history.pop_front() {
+                s.history_bytes = s.history_bytes.saturating_sub(old.approx_bytes());
+            }
         }
         s.lines.extend(lines);
         while s.lines.len() > LINES {
@@ -112,5 +121,43 @@ impl Live {
             Ok((g, _)) => g,
             Err(p) => p.into_inner().0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_is_bounded_by_count_and_bytes() {
+        let small = crate::topology::synthetic(1, 1, 2);
+        let live = Live::new(small.clone());
+        for seq in 0..(HISTORY as u64 + 50) {
+            let mut s = crate::collect::empty_snapshot(&small);
+            s.seq = seq;
+            live.push(&s, None);
+        }
+        assert_eq!(live.lock().history.len(), HISTORY);
+        let big = crate::topology::synthetic(4, 16, 8);
+        let one = crate::collect::empty_snapshot(&big).approx_bytes();
+        let live = Live::new(big.clone());
+        let n = HISTORY_BYTES / one + 20;
+        for seq in 0..n as u64 {
+            let mut s = crate::collect::empty_snapshot(&big);
+            s.seq = seq;
+            live.push(&s, None);
+        }
+        let st = live.lock();
+        assert!(
+            st.history_bytes <= HISTORY_BYTES,
+            "{} bytes",
+            st.history_bytes
+        );
+        assert!(st.history.len() < n, "{} of {n} kept", st.history.len());
+        assert_eq!(
+            st.latest().map(|s| s.seq),
+            Some(n as u64 - 1),
+            "the newest kept"
+        );
     }
 }
