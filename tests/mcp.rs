@@ -4,7 +4,7 @@
 //! by the SDK, bad input, 100 concurrent requests; as root, `watch` against a `llctop
 //! record` of the same seconds under a workload of known migrations, and `ab` — refused
 //! without --allow-writes, with it a verdict and the knob as it began, and restored when
-//! the client dies mid-experiment.
+//! the client cancels the call (and serves on) or dies mid-experiment.
 
 mod common;
 
@@ -252,4 +252,30 @@ fn a_client_killed_mid_experiment_leaves_the_knob_restored() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!left(), "no llctop mcp or llctop ab left running");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_cancelled_experiment_restores_the_knob_and_the_server_serves_on() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let v = client(
+        "cancel-request",
+        &[
+            "--journal",
+            journal.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "mcp",
+            "--allow-writes",
+            "--dir",
+            dir.path().to_str().unwrap(),
+        ],
+        &[("CANCEL_AFTER", "6")],
+    );
+    println!("{v}");
+    assert_ne!(v["during"], v["before"], "the experiment had changed the knob");
+    assert_eq!(v["after"], v["before"], "restored after the cancel");
+    assert_eq!(v["still_serving"], true);
 }

@@ -11,12 +11,15 @@ usage: mcp_client.py CASE LLCTOP [ARGS...]
                  seconds; prints the summary
         ab       ab(numa_balancing, a, b) on a server started with --allow-writes
         cancel   starts ab and exits mid-experiment (the test checks the knob)
+        cancel-request  starts ab, abandons the call (notifications/cancelled), stays
+                 connected: prints the knob before, during and after
 """
 
 import asyncio
 import json
 import os
 import sys
+import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -174,6 +177,29 @@ async def main():
                 await asyncio.sleep(float(os.environ.get("CANCEL_AFTER", "4")))
                 print(open("/proc/sys/kernel/numa_balancing").read().strip(), flush=True)
                 os._exit(0)
+            elif case == "cancel-request":
+                # The client abandons the call (the SDK sends notifications/cancelled) and
+                # stays connected: the knob comes back while the server goes on serving.
+                now = open("/proc/sys/kernel/numa_balancing").read().strip()
+                other = "1" if now == "0" else "0"
+                task = asyncio.create_task(s.call_tool(
+                    "ab", {"knob": "numa_balancing", "a": other, "b": now, "window": 5, "rounds": 4}))
+                await asyncio.sleep(float(os.environ.get("CANCEL_AFTER", "4")))
+                out["during"] = open("/proc/sys/kernel/numa_balancing").read().strip()
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 30:
+                    out["after"] = open("/proc/sys/kernel/numa_balancing").read().strip()
+                    if out["after"] == now:
+                        break
+                    await asyncio.sleep(0.1)
+                out["before"] = now
+                out["restored_after_s"] = round(time.monotonic() - t0, 2)
+                out["still_serving"] = structured(await s.call_tool("findings", {}), "findings after")["seq"] is not None
             else:
                 fail(f"case {case}")
     print(json.dumps(out))
