@@ -74,7 +74,6 @@ fn main() {
         let tools = Tools {
             live,
             dir: std::env::temp_dir(),
-            allow_writes: false,
         };
         for name in ["snapshot", "findings"] {
             let mut ms = Vec::new();

@@ -67,7 +67,6 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         tools: Arc::new(tools::Tools {
             live: Arc::clone(&live),
             dir: m.dir.clone(),
-            allow_writes: m.allow_writes,
         }),
         ab: Arc::new(ab::Ab {
             allow_writes: m.allow_writes,

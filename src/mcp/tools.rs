@@ -28,7 +28,6 @@ pub struct Tools {
     pub live: Arc<Live>,
     /// Where `record` writes (created on first use).
     pub dir: PathBuf,
-    pub allow_writes: bool,
 }
 
 // ---- inputs ----
