@@ -55,9 +55,12 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
             "BPF placement events recorded: {text}"
         );
         pileups += text.matches("placement pile-up").count();
-        for l in text.lines() {
+        // An alarm with its summary and cost (the two lines after its heading).
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
             if l.contains(" WARNING ") || l.contains(" CRITICAL ") {
-                alarms.push(format!("run {run}: {l}"));
+                let more = lines[i + 1..].iter().take(2).copied().collect::<Vec<_>>();
+                alarms.push(format!("run {run}: {l}\n{}", more.join("\n")));
             }
         }
     }

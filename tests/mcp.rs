@@ -168,6 +168,13 @@ fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
     );
 }
 
+/// The tests that write numa_balancing take turns: llctop's per-knob lock refuses a second
+/// writer (as it should), and the tests of one binary run in parallel.
+fn knob_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn numa_balancing() -> String {
     std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
         .unwrap()
@@ -179,6 +186,7 @@ fn numa_balancing() -> String {
 #[ignore = "needs root"]
 fn ab_with_allow_writes_gives_a_verdict_and_the_knob_ends_as_it_began() {
     common::require_root();
+    let _turn = knob_turn();
     let before = numa_balancing();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.json");
@@ -209,6 +217,7 @@ fn ab_with_allow_writes_gives_a_verdict_and_the_knob_ends_as_it_began() {
 #[ignore = "needs root"]
 fn a_client_killed_mid_experiment_leaves_the_knob_restored() {
     common::require_root();
+    let _turn = knob_turn();
     let before = numa_balancing();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.json");
@@ -258,6 +267,7 @@ fn a_client_killed_mid_experiment_leaves_the_knob_restored() {
 #[ignore = "needs root"]
 fn a_cancelled_experiment_restores_the_knob_and_the_server_serves_on() {
     common::require_root();
+    let _turn = knob_turn();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.json");
     let v = client(
