@@ -285,7 +285,10 @@ fn a_cancelled_experiment_restores_the_knob_and_the_server_serves_on() {
         &[("CANCEL_AFTER", "6")],
     );
     println!("{v}");
-    assert_ne!(v["during"], v["before"], "the experiment had changed the knob");
+    assert_ne!(
+        v["during"], v["before"],
+        "the experiment had changed the knob"
+    );
     assert_eq!(v["after"], v["before"], "restored after the cancel");
     assert_eq!(v["still_serving"], true);
 }

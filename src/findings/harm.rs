@@ -37,7 +37,8 @@ pub const WARNING_WAIT_NS: u64 = 50_000_000;
 pub struct Harm {
     pub wait_ns: u64,
     pub cpu_ns: u64,
-    /// The idle allowed CPU's mean idle share over the same snapshots (0–1).
+    /// The idle allowed CPU's mean idle share over the same snapshots (0–1): neither busy
+    /// nor stolen by the hypervisor.
     pub idle_share: f64,
     pub snapshots: usize,
 }
@@ -214,8 +215,14 @@ pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
         if end < from || begin > to {
             continue;
         }
-        if let Some(b) = s.cpu(idle_cpu).and_then(|c| c.busy) {
-            idle_sum += 1.0 - b.clamp(0.0, 1.0);
+        // Idle for the process only when neither a task nor the hypervisor had it: a
+        // vCPU the host took away (steal) runs its idle task in the guest's eyes but can
+        // run nothing.
+        if let Some(c) = s.cpu(idle_cpu)
+            && let Some(b) = c.busy
+        {
+            let steal = c.steal.unwrap_or(0.0).clamp(0.0, 1.0);
+            idle_sum += (1.0 - b.clamp(0.0, 1.0) - steal).max(0.0);
             idle_n += 1;
         }
         if let Some(r) = s

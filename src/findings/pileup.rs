@@ -511,6 +511,17 @@ mod tests {
             (800_000_000, 1_200_000_000, 2)
         );
         assert_eq!(h.idle_share, 1.0);
+        // The "idle" CPU's vCPU taken by the hypervisor 90% of the time: it could spare
+        // little of the wait.
+        let mut stolen = snaps.clone();
+        for s in &mut stolen {
+            if let Some(c) = s.cpus.iter_mut().find(|c| c.cpu == 6) {
+                c.steal = Some(0.9);
+            }
+        }
+        let hs = harm(&p[0], &stolen).unwrap();
+        assert!((hs.idle_share - 0.1).abs() < 1e-9, "{hs:?}");
+        assert_eq!(Harm::severity(Some(hs)), Severity::Info);
         let w = Window::trailing(&snaps[..=3], &topo, &held);
         let f = detect(&w);
         assert_eq!(f[0].severity, Severity::Critical, "{}", f[0].summary);
