@@ -168,6 +168,20 @@ fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
     );
 }
 
+/// A server that may write knobs: its own journal, recordings in `dir`.
+fn writer_args<'a>(journal: &'a std::path::Path, dir: &'a std::path::Path) -> [&'a str; 8] {
+    [
+        "--journal",
+        journal.to_str().unwrap(),
+        "--interval",
+        "500ms",
+        "mcp",
+        "--allow-writes",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]
+}
+
 /// The tests that write numa_balancing take turns: llctop's per-knob lock refuses a second
 /// writer (as it should), and the tests of one binary run in parallel.
 fn knob_turn() -> std::sync::MutexGuard<'static, ()> {
@@ -190,20 +204,7 @@ fn ab_with_allow_writes_gives_a_verdict_and_the_knob_ends_as_it_began() {
     let before = numa_balancing();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.json");
-    let v = client(
-        "ab",
-        &[
-            "--journal",
-            journal.to_str().unwrap(),
-            "--interval",
-            "500ms",
-            "mcp",
-            "--allow-writes",
-            "--dir",
-            dir.path().to_str().unwrap(),
-        ],
-        &[],
-    );
+    let v = client("ab", &writer_args(&journal, dir.path()), &[]);
     println!("{}", v["text"].as_str().unwrap_or(""));
     assert_eq!(numa_balancing(), before, "the knob as it began");
     let ab = &v["ab"];
@@ -272,16 +273,7 @@ fn a_cancelled_experiment_restores_the_knob_and_the_server_serves_on() {
     let journal = dir.path().join("journal.json");
     let v = client(
         "cancel-request",
-        &[
-            "--journal",
-            journal.to_str().unwrap(),
-            "--interval",
-            "500ms",
-            "mcp",
-            "--allow-writes",
-            "--dir",
-            dir.path().to_str().unwrap(),
-        ],
+        &writer_args(&journal, dir.path()),
         &[("CANCEL_AFTER", "6")],
     );
     println!("{v}");

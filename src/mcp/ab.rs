@@ -118,13 +118,7 @@ impl Ab {
                 None,
             ));
         }
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| ErrorData::internal_error(format!("{}: {e}", self.dir.display()), None))?;
-        let path = self.dir.join(format!(
-            "mcp-ab-{}-{}.jsonl.gz",
-            crate::clock::unix_ns() / 1_000_000,
-            std::process::id()
-        ));
+        let path = super::tools::new_file(&self.dir, "ab", "jsonl.gz")?;
         let mut cmd = tokio::process::Command::new(&self.exe);
         cmd.args(&self.global)
             .arg("ab")

@@ -247,6 +247,21 @@ pub fn value<T: Serialize>(t: &T) -> Result<serde_json::Value, ErrorData> {
     serde_json::to_value(t).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
+/// A new file's path in the server's directory (created if need be), named by the server:
+/// `mcp-KIND-MS-PID-N.EXT` — N counts this process's files, so two calls in the same
+/// millisecond never share one.
+pub fn new_file(dir: &std::path::Path, kind: &str, ext: &str) -> Result<PathBuf, ErrorData> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ErrorData::internal_error(format!("{}: {e}", dir.display()), None))?;
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(dir.join(format!(
+        "mcp-{kind}-{}-{}-{n}.{ext}",
+        crate::clock::unix_ns() / 1_000_000,
+        std::process::id()
+    )))
+}
+
 pub fn result(v: serde_json::Value, summary: String) -> CallToolResult {
     let mut r = CallToolResult::structured(v);
     r.content.insert(0, Content::text(summary));
@@ -526,13 +541,7 @@ impl Tools {
     }
 
     fn record(&self, p: SecondsIn) -> Outcome {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| ErrorData::internal_error(format!("{}: {e}", self.dir.display()), None))?;
-        let path = self.dir.join(format!(
-            "mcp-{}-{}.jsonl.gz",
-            crate::clock::unix_ns() / 1_000_000,
-            std::process::id()
-        ));
+        let path = new_file(&self.dir, "record", "jsonl.gz")?;
         let snaps = self.window(p.seconds, "record")?;
         let (first, last) = match (snaps.first(), snaps.last()) {
             (Some(a), Some(b)) => (a.seq, b.seq),

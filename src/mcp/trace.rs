@@ -52,13 +52,7 @@ pub async fn run(
             None,
         ));
     }
-    std::fs::create_dir_all(&how.dir)
-        .map_err(|e| ErrorData::internal_error(format!("{}: {e}", how.dir.display()), None))?;
-    let path = how.dir.join(format!(
-        "mcp-trace-{}-{}.pftrace",
-        crate::clock::unix_ns() / 1_000_000,
-        std::process::id()
-    ));
+    let path = super::tools::new_file(&how.dir, "trace", "pftrace")?;
     let mut child = tokio::process::Command::new(&how.exe)
         .args(&how.global)
         .args(["trace", "--duration", &format!("{}s", p.seconds), "-o"])
