@@ -37,8 +37,9 @@ pub const WARNING_WAIT_NS: u64 = 50_000_000;
 pub struct Harm {
     pub wait_ns: u64,
     pub cpu_ns: u64,
-    /// The idle allowed CPU's mean idle share over the same snapshots (0–1): neither busy
-    /// nor stolen by the hypervisor.
+    /// The idle allowed CPU's idle share over the same snapshots (0–1): neither busy nor
+    /// stolen by the hypervisor; each snapshot weighted by the process's wait in it (the
+    /// moments that could be spared), the plain mean when it waited in none.
     pub idle_share: f64,
     pub snapshots: usize,
 }
@@ -208,7 +209,11 @@ pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
     let (from, to) = (p.first_ns, p.last_ns.saturating_add(HARM_SPAN_NS));
     let idle_cpu = p.idle_cpu.and_then(|c| u32::try_from(c).ok())?;
     let (mut wait, mut cpu, mut n) = (0u64, 0u64, 0usize);
+    // Idle shares: plain (sum, count) and weighted by the process's wait in the snapshot
+    // (sum, weight). The weighted one is the estimate: a snapshot after the threads ended,
+    // when something else took the CPU, spared nothing and costs nothing.
     let (mut idle_sum, mut idle_n) = (0.0, 0usize);
+    let (mut spared, mut weight) = (0.0, 0.0);
     for s in snaps {
         let end = s.time.mono_ns;
         let begin = end.saturating_sub(s.time.interval_ns);
@@ -218,11 +223,12 @@ pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
         // Idle for the process only when neither a task nor the hypervisor had it: a
         // vCPU the host took away (steal) runs its idle task in the guest's eyes but can
         // run nothing.
-        if let Some(c) = s.cpu(idle_cpu)
-            && let Some(b) = c.busy
-        {
+        let idle = s.cpu(idle_cpu).and_then(|c| {
             let steal = c.steal.unwrap_or(0.0).clamp(0.0, 1.0);
-            idle_sum += (1.0 - b.clamp(0.0, 1.0) - steal).max(0.0);
+            c.busy.map(|b| (1.0 - b.clamp(0.0, 1.0) - steal).max(0.0))
+        });
+        if let Some(i) = idle {
+            idle_sum += i;
             idle_n += 1;
         }
         if let Some(r) = s
@@ -234,12 +240,20 @@ pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
             wait = wait.saturating_add(r.rq_wait_ns);
             cpu = cpu.saturating_add(r.cpu_time_ns);
             n += 1;
+            if let Some(i) = idle {
+                spared += i * r.rq_wait_ns as f64;
+                weight += r.rq_wait_ns as f64;
+            }
         }
     }
     (n > 0 && idle_n > 0).then(|| Harm {
         wait_ns: wait,
         cpu_ns: cpu,
-        idle_share: idle_sum / idle_n as f64,
+        idle_share: if weight > 0.0 {
+            spared / weight
+        } else {
+            idle_sum / idle_n as f64
+        },
         snapshots: n,
     })
 }

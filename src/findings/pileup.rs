@@ -522,6 +522,22 @@ mod tests {
         let hs = harm(&p[0], &stolen).unwrap();
         assert!((hs.idle_share - 0.1).abs() < 1e-9, "{hs:?}");
         assert_eq!(Harm::severity(Some(hs)), Severity::Info);
+        // The idle share weighted by the wait: 600 ms waited while CPU 6 idled, 200 ms
+        // while it was busy, and every other snapshot of the span (the threads gone, other
+        // work on CPU 6) spares nothing and weighs nothing: 0.75, not a plain mean.
+        let mut weighted = snaps.clone();
+        for s in &mut weighted {
+            let busy = if s.seq == 2 { 0.0 } else { 1.0 };
+            if let Some(c) = s.cpus.iter_mut().find(|c| c.cpu == 6) {
+                c.busy = Some(busy);
+            }
+            if let Some(t) = s.processes.as_mut() {
+                t.rows[0].rq_wait_ns = if s.seq == 2 { 600_000_000 } else { 200_000_000 };
+            }
+        }
+        let hw = harm(&p[0], &weighted).unwrap();
+        assert!((hw.idle_share - 0.75).abs() < 1e-9, "{hw:?}");
+        assert_eq!(hw.idle_wait_ns(), 600_000_000);
         let w = Window::trailing(&snaps[..=3], &topo, &held);
         let f = detect(&w);
         assert_eq!(f[0].severity, Severity::Critical, "{}", f[0].summary);
