@@ -1,7 +1,33 @@
-//! Byte quantities as people read them, one rule everywhere (TUI, report, diff):
-//! cache sizes and occupancy in binary units (`12.3 MiB`: caches are sized in powers of
-//! two), memory bandwidth in decimal bytes per second (`4.2 GB/s`: how memory
-//! bandwidth is quoted).
+//! Quantities as people read them, one rule everywhere (TUI, headless lines, report,
+//! diff): counts and rates with SI suffixes (`1.2k`, `5.6M`/s); cache sizes and occupancy
+//! in binary units (`12.3 MiB`: caches are sized in powers of two), memory bandwidth in
+//! decimal bytes per second (`4.2 GB/s`: how memory bandwidth is quoted).
+
+/// 1234 → `1.2k`, 5_600_000 → `5.6M`.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 10.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// A count over `secs` as a per-second rate.
+pub fn rate(count: u64, secs: f64) -> String {
+    if secs <= 0.0 {
+        return "–".into();
+    }
+    si(count as f64 / secs)
+}
 
 /// Bytes in binary units: `512 B`, `48.0 KiB`, `12.3 MiB`, `1.5 GiB`.
 pub fn bytes(v: u64) -> String {

@@ -67,7 +67,7 @@ pub fn summary_line(s: &Snapshot) -> String {
     let pct = |x: Option<f64>| x.map_or("  -".into(), |b| format!("{:3.0}", b * 100.0));
     let llcs: Vec<String> = s.llcs.iter().take(16).map(|g| pct(g.busy)).collect();
     let secs = s.time.interval_secs();
-    let per_s = |n: u64| crate::tui::views::rate(n, secs);
+    let per_s = |n: u64| crate::units::rate(n, secs);
     let mut line = format!(
         "{} #{:<4} busy {}% [llc {}]",
         crate::clock::local_hms(s.time.unix_ns),

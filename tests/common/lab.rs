@@ -134,6 +134,20 @@ struct Extra {
     timeout_s: Option<u32>,
 }
 
+/// A boot's wall time, appended to the target directory's `tmp/lab-times.tsv` (kernel,
+/// shape, scenario, seconds): scripts/test prints them after the lab.
+fn record_time(kernel: &str, shape: &str, scenario: &str, secs: f64) {
+    use std::io::Write;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lab-times.tsv");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{kernel}\t{shape}\t{scenario}\t{secs:.1}");
+    }
+}
+
 fn boot(kernel: &str, shape: &str, scenario: &str, append: &str, extra: &Extra) -> LabRun {
     let dir = release_binary();
     let mut cmd = Command::new(manifest().join("tests/lab/lab.sh"));
@@ -148,7 +162,9 @@ fn boot(kernel: &str, shape: &str, scenario: &str, append: &str, extra: &Extra) 
     if let Some(t) = extra.timeout_s {
         cmd.env("LAB_TIMEOUT", t.to_string());
     }
+    let t0 = std::time::Instant::now();
     let out = cmd.output().expect("run tests/lab/lab.sh");
+    record_time(kernel, shape, scenario, t0.elapsed().as_secs_f64());
     let console = String::from_utf8_lossy(&out.stdout).into_owned();
     let run = parse(kernel, console);
     assert!(

@@ -144,31 +144,8 @@ pub fn source_reason(app: &App, name: &str) -> Option<String> {
         .and_then(|s| s.reason.clone())
 }
 
-/// 1234 → `1.2k`, 5_600_000 → `5.6M`.
-pub fn si(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.1}G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else if a >= 10.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-/// A count over `secs` as a per-second rate.
-pub fn rate(count: u64, secs: f64) -> String {
-    if secs <= 0.0 {
-        return "–".into();
-    }
-    si(count as f64 / secs)
-}
+// Counts and rates as people read them: below the TUI, in units (run/live prints them too).
+pub use crate::units::{rate, si};
 
 /// Nanoseconds as `850ns`, `12µs`, `1.2ms`, `3.4s`.
 pub fn ns(v: u64) -> String {
