@@ -27,6 +27,6 @@ fn main() {
         }
         println!("cargo:rerun-if-changed={src}");
     }
-    println!("cargo:rerun-if-changed=bpf/vmlinux.h");
-    println!("cargo:rerun-if-changed=bpf/trace.bpf.h");
+    // The program's parts (llctop.h, *.bpf.h) and vmlinux.h: any file of bpf/.
+    println!("cargo:rerun-if-changed=bpf");
 }

@@ -103,7 +103,7 @@ impl Features {
     }
 }
 
-/// The most CPU ids the bounded idle scan covers (bpf/llctop.bpf.c `SCAN_BOUNDED_CPUS`).
+/// The most CPU ids the bounded idle scan covers (bpf/llctop.h `SCAN_BOUNDED_CPUS`).
 pub const SCAN_BOUNDED_CPUS: usize = super::layout::SCAN_BOUNDED_CPUS;
 
 fn probe_map(t: libbpf_sys::bpf_map_type) -> bool {

@@ -1,4 +1,4 @@
-//! The layout shared with bpf/llctop.bpf.c, taken from the types libbpf-cargo generates
+//! The layout shared with bpf/llctop.h, taken from the types libbpf-cargo generates
 //! from the object's BTF: limits, the distance and cause classes, map values and the
 //! ring-buffer event. Nothing here is written out by hand a second time; what the C side
 //! numbers, this module maps onto the snapshot's [`Distance`] and [`Cause`] once.

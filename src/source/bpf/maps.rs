@@ -401,7 +401,7 @@ pub(super) fn proc_entries(
 
 /// Give the `proc_vals` entries `idx` back (their `proc_idx` keys deleted already): each
 /// key set to [`PROC_KEY_NONE`], then its bit cleared, then its claim deleted, so the
-/// program may take it again (bpf/llctop.bpf.c `proc_take`).
+/// program may take it again (bpf/procs.bpf.h `proc_take`).
 pub(super) fn free_proc_entries(
     skel: &mut skel::LlctopSkel<'static>,
     vals: Option<&Mapped>,
