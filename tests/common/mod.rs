@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: writable kernel roots built from fixtures.
 #![allow(dead_code)]
 
+pub mod kernel_trace;
 pub mod lab;
 pub mod resctrl;
 pub mod serve;
