@@ -1,8 +1,9 @@
 //! The advisor does not cry wolf on ordinary work (issue "Advisor you can trust"): on this
 //! machine, a Go program starting a few times (promtool, its runtime's threads placed
 //! while the other CPU may idle) under a BPF recording, ten times; `llctop report` must
-//! hold no WARNING or CRITICAL finding in any. Root: the pile-up detector needs the BPF
-//! source's placement events.
+//! hold no WARNING or CRITICAL finding in any (about promtool or the machine: one naming
+//! another process is other work on a busy machine, printed). Root: the pile-up detector
+//! needs the BPF source's placement events.
 
 mod common;
 
@@ -17,6 +18,7 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
     let dir = tempfile::tempdir().unwrap();
     let mut alarms = Vec::new();
     let mut pileups = 0;
+    let mut others = Vec::new();
     for run in 0..10 {
         let rec = dir.path().join(format!("go{run}.jsonl"));
         let llctop = Command::new(env!("CARGO_BIN_EXE_llctop"))
@@ -55,20 +57,55 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
             "BPF placement events recorded: {text}"
         );
         pileups += text.matches("placement pile-up").count();
-        // An alarm with its summary and cost (the two lines after its heading).
+        // An alarm with its summary and cost (the two lines after its heading). The
+        // machine may be busy with other work: an alarm about another process (its
+        // summary names one that is not promtool) is printed, not counted — this test
+        // starts promtool, not them.
         let lines: Vec<&str> = text.lines().collect();
         for (i, l) in lines.iter().enumerate() {
             if l.contains(" WARNING ") || l.contains(" CRITICAL ") {
                 let more = lines[i + 1..].iter().take(2).copied().collect::<Vec<_>>();
-                alarms.push(format!("run {run}: {l}\n{}", more.join("\n")));
+                let alarm = format!("run {run}: {l}\n{}", more.join("\n"));
+                match other_process(more.first().copied().unwrap_or("")) {
+                    Some(_) => others.push(alarm),
+                    None => alarms.push(alarm),
+                }
             }
         }
     }
     println!("pile-ups seen (at most info): {pileups}");
+    if !others.is_empty() {
+        println!(
+            "alarms about other processes on this machine (not counted):\n{}",
+            others.join("\n")
+        );
+    }
     assert!(
         alarms.is_empty(),
         "alarms on ordinary work:\n{}",
         alarms.join("\n")
+    );
+}
+
+/// The process a finding's summary names (`of PID (COMM)`) when it is not promtool.
+fn other_process(summary: &str) -> Option<String> {
+    let (_, rest) = summary.split_once(" of ")?;
+    let (pid, rest) = rest.split_once(" (")?;
+    pid.parse::<u32>().ok()?;
+    let comm = rest.split_once(')')?.0;
+    (comm != "promtool").then(|| comm.to_string())
+}
+
+#[test]
+fn an_alarm_about_another_process_is_told_apart() {
+    let other = "      pile-up: 11 threads of 24709 (coordinator) placed on CPU 0 while 1 allowed CPU sat idle";
+    assert_eq!(other_process(other).as_deref(), Some("coordinator"));
+    let ours =
+        "      pile-up: 3 threads of 21983 (promtool) placed on CPU 1 while 1 allowed CPU sat idle";
+    assert_eq!(other_process(ours), None);
+    assert_eq!(
+        other_process("      newidle balancing pulls tasks across LLCs"),
+        None
     );
 }
 
