@@ -171,8 +171,8 @@ fn check_placement(kernel: &str) {
     let want: Vec<String> = piles.iter().map(|p| p.describe()).collect();
     // Each finding's severity is the one its cost earns, the cost as the kernel counts
     // it: the threads' own run_delay and runtime (/proc/thread-self/schedstat, printed
-    // by the workload) and the idle CPU's idle share over the start (/proc/stat, read by
-    // the guest's shell).
+    // by the workload) and the idle CPU's idle share over the threads' life (/proc/stat,
+    // read by the workload before its threads start and after they end).
     for e in adv.problems().filter(|e| e.kind() == Kind::PileUp) {
         let f = e.latest();
         let case = run
@@ -188,7 +188,15 @@ fn check_placement(kernel: &str) {
         };
         let (delay, runtime) = (num("threads_run_delay_ns"), num("threads_runtime_ns"));
         let idle_cpu = f.cpus[1];
-        let idle = proc_stat_idle_share(run.block(&format!("{case}_stat")), idle_cpu);
+        // Over the threads' life exactly: the workload's own /proc/stat reads.
+        let listing = |tag: &str| -> String {
+            out.lines()
+                .filter_map(|l| l.strip_prefix(tag))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let stat = format!("{}\n--\n{}", listing("stat0 "), listing("stat1 "));
+        let idle = proc_stat_idle_share(&stat, idle_cpu);
         let oracle = |scale: f64, idle_by: f64| {
             llctop::findings::harm::Harm::severity(Some(llctop::findings::harm::Harm {
                 wait_ns: (delay as f64 * scale) as u64,
@@ -224,8 +232,8 @@ fn check_placement(kernel: &str) {
             "{case}: llctop's wait {mine} against the threads' run_delay {delay}"
         );
         // The idle share: llctop's is over whole 1 s snapshots weighted by the wait in
-        // each, /proc/stat's over the start exactly (and the hogs of the next start may
-        // begin inside llctop's last snapshot), so they agree to within a band, not exactly.
+        // each, /proc/stat's over the threads' life exactly, so they agree to within a
+        // band, not exactly.
         assert!(
             (my_idle - idle).abs() <= 0.2,
             "{case}: llctop's idle share {my_idle:.2} against /proc/stat's {idle:.2}"

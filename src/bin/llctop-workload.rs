@@ -13,7 +13,9 @@
 //!   the CPU it saw first and its migrations by then (`se.nr_migrations`; 0: still where
 //!   it was placed) — the stream placement case (shared/seeds/001) in miniature; then
 //!   `threads_run_delay_ns N` and `threads_runtime_ns N`, its threads' time waiting on a
-//!   run queue and running as the kernel counts them (what a pile-up cost).
+//!   run queue and running as the kernel counts them (what a pile-up cost), and the
+//!   per-CPU lines of /proc/stat before the threads start and after they end, each
+//!   prefixed `stat0 ` and `stat1 ` (how idle each CPU stayed meanwhile).
 //! - `spin CPU SECS`: a hog pinned to CPU; prints `ready` once it runs there and, at the
 //!   end, `run_delay_ns N` and `runtime_ns N`: its time waiting on a run queue and its
 //!   CPU time as the kernel counts them (/proc/thread-self/schedstat).
@@ -124,6 +126,17 @@ fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
         .collect()
 }
 
+/// The per-CPU lines of /proc/stat (`cpuN user nice system idle iowait …`); none when
+/// it cannot be read.
+fn cpu_times() -> Vec<String> {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(str::to_string)
+        .collect()
+}
+
 fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), String> {
     // Start from the first CPU of the set (the parent's CPU decides where the kernel
     // looks first), then allow the whole set, which the threads inherit.
@@ -132,6 +145,9 @@ fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), Strin
     set_affinity(cpus).map_err(|e| e.to_string())?;
     let parent = current_cpu();
     let d = Duration::from_secs_f64(secs);
+    // The CPUs' times (/proc/stat) over exactly the threads' life: how idle the CPUs
+    // stayed while they ran and waited.
+    let stat0 = cpu_times();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             std::thread::spawn(move || {
@@ -158,8 +174,14 @@ fn pinned_threads(cpus: &[usize], threads: usize, secs: f64) -> Result<(), Strin
             delay += d;
         }
     }
+    let stat1 = cpu_times();
     println!("threads_run_delay_ns {delay}");
     println!("threads_runtime_ns {run}");
+    for (tag, lines) in [("stat0", &stat0), ("stat1", &stat1)] {
+        for l in lines {
+            println!("{tag} {l}");
+        }
+    }
     let firsts: Vec<(i32, i32, Option<u64>)> =
         done.into_iter().map(|(t, c, m, _)| (t, c, m)).collect();
     println!("parent-cpu {parent}");

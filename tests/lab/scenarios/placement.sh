@@ -34,17 +34,15 @@ echo 1 > $T/tracing_on
 # guess whether a CPU it has not seen yet is idle.
 for c in 0 1 2 3 4 5 6 7; do llctop-workload spin $c 0 >/dev/null; done
 
-# start NAME: 6 threads allowed on 0,2,4,6 from a parent on cpu0. The CPUs' times from
-# /proc/stat before and after (the kernel's own idle accounting: how idle the CPU a
-# pile-up left idle stayed while the threads ran — the pile-up's cost with the threads'
-# own run_delay the workload prints).
+# start NAME: 6 threads allowed on 0,2,4,6 from a parent on cpu0. The workload prints
+# its threads' run_delay and runtime and the CPUs' /proc/stat times before its threads
+# start and after they end (the kernel's own idle accounting: how idle the CPU a pile-up
+# left idle stayed while the threads ran — the pile-up's cost).
 start() {
-  grep '^cpu[0-9]' /proc/stat > /tmp/stat0
   llctop-workload pinned-threads 0,2,4,6 6 1 >/tmp/$1.out &
   lab "$1_pid" $!
   wait $!
   lab_block "$1_out" cat /tmp/$1.out
-  lab_block "$1_stat" sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 }
 for round in 1 2 3 4 5 6 7 8; do
   start quiet$round
