@@ -13,6 +13,7 @@ PKGS=(
   prometheus                 # llctop serve scraped by a real Prometheus, linted by promtool (tests/serve.rs)
   linux-perf                 # perf record: the trace's migrations against sched_migrate_task (tests/trace.rs)
   stress-ng                  # ordinary work for the advisor's false-alarm benchmark (tests/lab_advisor.rs, scripts/advisor-bench.sh)
+  chromium                   # the HTML pages opened in a real browser, headless (tests/html.rs, scripts/html-bench.sh)
   python3-pip                # pip, for the Python packages below
 )
 missing=()

@@ -198,11 +198,22 @@ pub enum Command {
         /// With --compare: the verdict as JSON.
         #[arg(long, requires = "compare")]
         json: bool,
+        /// Write a self-contained HTML page with charts (inline SVG, nothing fetched)
+        /// instead of the text.
+        #[arg(long, value_name = "OUT.html", conflicts_with = "json")]
+        html: Option<PathBuf>,
     },
     /// Two recordings side by side (e.g. before and after a kernel upgrade): knob
     /// differences first, then per-LLC, per-node, per-domain-level figures with their
     /// change and each recording's interval-to-interval noise.
-    Diff { a: PathBuf, b: PathBuf },
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        /// Write a self-contained HTML page (the figures and each recording's busy
+        /// heatmap) instead of the text.
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
+    },
     /// A/B experiment: flip a knob between two values in ABBA-ordered windows, discard a
     /// warm-up after each flip, and say per metric whether B differs from A beyond the
     /// window-to-window noise. The knob is restored at the end (and on Ctrl-C/SIGTERM).

@@ -99,20 +99,35 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             file,
             compare,
             json,
+            html,
         }) => {
-            if compare {
-                let rec = record::reader::open(&file)?;
-                print!("{}", guard(&record::report::compare(&rec, json)?));
-            } else {
-                // Read as a stream: no bound on the recording's length.
-                let stream = record::reader::Stream::open(&file, u64::MAX)?;
-                print!("{}", guard(&record::report::render_stream(stream)?));
+            match (compare, html) {
+                (true, Some(out)) => {
+                    let rec = record::reader::open(&file)?;
+                    record::html::write(&out, &record::html::compare(&rec)?)?;
+                }
+                (true, None) => {
+                    let rec = record::reader::open(&file)?;
+                    print!("{}", guard(&record::report::compare(&rec, json)?));
+                }
+                (false, html) => {
+                    // Read as a stream: no bound on the recording's length.
+                    let stream = record::reader::Stream::open(&file, u64::MAX)?;
+                    let sum = record::report::fold_stream(stream)?;
+                    match html {
+                        Some(out) => record::html::write(&out, &record::html::report(&sum))?,
+                        None => print!("{}", guard(&sum.render())),
+                    }
+                }
             }
             Ok(())
         }
-        Some(Command::Diff { a, b }) => {
+        Some(Command::Diff { a, b, html }) => {
             let (a, b) = (record::reader::open(&a)?, record::reader::open(&b)?);
-            print!("{}", guard(&record::diff::render(&a, &b)));
+            match html {
+                Some(out) => record::html::write(&out, &record::html::diff(&a, &b))?,
+                None => print!("{}", guard(&record::diff::render(&a, &b))),
+            }
             Ok(())
         }
         Some(Command::Ab {

@@ -52,7 +52,7 @@ fn seq_range(snaps: &[Snapshot], first: u64, last: u64) -> &[Snapshot] {
 }
 
 /// Every metric of every window, by arm: key → (A's values, B's values).
-fn by_arm(windows: &[&Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
+pub fn by_arm(windows: &[&Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
     let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for w in windows {
         let mut m = metrics::window(seq_range(snaps, w.first_seq, w.last_seq));

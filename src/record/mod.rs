@@ -7,12 +7,14 @@
 //! line is a sync-flushed deflate block, readable up to the point of a kill).
 
 pub mod diff;
+pub mod html;
 mod l3;
 pub mod output;
 pub mod parallel;
 pub mod reader;
 pub mod report;
 mod sched;
+pub mod series;
 pub mod summary;
 
 use std::collections::BTreeMap;

@@ -21,12 +21,20 @@ fn pct(x: f64) -> String {
 
 impl Summary {
     /// Seconds from the recording's start to the end of snapshot `seq`.
-    fn at(&self, seq: u64) -> f64 {
+    pub(super) fn at(&self, seq: u64) -> f64 {
         let t0 = self.t0.unwrap_or(0);
         self.ends
             .binary_search_by_key(&seq, |e| e.0)
             .ok()
             .map_or(0.0, |i| self.ends[i].1.saturating_sub(t0) as f64 / 1e9)
+    }
+
+    /// The findings of the advisor's replay: the worst first (severity comes from each
+    /// finding's measured harm), then in time.
+    pub(super) fn problems(&self) -> Vec<&crate::findings::advisor::Episode> {
+        let mut problems: Vec<_> = self.trail.advisor.problems().collect();
+        problems.sort_by_key(|e| std::cmp::Reverse(e.worst()));
+        problems
     }
 
     /// The report.
@@ -304,9 +312,7 @@ impl Summary {
     fn findings(&self) -> String {
         let adv = &self.trail.advisor;
         let mut out = String::new();
-        // The worst first (severity comes from each finding's measured harm), then in time.
-        let mut problems: Vec<_> = adv.problems().collect();
-        problems.sort_by_key(|e| std::cmp::Reverse(e.worst()));
+        let problems = self.problems();
         let _ = writeln!(
             out,
             "\nFindings ({}{})",
@@ -391,6 +397,12 @@ impl Summary {
 /// The report of a recording read as a stream (constant memory in its length): one
 /// thread reads and gunzips the file, others parse the lines, this one folds them in.
 pub fn render_stream(stream: super::reader::Stream) -> Result<String, super::RecordError> {
+    fold_stream(stream).map(Summary::render)
+}
+
+/// The fold of a recording read as a stream: what the text report and the HTML page
+/// (record/html) both render.
+pub fn fold_stream(stream: super::reader::Stream) -> Result<Summary, super::RecordError> {
     let mut sum = Summary::new(stream.header.clone());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
     let mut lines = stream.parallel(workers);
@@ -399,12 +411,17 @@ pub fn render_stream(stream: super::reader::Stream) -> Result<String, super::Rec
     }
     sum.truncated = lines.truncated();
     sum.skipped_lines = lines.skipped_lines();
-    Ok(sum.render())
+    Ok(sum)
 }
 
-/// The report of a recording in memory (the same fold: markers first, so that each
-/// snapshot's stretch is known).
+/// The report of a recording in memory.
 pub fn render(rec: &Recording) -> String {
+    fold(rec).render()
+}
+
+/// The fold of a recording in memory (markers first, so that each snapshot's stretch is
+/// known).
+pub fn fold(rec: &Recording) -> Summary {
     use super::Line;
     let mut sum = Summary::new(rec.header.clone());
     sum.truncated = rec.truncated;
@@ -422,7 +439,7 @@ pub fn render(rec: &Recording) -> String {
     for f in &rec.findings {
         sum.add(Line::Finding(Box::new(f.clone())));
     }
-    sum.render()
+    sum
 }
 
 /// `llctop report --compare`: the verdict of an `llctop ab` recording, recomputed from its

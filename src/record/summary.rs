@@ -68,11 +68,14 @@ pub struct Summary {
     pub(super) l3: super::l3::L3,
     /// Which scheduler was in charge, in stretches.
     pub(super) schedulers: super::sched::Schedulers,
+    /// The same snapshots as time series, for charts (`report --html`).
+    pub(super) series: super::series::Series,
 }
 
 impl Summary {
     pub fn new(header: super::Header) -> Summary {
         Summary {
+            series: super::series::Series::new(header.topology.llcs.len()),
             busy_llc: vec![(0.0, 0); header.topology.llcs.len()],
             header,
             knobs: Vec::new(),
@@ -148,6 +151,7 @@ impl Summary {
         };
         self.l3.add(s);
         self.schedulers.add(s);
+        self.series.add(s);
         add(&mut self.busy_all, s.system.busy);
         for (i, m) in self.busy_llc.iter_mut().enumerate() {
             add(m, s.llcs.get(i).and_then(|g| g.busy));

@@ -70,6 +70,23 @@ pub struct Snapshot {
     pub sched_ext: Option<SchedExt>,
 }
 impl Snapshot {
+    /// Runtime-weighted preferred-LLC hit over the process rows, and whether any row's
+    /// preference is the kernel's own (`p->preferred_llc`) rather than emulated.
+    pub fn preferred_hit(&self) -> (Option<f64>, bool) {
+        let Some(t) = &self.processes else {
+            return (None, false);
+        };
+        let (mut num, mut den, mut kernel) = (0.0, 0.0, false);
+        for r in &t.rows {
+            if let Some(h) = r.preferred_hit {
+                num += h * r.cpu_time_ns as f64;
+                den += r.cpu_time_ns as f64;
+                kernel |= r.preferred_kind == PreferredKind::Kernel;
+            }
+        }
+        ((den > 0.0).then(|| num / den), kernel)
+    }
+
     /// The entry of CPU `cpu`. `cpus` is in CPU order and usually dense, so the direct
     /// index is tried first (the advisor looks CPUs up per snapshot per LLC).
     pub fn cpu(&self, cpu: u32) -> Option<&CpuStats> {

@@ -13,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, Paragraph, Wrap};
 
 use super::{block, fit, ns, or_dash, pct, rate};
-use crate::snapshot::{PreferredKind, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::topology::Distance;
 use crate::tui::app::App;
 
@@ -140,7 +140,7 @@ fn moves_line(app: &App, s: &Snapshot) -> Line<'static> {
             }
         }
     }
-    let (hit, kernel) = preferred_hit(s);
+    let (hit, kernel) = s.preferred_hit();
     spans.push(Span::raw(format!(
         "preferred-LLC hit {}{}",
         or_dash(hit, pct),
@@ -157,23 +157,6 @@ fn moves_line(app: &App, s: &Snapshot) -> Line<'static> {
         ));
     }
     Line::from(spans)
-}
-
-/// Runtime-weighted preferred-LLC hit over the process rows, and whether any row's
-/// preference is the kernel's own.
-fn preferred_hit(s: &Snapshot) -> (Option<f64>, bool) {
-    let Some(t) = &s.processes else {
-        return (None, false);
-    };
-    let (mut num, mut den, mut kernel) = (0.0, 0.0, false);
-    for r in &t.rows {
-        if let Some(h) = r.preferred_hit {
-            num += h * r.cpu_time_ns as f64;
-            den += r.cpu_time_ns as f64;
-            kernel |= r.preferred_kind == PreferredKind::Kernel;
-        }
-    }
-    ((den > 0.0).then(|| num / den), kernel)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,434 @@
+//! The charts of `llctop report --html`, drawn by `plotters` into SVG strings: the
+//! topology diagram, LLC × time heatmaps, time series (stacked or lines) and the A/B
+//! dots. Over each time chart, llctop's own layer (written here, after plotters drew the
+//! chart, in the chart's own pixel coordinates): the heatmap's row labels and node bands,
+//! and one vertical line per annotation (knob change, marker, finding) whose text shows on
+//! hover (`<title>`).
+
+use plotters::prelude::*;
+
+use super::esc;
+use crate::topology::Topology;
+
+/// The page's chart width and a time chart's height (px).
+pub const WIDTH: u32 = 960;
+const HEIGHT: u32 = 220;
+
+/// A vertical annotation: seconds from the recording's start, its kind (`knob`,
+/// `marker`, `finding`) and the text shown on hover.
+pub struct Annotation {
+    pub at: f64,
+    pub kind: &'static str,
+    pub text: String,
+}
+
+/// One line of a series chart: its name and (seconds, value) points.
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+type Res<T> = Result<T, String>;
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("plotters: {e:?}")
+}
+
+/// The colour of class `i` of `n` (distinct hues, readable on white).
+pub fn palette(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+/// 0 → pale, 1 → dark red (a share, clamped).
+fn heat(v: f64) -> RGBColor {
+    let v = v.clamp(0.0, 1.0);
+    let lerp = |a: f64, b: f64| (a + (b - a) * v).round() as u8;
+    RGBColor(lerp(247.0, 165.0), lerp(251.0, 15.0), lerp(255.0, 21.0))
+}
+
+/// The layer llctop adds over a chart (SVG elements), put before the closing tag.
+fn overlay(svg: String, layer: &str) -> String {
+    match svg.rfind("</svg>") {
+        Some(i) => format!("{}{layer}{}", &svg[..i], &svg[i..]),
+        None => svg,
+    }
+}
+
+/// Annotation lines at their pixel x over the plotting area's vertical span.
+fn annotations(anns: &[Annotation], xs: &[i32], y: (i32, i32)) -> String {
+    let mut out = String::from("<g class=\"annotations\">");
+    for (a, &px) in anns.iter().zip(xs) {
+        let colour = match a.kind {
+            "knob" => "#1f77b4",
+            "finding" => "#d62728",
+            _ => "#555",
+        };
+        out.push_str(&format!(
+            "<g class=\"annotation\" data-kind=\"{}\"><line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"transparent\" stroke-width=\"9\"><title>{}</title></line></g>",
+            a.kind,
+            y.0,
+            y.1,
+            y.0,
+            y.1,
+            esc(&a.text)
+        ));
+    }
+    out.push_str("</g>");
+    out
+}
+
+/// The machine as boxes: nodes → LLCs → CPUs (SMT siblings share a core's outline).
+pub fn topology(topo: &Topology) -> Res<String> {
+    let llcs = topo.llcs.len().max(1);
+    let per_row = llcs.min(8);
+    let rows = llcs.div_ceil(per_row);
+    let h = 40 + rows as u32 * 80;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let cell_w = (WIDTH as i32 - 20) / per_row as i32;
+        for (i, l) in topo.llcs.iter().enumerate() {
+            let (col, row) = ((i % per_row) as i32, (i / per_row) as i32);
+            let (x0, y0) = (10 + col * cell_w, 30 + row * 80);
+            let node = l.node.map_or(0, |n| n as usize);
+            let frame = palette(node);
+            root.draw(&Rectangle::new(
+                [(x0 + 2, y0), (x0 + cell_w - 4, y0 + 70)],
+                frame.mix(0.12).filled(),
+            ))
+            .map_err(err)?;
+            root.draw(&Rectangle::new(
+                [(x0 + 2, y0), (x0 + cell_w - 4, y0 + 70)],
+                frame.stroke_width(1),
+            ))
+            .map_err(err)?;
+            let label = format!(
+                "LLC {} · node {} · {} CPUs{}",
+                l.id,
+                l.node.map_or("-".into(), |n| n.to_string()),
+                l.cpus.len(),
+                l.size_kb
+                    .map(|k| format!(" · {} MiB", k / 1024))
+                    .unwrap_or_default()
+            );
+            root.draw(&Text::new(
+                label,
+                (x0 + 6, y0 + 4),
+                ("sans-serif", 11).into_font(),
+            ))
+            .map_err(err)?;
+            let n = l.cpus.len().max(1) as i32;
+            let w = ((cell_w - 14) / n).max(1);
+            for (k, c) in l.cpus.iter().enumerate() {
+                let cx = x0 + 6 + k as i32 * w;
+                root.draw(&Rectangle::new(
+                    [(cx, y0 + 22), (cx + w - 1, y0 + 62)],
+                    frame.mix(0.5).filled(),
+                ))
+                .map_err(err)?;
+                if w >= 16 {
+                    root.draw(&Text::new(
+                        c.to_string(),
+                        (cx + 2, y0 + 36),
+                        ("sans-serif", 10).into_font(),
+                    ))
+                    .map_err(err)?;
+                }
+            }
+        }
+        root.draw(&Text::new(
+            topo.summary(),
+            (10, 8),
+            ("sans-serif", 13).into_font(),
+        ))
+        .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(overlay(
+        buf,
+        &format!(
+            "<g class=\"topology\" data-nodes=\"{}\" data-llcs=\"{}\" data-cpus=\"{}\"></g>",
+            topo.nodes.len(),
+            topo.llcs.len(),
+            topo.cpus.len()
+        ),
+    ))
+}
+
+/// An LLC × time heatmap: one row per LLC (first on top), a cell per column from
+/// `from` to `to` seconds shaded by `value` (0–1 after dividing by `scale`); node bands
+/// on the left; each row's mean in its hover text.
+pub struct Heat<'a> {
+    pub title: &'a str,
+    pub unit: &'a str,
+    pub scale: f64,
+    /// (from, to, value per LLC) per column.
+    pub cells: Vec<(f64, f64, Vec<Option<f64>>)>,
+    /// Per LLC: (label, node, mean over the recording).
+    pub rows: Vec<(String, Option<u32>, Option<f64>)>,
+    pub span: f64,
+}
+
+pub fn heatmap(h: &Heat, anns: &[Annotation]) -> Res<String> {
+    let n = h.rows.len().max(1);
+    let row_px = (160 / n as u32).clamp(6, 28);
+    let height = 60 + row_px * n as u32;
+    let mut buf = String::new();
+    let (xs, plot, rows_px);
+    {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(h.title, ("sans-serif", 14))
+            .margin(6)
+            .x_label_area_size(24)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..h.span.max(1e-9), 0f64..n as f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .disable_y_axis()
+            .x_desc("seconds")
+            .draw()
+            .map_err(err)?;
+        let top = |i: usize| (n - i) as f64;
+        chart
+            .draw_series(h.cells.iter().flat_map(|(from, to, vals)| {
+                vals.iter().enumerate().filter_map(move |(i, v)| {
+                    v.map(|v| {
+                        Rectangle::new(
+                            [(*from, top(i)), (*to, top(i) - 1.0)],
+                            heat(v / h.scale).filled(),
+                        )
+                    })
+                })
+            }))
+            .map_err(err)?;
+        let (px, py) = chart.plotting_area().get_pixel_range();
+        plot = (px, py);
+        rows_px = (0..n)
+            .map(|i| {
+                let y0 = chart.backend_coord(&(0.0, top(i))).1;
+                let y1 = chart.backend_coord(&(0.0, top(i) - 1.0)).1;
+                (y0, y1)
+            })
+            .collect::<Vec<_>>();
+        xs = anns
+            .iter()
+            .map(|a| chart.backend_coord(&(a.at, 0.0)).0)
+            .collect::<Vec<_>>();
+        root.present().map_err(err)?;
+    }
+    let (px, py) = plot;
+    let mut layer = String::from("<g class=\"heat-rows\">");
+    for (i, (label, node, mean)) in h.rows.iter().enumerate() {
+        let (y0, y1) = rows_px[i];
+        let band = palette(node.map_or(0, |n| n as usize));
+        let mean_s = mean.map_or("not recorded".into(), |m| format!("{:.1}{}", m, h.unit));
+        layer.push_str(&format!(
+            "<rect x=\"{}\" y=\"{y0}\" width=\"6\" height=\"{}\" fill=\"rgb({},{},{})\"/><text x=\"{}\" y=\"{}\" font-size=\"11\" font-family=\"sans-serif\" text-anchor=\"end\">{}</text><rect class=\"heat-row\" data-row=\"{i}\" data-mean=\"{}\" x=\"{}\" y=\"{y0}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ddd\"><title>{}: mean {}</title></rect>",
+            px.start - 10,
+            (y1 - y0).max(1),
+            band.0,
+            band.1,
+            band.2,
+            px.start - 14,
+            (y0 + y1) / 2 + 4,
+            esc(label),
+            mean.map_or("".into(), |m| format!("{m:.4}")),
+            px.start,
+            (px.end - px.start).max(1),
+            (y1 - y0).max(1),
+            esc(label),
+            esc(&mean_s),
+        ));
+    }
+    layer.push_str("</g>");
+    layer.push_str(&annotations(anns, &xs, (py.start, py.end)));
+    Ok(overlay(buf, &layer))
+}
+
+/// Lines over time (or stacked areas, each line on top of the ones before it), y from 0.
+pub fn series(
+    title: &str,
+    y_desc: &str,
+    lines: &[Line],
+    span: f64,
+    stacked: bool,
+    anns: &[Annotation],
+) -> Res<String> {
+    let top = if stacked {
+        let mut sum = std::collections::BTreeMap::<u64, f64>::new();
+        for l in lines {
+            for (x, y) in &l.points {
+                *sum.entry(x.to_bits()).or_default() += y;
+            }
+        }
+        sum.values().copied().fold(0.0, f64::max)
+    } else {
+        lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max)
+    };
+    let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let mut buf = String::new();
+    let (xs, py);
+    {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 14))
+            .margin(6)
+            .x_label_area_size(24)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..span.max(1e-9), 0f64..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE.mix(0.0))
+            .x_desc("seconds")
+            .y_desc(y_desc)
+            .draw()
+            .map_err(err)?;
+        // Stacked: line k's area reaches the sum of lines 0..=k; the tallest is drawn
+        // first so that each one below stays visible on top of it.
+        let mut tops: Vec<Vec<(f64, f64)>> = Vec::new();
+        if stacked {
+            let mut below: Vec<f64> = Vec::new();
+            for l in lines {
+                below.resize(below.len().max(l.points.len()), 0.0);
+                tops.push(
+                    l.points
+                        .iter()
+                        .zip(below.iter_mut())
+                        .map(|((x, y), b)| {
+                            *b += y;
+                            (*x, *b)
+                        })
+                        .collect(),
+                );
+            }
+        }
+        let order: Vec<usize> = if stacked {
+            (0..lines.len()).rev().collect()
+        } else {
+            (0..lines.len()).collect()
+        };
+        for k in order {
+            let l = &lines[k];
+            let colour = palette(k);
+            if stacked {
+                let pts = std::mem::take(&mut tops[k]);
+                chart
+                    .draw_series(AreaSeries::new(pts, 0.0, colour.mix(0.35)).border_style(colour))
+                    .map_err(err)?
+                    .label(l.name.clone())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 4), (x + 12, y + 4)], colour.filled())
+                    });
+            } else {
+                chart
+                    .draw_series(LineSeries::new(
+                        l.points.iter().copied(),
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(err)?
+                    .label(l.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 12, y)], colour.stroke_width(2))
+                    });
+            }
+        }
+        if !lines.is_empty() {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(err)?;
+        }
+        py = chart.plotting_area().get_pixel_range().1;
+        xs = anns
+            .iter()
+            .map(|a| chart.backend_coord(&(a.at, 0.0)).0)
+            .collect::<Vec<_>>();
+        root.present().map_err(err)?;
+    }
+    let layer = annotations(anns, &xs, (py.start, py.end));
+    Ok(overlay(buf, &layer))
+}
+
+/// An A/B metric: each window's value as a dot (A left, B right), each arm's median as a
+/// bar across its dots.
+pub fn ab_dots(title: &str, a: &[f64], b: &[f64]) -> Res<String> {
+    let all = a.iter().chain(b).copied().filter(|v| v.is_finite());
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+        (l.min(v), h.max(v))
+    });
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        let pad = (hi - lo) * 0.15;
+        (lo - pad, hi + pad)
+    } else if lo.is_finite() {
+        (
+            lo - 1.0_f64.max(lo.abs() * 0.1),
+            hi + 1.0_f64.max(hi.abs() * 0.1),
+        )
+    } else {
+        (0.0, 1.0)
+    };
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (300, 150)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 12))
+            .margin(4)
+            .x_label_area_size(18)
+            .y_label_area_size(56)
+            .build_cartesian_2d(-0.5f64..1.5f64, lo..hi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(2)
+            .x_label_formatter(&|x| if *x < 0.5 { "A".into() } else { "B".into() })
+            .draw()
+            .map_err(err)?;
+        for (arm, vals) in [(0.0, a), (1.0, b)] {
+            let colour = palette(arm as usize);
+            let n = vals.len().max(1) as f64;
+            chart
+                .draw_series(vals.iter().enumerate().map(|(i, v)| {
+                    let x = arm - 0.25 + 0.5 * (i as f64 + 0.5) / n;
+                    Circle::new((x, *v), 3, colour.filled())
+                }))
+                .map_err(err)?;
+            if let Some(m) = crate::experiment::stats::median(vals) {
+                chart
+                    .draw_series(LineSeries::new(
+                        [(arm - 0.3, m), (arm + 0.3, m)],
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(buf)
+}

@@ -1,0 +1,719 @@
+//! `llctop report --html`, `report --compare --html`, `diff --html`: one self-contained
+//! page per recording (inline SVG and CSS; no script, font or image fetched from anywhere,
+//! so it opens from a mail attachment), drawn from the same fold as the text report
+//! ([`super::summary::Summary`], one pass). The page embeds the figures it drew as JSON
+//! (`<script type="application/json" id="llctop-data">`, never executed) so a test can
+//! hold them against the text report. Charts: [`charts`]; what each draws:
+//! docs/metrics.md, "Charts".
+
+pub mod charts;
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use self::charts::{Annotation, Heat, Line};
+use super::Recording;
+use super::summary::Summary;
+use crate::snapshot::Cause;
+use crate::topology::{Distance, Topology};
+
+/// HTML text: `&`, `<`, `>`, quotes escaped (attribute-safe).
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => o.push('\u{fffd}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const CSS: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1000px;color:#222}\
+h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;font-size:.9em}td,th{padding:2px 8px;text-align:left;border-bottom:1px solid #eee}\
+.missing{color:#a60}.note{color:#555;font-size:.9em}svg{display:block;max-width:100%;height:auto}\
+.sev-critical{color:#b00;font-weight:bold}.sev-warning{color:#b60;font-weight:bold}\
+.ab{display:inline-block;vertical-align:top;margin:2px}";
+
+/// A page: title, body sections, and the figures drawn (JSON).
+fn page(title: &str, body: &str, data: &serde_json::Value) -> String {
+    // `</` cannot end the JSON block early: every `<` in it is escaped by serde's string
+    // rules only inside strings, so escape it everywhere.
+    let data = data.to_string().replace('<', "\\u003c");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+<title>{}</title><style>{CSS}</style></head><body>\n<h1>{}</h1>\n{body}\n\
+<script type=\"application/json\" id=\"llctop-data\">{data}</script>\n</body></html>\n",
+        esc(title),
+        esc(title)
+    )
+}
+
+fn section(out: &mut String, id: &str, title: &str, inner: &str) {
+    let _ = write!(
+        out,
+        "<section id=\"{id}\"><h2>{}</h2>\n{inner}\n</section>\n",
+        esc(title)
+    );
+}
+
+fn missing(why: &str) -> String {
+    format!("<p class=\"missing\">{}</p>", esc(why))
+}
+
+/// A chart, or what went wrong drawing it.
+fn chart(r: Result<String, String>) -> String {
+    r.unwrap_or_else(|e| missing(&format!("this chart could not be drawn: {e}")))
+}
+
+/// The knob changes, markers and findings of a recording as annotations (seconds from
+/// its start).
+fn annotations(sum: &Summary) -> Vec<Annotation> {
+    let t0 = sum.series.t0().unwrap_or(0);
+    let secs = |mono: u64| mono.saturating_sub(t0) as f64 / 1e9;
+    let mut out = Vec::new();
+    for k in &sum.knobs {
+        out.push(Annotation {
+            at: secs(k.mono_ns),
+            kind: "knob",
+            text: format!(
+                "{}: {} → {} (read back {})",
+                k.id, k.old, k.new, k.read_back
+            ),
+        });
+    }
+    for m in &sum.markers {
+        out.push(Annotation {
+            at: secs(m.mono_ns),
+            kind: "marker",
+            text: format!("marker: {}", m.label),
+        });
+    }
+    for e in sum.problems() {
+        let f = e.latest();
+        out.push(Annotation {
+            at: sum.at(e.fired_seq),
+            kind: "finding",
+            text: format!(
+                "{} {}: {}",
+                e.worst().label().to_uppercase(),
+                f.kind.title(),
+                f.summary
+            ),
+        });
+    }
+    out
+}
+
+fn llc_rows(
+    topo: &Topology,
+    mean: impl Fn(usize) -> Option<f64>,
+) -> Vec<(String, Option<u32>, Option<f64>)> {
+    topo.llcs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            (
+                format!(
+                    "llc{} node {}",
+                    l.id,
+                    l.node.map_or("-".into(), |n| n.to_string())
+                ),
+                l.node,
+                mean(i),
+            )
+        })
+        .collect()
+}
+
+/// The busy heatmap of a fold (also the diff page's).
+fn busy_heatmap(sum: &Summary, anns: &[Annotation]) -> String {
+    let topo = &sum.header.topology;
+    if topo.llcs.is_empty() {
+        return missing("the recording's topology has no LLCs: no heatmap to draw");
+    }
+    let mean = |i: usize| {
+        sum.busy_llc
+            .get(i)
+            .and_then(|m| (m.1 > 0).then(|| 100.0 * m.0 / m.1 as f64))
+    };
+    if (0..topo.llcs.len()).all(|i| mean(i).is_none()) {
+        return missing("busy was not recorded (no procfs source)");
+    }
+    chart(charts::heatmap(
+        &Heat {
+            title: "Busy per LLC (share of its CPUs' time)",
+            unit: "%",
+            scale: 1.0,
+            cells: sum
+                .series
+                .columns
+                .iter()
+                .map(|c| (c.from, c.to, c.busy.iter().map(|m| m.get()).collect()))
+                .collect(),
+            rows: llc_rows(topo, mean),
+            span: sum.series.span(),
+        },
+        anns,
+    ))
+}
+
+/// `llctop report --html`: the page of a fold.
+pub fn report(sum: &Summary) -> String {
+    let h = &sum.header;
+    let topo = &h.topology;
+    let series = &sum.series;
+    let anns = annotations(sum);
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>host {} · kernel {} · {} · {} snapshots over {:.1} s (interval {:.3} s){}</p>",
+        esc(h.host.as_deref().unwrap_or("?")),
+        esc(h.kernel.as_deref().unwrap_or("?")),
+        esc(&topo.summary()),
+        sum.snapshots,
+        sum.secs,
+        h.interval_ns as f64 / 1e9,
+        if sum.truncated {
+            " · file truncated after the last complete line"
+        } else {
+            ""
+        }
+    );
+    let _ = write!(
+        body,
+        "<p class=\"note\">Time charts: {} columns of {} snapshot{} each (shares and waits: the mean of the column's snapshots; counts: their sum over the column's seconds; p99: the column's worst). Dashed lines: knob changes (blue), markers (grey), findings (red) — hover for their text.</p>",
+        series.columns.len(),
+        series.width,
+        if series.width == 1 { "" } else { "s" }
+    );
+    section(
+        &mut body,
+        "topology",
+        "Topology",
+        &if topo.llcs.is_empty() {
+            missing("the recording's topology has no LLCs")
+        } else {
+            chart(charts::topology(topo))
+        },
+    );
+    if sum.snapshots == 0 {
+        section(
+            &mut body,
+            "charts",
+            "Charts",
+            &missing("the recording holds no snapshot: nothing to draw over time"),
+        );
+    } else {
+        section(&mut body, "busy", "Busy", &busy_heatmap(sum, &anns));
+        time_charts(&mut body, sum, &anns);
+    }
+    findings(&mut body, sum);
+    events(&mut body, sum);
+    page(
+        &format!("llctop report · {}", h.host.as_deref().unwrap_or("?")),
+        &body,
+        &data(sum, &anns),
+    )
+}
+
+fn time_charts(body: &mut String, sum: &Summary, anns: &[Annotation]) {
+    let topo = &sum.header.topology;
+    let cols = &sum.series.columns;
+    let span = sum.series.span();
+    let mid = |c: &super::series::Column| (c.from + c.to) / 2.0;
+    // Run-queue wait heatmap: tasks waiting per CPU (scale: 1 waiting per CPU = dark).
+    let wait_mean = |i: usize| {
+        let (s, n) = cols.iter().fold((0.0, 0u32), |(s, n), c| {
+            (s + c.wait[i].sum, n + c.wait[i].n)
+        });
+        (n > 0).then(|| s / f64::from(n))
+    };
+    let inner = if topo.llcs.is_empty() || (0..topo.llcs.len()).all(|i| wait_mean(i).is_none()) {
+        missing("run-queue wait was not recorded (it needs the BPF source or schedstat)")
+    } else {
+        chart(charts::heatmap(
+            &Heat {
+                title: "Run-queue wait per LLC (tasks waiting per CPU; dark = 1)",
+                unit: " waiting/CPU",
+                scale: 1.0,
+                cells: cols
+                    .iter()
+                    .map(|c| (c.from, c.to, c.wait.iter().map(|m| m.get()).collect()))
+                    .collect(),
+                rows: llc_rows(topo, wait_mean),
+                span,
+            },
+            anns,
+        ))
+    };
+    section(body, "wait", "Run-queue wait", &inner);
+
+    // Migrations by distance (stacked) and by cause.
+    let by = |get: &dyn Fn(&super::series::Column) -> Option<f64>| -> Vec<(f64, f64)> {
+        cols.iter()
+            .filter_map(|c| get(c).map(|v| (mid(c), v)))
+            .collect()
+    };
+    let dist: Vec<Line> = Distance::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, d)| Line {
+            name: d.label().to_string(),
+            points: by(&|c| c.by_distance.rates(c.secs).map(|r| r[k])),
+        })
+        .collect();
+    let mut inner = if dist.iter().all(|l| l.points.is_empty()) {
+        missing("migrations were not recorded")
+    } else {
+        chart(charts::series(
+            "Migrations per second by distance (stacked)",
+            "per second",
+            &dist,
+            span,
+            true,
+            anns,
+        ))
+    };
+    let cause: Vec<Line> = Cause::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, c)| Line {
+            name: c.label().to_string(),
+            points: by(&|col| col.by_cause.rates(col.secs).map(|r| r[k])),
+        })
+        .collect();
+    inner.push_str(&if cause.iter().all(|l| l.points.is_empty()) {
+        missing("migration causes were not recorded (they need the BPF source)")
+    } else {
+        chart(charts::series(
+            "Migrations per second by cause",
+            "per second",
+            &cause,
+            span,
+            false,
+            anns,
+        ))
+    });
+    section(body, "migrations", "Migrations", &inner);
+
+    let hit = vec![Line {
+        name: "preferred-LLC hit".into(),
+        points: by(&|c| c.preferred_hit.get().map(|h| 100.0 * h)),
+    }];
+    section(
+        body,
+        "preferred",
+        "Preferred-LLC hit",
+        &if hit[0].points.is_empty() {
+            missing("no process rows with a preferred LLC (they need the BPF source)")
+        } else {
+            chart(charts::series(
+                "Preferred-LLC hit (runtime-weighted)",
+                "%",
+                &hit,
+                span,
+                false,
+                anns,
+            ))
+        },
+    );
+
+    let mut waits: Vec<Line> = Vec::new();
+    for (i, l) in topo.llcs.iter().enumerate() {
+        waits.push(Line {
+            name: format!("llc{} p99", l.id),
+            points: by(&|c| c.p99.get(i).copied().flatten().map(|v| v as f64 / 1e3)),
+        });
+        waits.push(Line {
+            name: format!("llc{} p50", l.id),
+            points: by(&|c| c.p50.get(i).and_then(|m| m.get()).map(|v| v / 1e3)),
+        });
+    }
+    waits.retain(|l| !l.points.is_empty());
+    section(
+        body,
+        "latency",
+        "Wait latency per LLC",
+        &if waits.is_empty() {
+            missing("wait percentiles were not recorded (they need the BPF source)")
+        } else {
+            chart(charts::series(
+                "Run-queue wait p50 and p99 per LLC",
+                "µs",
+                &waits,
+                span,
+                false,
+                anns,
+            ))
+        },
+    );
+
+    let levels: std::collections::BTreeSet<u32> = cols
+        .iter()
+        .flat_map(|c| c.balance.keys().copied())
+        .collect();
+    let bal: Vec<Line> = levels
+        .iter()
+        .map(|l| Line {
+            name: format!("domain{l}"),
+            points: by(&|c| {
+                c.balance.get(l).map(|n| {
+                    if c.secs > 0.0 {
+                        *n as f64 / c.secs
+                    } else {
+                        0.0
+                    }
+                })
+            }),
+        })
+        .collect();
+    let mut inner = if bal.is_empty() {
+        missing("load balancing was not recorded (it needs /proc/schedstat)")
+    } else {
+        chart(charts::series(
+            "Load-balance attempts per second per domain level",
+            "per second",
+            &bal,
+            span,
+            false,
+            anns,
+        ))
+    };
+    let numa: Vec<Line> = ["pages migrated", "hinting faults"]
+        .iter()
+        .enumerate()
+        .map(|(k, n)| Line {
+            name: (*n).into(),
+            points: by(&|c| c.numa.rates(c.secs).map(|r| r[k])),
+        })
+        .collect();
+    inner.push_str(&if numa.iter().all(|l| l.points.is_empty()) {
+        missing("NUMA balancing was not recorded")
+    } else {
+        chart(charts::series(
+            "NUMA balancing per second",
+            "per second",
+            &numa,
+            span,
+            false,
+            anns,
+        ))
+    });
+    section(body, "balancing", "Load balancing and NUMA", &inner);
+}
+
+fn findings(body: &mut String, sum: &Summary) {
+    let problems = sum.problems();
+    let mut inner = String::new();
+    if problems.is_empty() {
+        inner.push_str("<p>none</p>");
+    }
+    for e in problems {
+        let f = e.latest();
+        let sev = e.worst().label();
+        let facts: Vec<String> = f
+            .facts
+            .iter()
+            .map(|x| {
+                format!(
+                    "<tr><td>{}</td><td>{}</td></tr>",
+                    esc(&x.label),
+                    esc(&x.shown())
+                )
+            })
+            .collect();
+        let _ = write!(
+            inner,
+            "<div class=\"finding\" data-severity=\"{sev}\"><p><span class=\"sev-{sev}\">{}</span> {} at {:+.1} s{}</p><p>{}</p><p>{}</p><table><tr><th>evidence (snapshots {}..={})</th><th></th></tr>{}</table>{}</div>",
+            sev.to_uppercase(),
+            esc(f.kind.title()),
+            sum.at(e.fired_seq),
+            f.kind
+                .seed()
+                .map(|s| format!(" [seed {s}]"))
+                .unwrap_or_default(),
+            esc(&f.summary),
+            esc(&f.cost_line()),
+            f.first_seq,
+            f.last_seq,
+            facts.join(""),
+            f.suggestion
+                .as_ref()
+                .map(|s| format!(
+                    "<p>try: <code>{}</code> — {}</p>",
+                    esc(&s.command),
+                    esc(&s.why)
+                ))
+                .unwrap_or_default()
+        );
+    }
+    section(
+        body,
+        "findings",
+        "Findings (the most harmful first)",
+        &inner,
+    );
+}
+
+fn events(body: &mut String, sum: &Summary) {
+    let start = sum.header.start_unix_ns;
+    let mut rows = String::new();
+    for k in &sum.knobs {
+        let _ = write!(
+            rows,
+            "<tr class=\"knob\"><td>{:+.1} s</td><td>knob</td><td>{}: {} → {} (read back {})</td></tr>",
+            k.unix_ns.saturating_sub(start) as f64 / 1e9,
+            esc(&k.id),
+            esc(&k.old),
+            esc(&k.new),
+            esc(&k.read_back)
+        );
+    }
+    for m in &sum.markers {
+        let _ = write!(
+            rows,
+            "<tr class=\"marker\"><td>{:+.1} s</td><td>marker</td><td>{}</td></tr>",
+            m.unix_ns.saturating_sub(start) as f64 / 1e9,
+            esc(&m.label)
+        );
+    }
+    if !rows.is_empty() {
+        section(
+            body,
+            "events",
+            "Knob changes and markers",
+            &format!("<table><tr><th>at</th><th></th><th></th></tr>{rows}</table>"),
+        );
+    }
+}
+
+/// The figures the page drew, beside the text report's (the same fold).
+fn data(sum: &Summary, anns: &[Annotation]) -> serde_json::Value {
+    let topo = &sum.header.topology;
+    let llcs: Vec<_> = topo
+        .llcs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let b = sum
+                .busy_llc
+                .get(i)
+                .and_then(|m| (m.1 > 0).then(|| m.0 / m.1 as f64));
+            json!({"id": l.id, "node": l.node, "cpus": l.cpus.len(), "mean_busy": b})
+        })
+        .collect();
+    let migs = sum.migs.as_ref().map(|(d, unclassified, _)| {
+        let mut m = serde_json::Map::new();
+        for c in Distance::ALL {
+            m.insert(c.label().into(), json!(d.get(c)));
+        }
+        m.insert("unclassified".into(), json!(unclassified));
+        m
+    });
+    json!({
+        "snapshots": sum.snapshots,
+        "secs": sum.secs,
+        "columns": sum.series.columns.len(),
+        "snapshots_per_column": sum.series.width,
+        "llcs": llcs,
+        "migrations": migs,
+        "knob_changes": sum.knobs.len(),
+        "markers": sum.markers.len(),
+        "findings": sum.problems().len(),
+        "annotations": anns.len(),
+    })
+}
+
+/// `llctop report --compare --html`: an experiment's windows, per metric: each window's
+/// value (A and B), the medians, the bootstrap interval, the verdict.
+pub fn compare(rec: &Recording) -> Result<String, String> {
+    let exp = rec
+        .experiment
+        .as_ref()
+        .ok_or("not a recording of `llctop ab`: it has no experiment line")?;
+    exp.check_windows(&rec.windows)
+        .map_err(|e| format!("the recording's window lines make no sense: {e}"))?;
+    let v = crate::experiment::verdict::compute(exp, &rec.windows, &rec.snapshots);
+    let counted: Vec<_> = rec
+        .windows
+        .iter()
+        .filter(|w| w.not_counted.is_none())
+        .collect();
+    let mut snaps = rec.snapshots.clone();
+    snaps.sort_by_key(|s| s.seq);
+    let values = crate::experiment::verdict::by_arm(&counted, &snaps);
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>knob {}: A = {}, B = {} · {} of {} windows counted{}</p>",
+        esc(&exp.knob),
+        esc(&exp.a),
+        esc(&exp.b),
+        v.windows,
+        v.planned,
+        if v.not_counted.is_empty() {
+            String::new()
+        } else {
+            format!(" (not counted: {})", esc(&v.not_counted.join("; ")))
+        }
+    );
+    let mut table = String::from(
+        "<table><tr><th>metric</th><th>A median</th><th>B median</th><th>change</th><th>95% interval</th><th>p</th><th>verdict</th></tr>",
+    );
+    let mut dots = String::new();
+    let mut rows = Vec::new();
+    for r in &v.rows {
+        let c = &r.stats;
+        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+        let _ = write!(
+            table,
+            "<tr data-metric=\"{}\"><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
+            esc(&r.metric),
+            esc(&format!("{} ({})", r.metric, r.unit)),
+            c.median_a,
+            c.median_b,
+            c.change.map_or("-".into(), pct),
+            c.ci.map_or("-".into(), |(lo, hi)| format!("{} .. {}", pct(lo), pct(hi))),
+            c.p,
+            esc(&r.verdict)
+        );
+        let (a, b) = values.get(&r.metric).cloned().unwrap_or_default();
+        let _ = write!(
+            dots,
+            "<div class=\"ab\" data-metric=\"{}\" data-a=\"{}\" data-b=\"{}\">{}</div>",
+            esc(&r.metric),
+            a.len(),
+            b.len(),
+            chart(charts::ab_dots(
+                &format!("{} — {}", r.metric, r.verdict),
+                &a,
+                &b
+            ))
+        );
+        rows.push(
+            json!({"metric": r.metric, "a": a, "b": b, "verdict": r.verdict,
+            "median_a": c.median_a, "median_b": c.median_b}),
+        );
+    }
+    table.push_str("</table>");
+    section(&mut body, "verdict", "Verdict", &table);
+    section(
+        &mut body,
+        "windows",
+        "Each window's value (dots), each arm's median (bar)",
+        &dots,
+    );
+    Ok(page(
+        &format!("llctop ab · {} = {} vs {}", exp.knob, exp.a, exp.b),
+        &body,
+        &json!({"windows": v.windows, "rows": rows}),
+    ))
+}
+
+/// `llctop diff --html A B`: knob differences, the figures side by side, each recording's
+/// busy heatmap.
+pub fn diff(a: &Recording, b: &Recording) -> String {
+    let mut body = String::new();
+    let knobs = super::diff::knob_differences(a, b);
+    let mut t = String::from("<table><tr><th>knob</th><th>A</th><th>B</th></tr>");
+    for (k, x, y) in &knobs {
+        let _ = write!(
+            t,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(k),
+            esc(x),
+            esc(y)
+        );
+    }
+    t.push_str("</table>");
+    section(
+        &mut body,
+        "knobs",
+        "Knobs that differ",
+        &if knobs.is_empty() {
+            "<p>none</p>".into()
+        } else {
+            t
+        },
+    );
+    let lines = super::diff::compare(a, b);
+    let mut t = String::from(
+        "<table><tr><th>figure</th><th>A (± s.e.)</th><th>B (± s.e.)</th><th>change</th><th>beyond the noise</th></tr>",
+    );
+    for l in &lines {
+        let change = (l.mean_a != 0.0).then(|| l.mean_b / l.mean_a - 1.0);
+        let _ = write!(
+            t,
+            "<tr><td>{}</td><td>{:.4} ± {:.4}</td><td>{:.4} ± {:.4}</td><td>{}</td><td>{}</td></tr>",
+            esc(&l.key),
+            l.mean_a,
+            l.se_a,
+            l.mean_b,
+            l.se_b,
+            change.map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+            if l.moved { "yes" } else { "" }
+        );
+    }
+    t.push_str("</table>");
+    section(&mut body, "figures", "Figures (mean per interval)", &t);
+    let (fa, fb) = (super::report::fold(a), super::report::fold(b));
+    for (id, name, f) in [("busy-a", "A", &fa), ("busy-b", "B", &fb)] {
+        let anns = annotations(f);
+        let inner = if f.snapshots == 0 {
+            missing("the recording holds no snapshot")
+        } else {
+            busy_heatmap(f, &anns)
+        };
+        section(
+            &mut body,
+            id,
+            &format!("Busy per LLC, {name}: {}", f.header.topology.summary()),
+            &inner,
+        );
+    }
+    page(
+        "llctop diff",
+        &body,
+        &json!({"a": data(&fa, &annotations(&fa)), "b": data(&fb, &annotations(&fb)), "figures": lines.len()}),
+    )
+}
+
+/// Write `page` to `path` (beside it first, then renamed: a reader never sees half a
+/// page) and say where and how big on stdout.
+pub fn write(path: &std::path::Path, page: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{}: not a file name", path.display())))?;
+    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+    std::fs::write(&tmp, page)?;
+    std::fs::rename(&tmp, path)?;
+    println!(
+        "wrote {} ({} KiB)",
+        path.display(),
+        page.len().div_ceil(1024)
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_html() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(esc("a\u{1b}[31m"), "a\u{fffd}[31m");
+    }
+}
