@@ -13,6 +13,7 @@
 pub mod app;
 pub mod keymap;
 pub mod launch;
+pub mod shot;
 pub mod theme;
 pub mod views;
 

@@ -58,14 +58,23 @@ impl Tmux {
 
     /// Wait until the pane shows one of `any`, returning the screen.
     pub fn wait_for(&self, any: &[&str], what: &str) -> String {
+        self.wait_until(
+            |s| any.iter().any(|n| s.contains(n)),
+            &format!("{what}: none of {any:?}"),
+        )
+    }
+
+    /// Wait until the screen satisfies `done` (a screen caught mid-redraw on a busy
+    /// machine is captured again), returning it.
+    pub fn wait_until(&self, done: impl Fn(&str) -> bool, what: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let s = self.capture();
-            if any.iter().any(|n| s.contains(n)) {
+            if done(&s) {
                 return s;
             }
             if Instant::now() > deadline {
-                panic!("{what}: none of {any:?} on screen:\n{s}");
+                panic!("{what} on screen:\n{s}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
