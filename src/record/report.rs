@@ -442,16 +442,33 @@ pub fn fold(rec: &Recording) -> Summary {
     sum
 }
 
-/// `llctop report --compare`: the verdict of an `llctop ab` recording, recomputed from its
-/// windows and snapshots (the table, or JSON).
-pub fn compare(rec: &Recording, json: bool) -> Result<String, String> {
+/// The experiment of an `llctop ab` recording and its verdict, recomputed from its
+/// windows and snapshots (the text and the HTML page both show it).
+pub fn verdict_of(
+    rec: &Recording,
+) -> Result<
+    (
+        &crate::experiment::Experiment,
+        crate::experiment::verdict::Verdict,
+    ),
+    String,
+> {
     let exp = rec
         .experiment
         .as_ref()
         .ok_or("not a recording of `llctop ab`: it has no experiment line")?;
     exp.check_windows(&rec.windows)
         .map_err(|e| format!("the recording's window lines make no sense: {e}"))?;
-    let v = crate::experiment::verdict::compute(exp, &rec.windows, &rec.snapshots);
+    Ok((
+        exp,
+        crate::experiment::verdict::compute(exp, &rec.windows, &rec.snapshots),
+    ))
+}
+
+/// `llctop report --compare`: the verdict of an `llctop ab` recording, recomputed from its
+/// windows and snapshots (the table, or JSON).
+pub fn compare(rec: &Recording, json: bool) -> Result<String, String> {
+    let (exp, v) = verdict_of(rec)?;
     if json {
         let j = serde_json::json!({"experiment": exp, "verdict": v});
         return serde_json::to_string_pretty(&j)

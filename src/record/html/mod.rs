@@ -536,13 +536,7 @@ fn data(sum: &Summary, anns: &[Annotation]) -> serde_json::Value {
 /// `llctop report --compare --html`: an experiment's windows, per metric: each window's
 /// value (A and B), the medians, the bootstrap interval, the verdict.
 pub fn compare(rec: &Recording) -> Result<String, String> {
-    let exp = rec
-        .experiment
-        .as_ref()
-        .ok_or("not a recording of `llctop ab`: it has no experiment line")?;
-    exp.check_windows(&rec.windows)
-        .map_err(|e| format!("the recording's window lines make no sense: {e}"))?;
-    let v = crate::experiment::verdict::compute(exp, &rec.windows, &rec.snapshots);
+    let (exp, v) = super::report::verdict_of(rec)?;
     let counted: Vec<_> = rec
         .windows
         .iter()
