@@ -8,6 +8,10 @@
 #               6-7), nodes 0 (cpus 0-3) and 1 (4-7): two LLCs per node, SMT inside each.
 #               Needs QEMU 10 (smp-cache), taken from bookworm-backports into the cache
 #               without installing it; the system's QEMU stays as it is.
+#   8s8llc-smt  64 vCPUs: 8 sockets x 4 cores x 2 threads, one L3 per socket (cpus 8s to
+#               8s+7), nodes 0 (sockets 0-3, cpus 0-31) and 1 (sockets 4-7, cpus 32-63):
+#               four LLCs per node, SMT inside each — an EPYC's 8-core CCXs at the
+#               users' scale (QEMU 10 as above; slow: one host thread runs 64 vCPUs).
 #
 # usage: tests/lab/lab.sh KERNEL SCENARIO LLCTOP_BIN [EXTRA_BIN...]
 #   KERNEL    5.10 | 6.1 | 6.12 | 6.18 | 7.2   (Debian 11 generic 5.10, Debian 12
@@ -195,6 +199,15 @@ case "$shape" in
       -smp 8,sockets=2,cores=2,threads=2 -nic none -vga none
       -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1)
     what="8 vCPUs: 2 sockets x 2 cores x 2 threads, an L3 per core, 2 nodes" ;;
+  8s8llc-smt)
+    q=$(fetch_qemu10)
+    export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
+    qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+    machine=(-cpu qemu64,vendor=GenuineIntel
+      -machine q35,smp-cache.0.cache=l3,smp-cache.0.topology=socket
+      -smp 64,sockets=8,cores=4,threads=2 -nic none -vga none
+      -numa node,nodeid=0,cpus=0-31,memdev=m0 -numa node,nodeid=1,cpus=32-63,memdev=m1)
+    what="64 vCPUs: 8 sockets x 4 cores x 2 threads, an L3 per socket, 2 nodes" ;;
   *) log "unknown shape $shape"; exit 2 ;;
 esac
 
