@@ -318,6 +318,31 @@ fn has(text: &str, needle: &str, what: &str) {
 }
 
 #[test]
+fn a_narrow_header_drops_the_kernel_then_the_host_never_the_mode() {
+    let topo = topology::synthetic(2, 4, 8);
+    let mut app = live_app(&topo, 2);
+    app.host = Some("a-rather-long-host-name.example.com".into());
+    app.kernel = Some("7.2.13+deb14-amd64".into());
+    let line = |app: &App, w: u16| render_to_text(app, w, 30)[0].clone();
+    let wide = line(&app, 200);
+    assert!(
+        wide.contains("a-rather-long-host-name.example.com · 7.2.13+deb14-amd64 · 2 nodes"),
+        "{wide}"
+    );
+    let mid = line(&app, 100);
+    assert!(
+        mid.contains("a-rather-long-host-name.example.com · 2 nodes"),
+        "{mid}"
+    );
+    assert!(mid.contains("live every 1s"), "{mid}");
+    let narrow = line(&app, 60);
+    assert!(
+        narrow.starts_with("llctop 2 nodes · 8 LLCs · 64 CPUs  live every 1s"),
+        "{narrow}"
+    );
+}
+
+#[test]
 fn header_says_what_is_degraded_and_why() {
     for (name, topo) in topologies() {
         let app = live_app(&topo, 3);

@@ -153,14 +153,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     let t = app.theme();
     let mut lines = Vec::new();
 
-    let mut first = vec![
-        Span::styled("llctop ", t.accent().add_modifier(Modifier::BOLD)),
-        Span::raw(format!(
-            "{} · {} · {}",
+    // The machine: host · kernel · shape, the shape alone kept when the line is too
+    // narrow for the rest (what is shown — live, paused, a replay — matters more).
+    let machine = |level: u8| {
+        let (host, kernel) = (
             app.host.as_deref().unwrap_or("?"),
             app.kernel.as_deref().unwrap_or("?"),
-            app.topo.summary()
-        )),
+        );
+        match level {
+            0 => format!("{host} · {kernel} · {}", app.topo.summary()),
+            1 => format!("{host} · {}", app.topo.summary()),
+            _ => app.topo.summary(),
+        }
+    };
+    let mut first = vec![
+        Span::styled("llctop ", t.accent().add_modifier(Modifier::BOLD)),
+        Span::raw(machine(0)),
         Span::raw("  "),
     ];
     // Which scheduler is in charge, when the kernel has sched_ext.
@@ -213,6 +221,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
             ),
             t.bad().add_modifier(Modifier::BOLD),
         ));
+    }
+    // Everything so far must fit; the snapshot's number and time may be cut.
+    for level in 1..=2 {
+        if Line::from(first.clone()).width() <= area.width as usize {
+            break;
+        }
+        first[1] = Span::raw(machine(level));
     }
     if let Some(s) = app.current() {
         first.push(Span::styled(
