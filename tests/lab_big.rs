@@ -134,6 +134,10 @@ fn lab_7_2_big_hops_counted_exactly_per_distance_class_on_every_llc() {
 fn lab_7_2_big_recording_has_every_cpu_and_replays_in_every_view() {
     let run = run();
     let rec = recording(run, "big_recording");
+    let (cpu_ms, hwm) = common::lab::record_cost(run);
+    println!(
+        "lab 7.2/{SHAPE}: llctop record's CPU time {cpu_ms:.1} ms per interval, peak resident {hwm} KiB"
+    );
     assert!(
         rec.snapshots.len() >= 30,
         "{} snapshots",

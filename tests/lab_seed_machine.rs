@@ -69,6 +69,10 @@ fn lab_7_2_smt_schedstat_v17_levels_from_the_kernel() {
 fn lab_7_2_smt_hops_counted_exactly_per_distance_class() {
     let run = run("7.2", "distances.sh");
     let rec = recording(run, "distances_recording");
+    let (cpu_ms, hwm) = common::lab::record_cost(run);
+    println!(
+        "lab 7.2/{SHAPE}: llctop record's CPU time {cpu_ms:.1} ms per interval, peak resident {hwm} KiB"
+    );
     let pid = |k: &str| -> u32 { run.value(k).parse().unwrap() };
     let smt = hops_of(&rec, pid("hop_smt_pid"));
     let llc = hops_of(&rec, pid("hop_llc_pid"));

@@ -449,3 +449,22 @@ pub fn problem_kinds(
         .map(|e| (e.kind(), e.latest().key.clone()))
         .collect()
 }
+
+/// The recorder's cost in a scenario that printed `record_cost0` (after its first
+/// snapshot) and `record_cost1` (before it stopped) — guest-init.sh's record_cost: its
+/// CPU time per interval in between (ms) and its peak resident memory (KiB).
+pub fn record_cost(run: &LabRun) -> (f64, u64) {
+    let f = |k: &str| -> Vec<u64> {
+        run.value(k)
+            .split_whitespace()
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("{k}: {}", run.value(k)))
+            })
+            .collect()
+    };
+    let (a, b) = (f("record_cost0"), f("record_cost1"));
+    let intervals = b[0].saturating_sub(a[0]).max(1);
+    let ticks = (b[1] + b[2]).saturating_sub(a[1] + a[2]);
+    (ticks as f64 * 10.0 / intervals as f64, b[3])
+}

@@ -34,10 +34,12 @@ for k in $hoppers; do wait_line /tmp/hop$k.out ready; done
 
 record_start /tmp/big.jsonl --source bpf --interval 1s
 record_wait 1
+lab record_cost0 "$(record_cost)"
 for k in $hoppers; do echo go > /tmp/go$k; done
 for k in $hoppers; do wait_line /tmp/hop$k.out done; done
 for k in $hoppers; do lab "hop_${k}_done" "$(tail -n 1 /tmp/hop$k.out)"; done
 record_wait 31
+lab record_cost1 "$(record_cost)"
 record_stop
 lab_file big_recording /tmp/big.jsonl.gz
 

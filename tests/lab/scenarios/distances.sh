@@ -31,6 +31,7 @@ lab hop_node_pid "$hop4"
 
 record_start /tmp/dist.jsonl --source bpf --interval 1s
 record_wait 1
+lab record_cost0 "$(record_cost)"
 echo go >&3
 wait "$hop1"
 echo go >&4
@@ -38,5 +39,6 @@ wait "$hop2"
 echo go >&5
 wait "$hop4"
 record_wait $(($(record_snaps) + 2))
+lab record_cost1 "$(record_cost)"
 record_stop
 lab_file distances_recording /tmp/dist.jsonl.gz
