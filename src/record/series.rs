@@ -11,7 +11,7 @@ use crate::topology::Distance;
 
 /// The page's columns: at most this many after the last merge (and under twice it while
 /// folding).
-pub const COLUMNS: usize = 480;
+pub const COLUMNS: usize = 320;
 
 /// A mean over the snapshots that had the value.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -12,6 +12,8 @@
 #               8s+7), nodes 0 (sockets 0-3, cpus 0-31) and 1 (sockets 4-7, cpus 32-63):
 #               four LLCs per node, SMT inside each — an EPYC's 8-core CCXs at the
 #               users' scale (QEMU 10 as above; slow: one host thread runs 64 vCPUs).
+#   32s32llc-smt  256 vCPUs the same way (32 LLCs, x2APIC, an IOMMU with interrupt
+#               remapping): by hand only, docs/lab.md.
 #
 # usage: tests/lab/lab.sh KERNEL SCENARIO LLCTOP_BIN [EXTRA_BIN...]
 #   KERNEL    5.10 | 6.1 | 6.12 | 6.18 | 7.2   (Debian 11 generic 5.10, Debian 12
@@ -208,6 +210,17 @@ case "$shape" in
       -smp 64,sockets=8,cores=4,threads=2 -nic none -vga none
       -numa node,nodeid=0,cpus=0-31,memdev=m0 -numa node,nodeid=1,cpus=32-63,memdev=m1)
     what="64 vCPUs: 8 sockets x 4 cores x 2 threads, an L3 per socket, 2 nodes" ;;
+  32s32llc-smt)
+    # By hand (docs/lab.md): the largest shape tried here, 256 vCPUs.
+    q=$(fetch_qemu10)
+    export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
+    qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+    machine=(-cpu qemu64,vendor=GenuineIntel,+x2apic
+      -machine q35,kernel-irqchip=split,smp-cache.0.cache=l3,smp-cache.0.topology=socket
+      -device intel-iommu,intremap=on,eim=on
+      -smp 256,sockets=32,cores=4,threads=2 -nic none -vga none
+      -numa node,nodeid=0,cpus=0-127,memdev=m0 -numa node,nodeid=1,cpus=128-255,memdev=m1)
+    what="256 vCPUs: 32 sockets x 4 cores x 2 threads, an L3 per socket, 2 nodes" ;;
   *) log "unknown shape $shape"; exit 2 ;;
 esac
 

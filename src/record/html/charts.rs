@@ -51,9 +51,18 @@ pub fn palette(i: usize) -> RGBColor {
     P[i % P.len()]
 }
 
-/// 0 → pale, 1 → dark red (a share, clamped).
-fn heat(v: f64) -> RGBColor {
-    let v = v.clamp(0.0, 1.0);
+/// Shades of a heatmap: a value is drawn at the nearest of these steps, and neighbouring
+/// cells of one shade are one rectangle (a long recording's page stays small).
+const HEAT_STEPS: f64 = 32.0;
+
+/// A value's shade step (0..=HEAT_STEPS).
+fn heat_step(v: f64) -> u32 {
+    (v.clamp(0.0, 1.0) * HEAT_STEPS).round() as u32
+}
+
+/// 0 → pale, 1 → dark red (a shade step).
+fn heat(step: u32) -> RGBColor {
+    let v = f64::from(step) / HEAT_STEPS;
     let lerp = |a: f64, b: f64| (a + (b - a) * v).round() as u8;
     RGBColor(lerp(247.0, 165.0), lerp(251.0, 15.0), lerp(255.0, 21.0))
 }
@@ -206,16 +215,33 @@ pub fn heatmap(h: &Heat, anns: &[Annotation]) -> Res<String> {
             .draw()
             .map_err(err)?;
         let top = |i: usize| (n - i) as f64;
+        // Per row, runs of one shade: (from, to, step).
+        let mut runs: Vec<(usize, f64, f64, u32)> = Vec::new();
+        for i in 0..n {
+            let mut cur: Option<(f64, f64, u32)> = None;
+            for (from, to, vals) in &h.cells {
+                let step = vals
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map(|v| heat_step(v / h.scale));
+                cur = match (cur, step) {
+                    (Some((f, _, s)), Some(st)) if s == st => Some((f, *to, s)),
+                    (prev, step) => {
+                        if let Some((f, t, s)) = prev {
+                            runs.push((i, f, t, s));
+                        }
+                        step.map(|st| (*from, *to, st))
+                    }
+                };
+            }
+            if let Some((f, t, s)) = cur {
+                runs.push((i, f, t, s));
+            }
+        }
         chart
-            .draw_series(h.cells.iter().flat_map(|(from, to, vals)| {
-                vals.iter().enumerate().filter_map(move |(i, v)| {
-                    v.map(|v| {
-                        Rectangle::new(
-                            [(*from, top(i)), (*to, top(i) - 1.0)],
-                            heat(v / h.scale).filled(),
-                        )
-                    })
-                })
+            .draw_series(runs.iter().map(|&(i, from, to, step)| {
+                Rectangle::new([(from, top(i)), (to, top(i) - 1.0)], heat(step).filled())
             }))
             .map_err(err)?;
         let (px, py) = chart.plotting_area().get_pixel_range();

@@ -1,5 +1,5 @@
 # The users' scale (shape 8s8llc-smt: 64 vCPUs, 8 LLCs of 4 cores x 2 threads, two
-# nodes of four LLCs). The guest's own sysfs for every CPU (the topology's oracle); then
+# nodes of four LLCs; by hand 32s32llc-smt: 256 vCPUs). The guest's own sysfs for every CPU (the topology's oracle); then
 # 32 hoppers, one per LLC and distance class — SMT sibling (8L <-> 8L+1), same LLC
 # (8L <-> 8L+2), another LLC of the node (8L <-> the next LLC's first CPU), the other
 # node (8L <-> 8L+32 mod 64) — pinned and waiting on a fifo before the recording starts,
@@ -13,11 +13,15 @@ lab_block sysfs sh -c 'for d in /sys/devices/system/cpu/cpu[0-9]*; do
   echo "cpu$c l3 $(cat $d/cache/index3/shared_cpu_list) smt $(cat $d/topology/thread_siblings_list) l3kb $(cat $d/cache/index3/size)"
 done; for n in /sys/devices/system/node/node[0-9]*; do echo "${n##*/} $(cat $n/cpulist)"; done'
 
+# Sized from the guest (LLCs of 8 CPUs, two nodes): 64 vCPUs in CI, more by hand.
+ncpu=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
+nllc=$((ncpu / 8))
+per_node=$((nllc / 2))
 hoppers=""
-for L in 0 1 2 3 4 5 6 7; do
+for L in $(seq 0 $((nllc - 1))); do
   a=$((8 * L))
-  next=$(((L + 1) % 4 + 4 * (L / 4)))
-  for pair in "smt $((a + 1))" "llc $((a + 2))" "xllc $((8 * next))" "xnode $(((a + 32) % 64))"; do
+  next=$(((L + 1) % per_node + per_node * (L / per_node)))
+  for pair in "smt $((a + 1))" "llc $((a + 2))" "xllc $((8 * next))" "xnode $(((a + ncpu / 2) % ncpu))"; do
     set -- $pair
     k="$1$L"
     mkfifo /tmp/go$k
