@@ -40,7 +40,7 @@ record_snaps() { grep -c '"type":"snapshot"' "$rec_file" 2>/dev/null || true; }
 # What the recorder has cost so far: snapshots, utime and stime (USER_HZ ticks, 1/100 s;
 # /proc/PID/stat fields 14 and 15), peak resident KiB (VmHWM).
 record_cost() {
-  echo "$(record_snaps) $(cut -d' ' -f14,15 /proc/$rec_pid/stat) $(sed -n 's/^VmHWM: *\([0-9]*\).*/\1/p' /proc/$rec_pid/status)"
+  echo "$(record_snaps) $(cut -d' ' -f14,15 /proc/$rec_pid/stat) $(awk '/^VmHWM/ {print $2}' /proc/$rec_pid/status)"
 }
 record_wait() {
   n=0
