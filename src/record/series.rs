@@ -92,6 +92,11 @@ pub struct Column {
     pub balance: BTreeMap<u32, u64>,
     /// NUMA balancing: pages migrated, hinting faults (/proc/vmstat deltas).
     pub numa: Counts<2>,
+    /// Per LLC (resctrl): L3 occupancy (bytes, mean of the column's readings).
+    pub occupancy: Vec<Mean>,
+    /// The machine's memory traffic (resctrl, Σ over LLCs): local and remote bytes (remote
+    /// = total − local where both were read).
+    pub membw: Counts<2>,
 }
 
 impl Column {
@@ -101,6 +106,7 @@ impl Column {
             wait: vec![Mean::default(); llcs],
             p50: vec![Mean::default(); llcs],
             p99: vec![None; llcs],
+            occupancy: vec![Mean::default(); llcs],
             ..Column::default()
         }
     }
@@ -120,6 +126,14 @@ impl Column {
             self.p50[i].add(g.rq_wait_p50_ns.map(|v| v as f64));
             if let Some(p) = g.rq_wait_p99_ns {
                 self.p99[i] = Some(self.p99[i].map_or(p, |q| q.max(p)));
+            }
+            if let Some(c) = &g.cache {
+                self.occupancy[i].add(c.occupancy_bytes.map(|b| b as f64));
+                if let (Some(t), Some(l)) = (c.mbm_total_bytes, c.mbm_local_bytes) {
+                    self.membw.seen = true;
+                    self.membw.n[0] = self.membw.n[0].saturating_add(l);
+                    self.membw.n[1] = self.membw.n[1].saturating_add(t.saturating_sub(l));
+                }
             }
         }
         if let Some(m) = &s.migrations {
@@ -177,6 +191,10 @@ impl Column {
             *e = e.saturating_add(n);
         }
         self.numa.merge(&o.numa);
+        for (a, b) in self.occupancy.iter_mut().zip(o.occupancy) {
+            a.merge(b);
+        }
+        self.membw.merge(&o.membw);
     }
 }
 
@@ -268,6 +286,12 @@ mod tests {
                 busy: Some(busy),
                 rq_wait_ns: Some(500_000_000),
                 rq_wait_p99_ns: Some(seq * 1000),
+                cache: Some(crate::snapshot::CacheMon {
+                    occupancy_bytes: Some(1 << 20),
+                    mbm_total_bytes: Some(3000),
+                    mbm_local_bytes: Some(1000),
+                    ..Default::default()
+                }),
                 ..Default::default()
             })
             .collect();
@@ -313,6 +337,13 @@ mod tests {
         }
         assert_eq!(se.columns[0].p99[0], Some((u64::from(se.width) - 1) * 1000));
         assert!((se.span() - n as f64).abs() < 1e-9);
+        // resctrl: every LLC's occupancy, the machine's local and remote traffic.
+        let c = &se.columns[0];
+        assert_eq!(c.occupancy[1].get(), Some(f64::from(1 << 20)));
+        assert_eq!(
+            c.membw.n,
+            [2000 * u64::from(se.width), 4000 * u64::from(se.width)]
+        );
         // Half a second of wait per second over 2 CPUs: a quarter waiting per CPU.
         assert!((se.columns[0].wait[0].get().unwrap_or(0.0) - 0.25).abs() < 1e-9);
         assert!((se.columns[0].secs - f64::from(se.width)).abs() < 1e-9);

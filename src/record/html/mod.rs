@@ -409,6 +409,49 @@ fn time_charts(body: &mut String, sum: &Summary, anns: &[Annotation]) {
         ))
     });
     section(body, "balancing", "Load balancing and NUMA", &inner);
+
+    // resctrl: what each L3 holds, the memory traffic behind it.
+    let occ: Vec<Line> = topo
+        .llcs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Line {
+            name: format!("llc{}", l.id),
+            points: by(&|c| {
+                c.occupancy
+                    .get(i)
+                    .and_then(|m| m.get())
+                    .map(|b| b / 1048576.0)
+            }),
+        })
+        .filter(|l| !l.points.is_empty())
+        .collect();
+    let mut inner = if occ.is_empty() {
+        missing("L3 occupancy was not recorded (it needs resctrl: Intel RDT or AMD PQoS)")
+    } else {
+        chart(charts::series(
+            "L3 occupancy per LLC",
+            "MiB",
+            &occ,
+            span,
+            false,
+            anns,
+        ))
+    };
+    let bw: Vec<Line> = ["local", "remote"]
+        .iter()
+        .enumerate()
+        .map(|(k, n)| Line {
+            name: (*n).into(),
+            points: by(&|c| c.membw.rates(c.secs).map(|r| r[k] / 1e6)),
+        })
+        .collect();
+    inner.push_str(&if bw.iter().all(|l| l.points.is_empty()) {
+        missing("memory bandwidth was not recorded (it needs resctrl with mbm_total_bytes and mbm_local_bytes)")
+    } else {
+        chart(charts::series("Memory bandwidth, local and remote (stacked)", "MB/s", &bw, span, true, anns))
+    });
+    section(body, "resctrl", "L3 occupancy and memory bandwidth", &inner);
 }
 
 fn findings(body: &mut String, sum: &Summary) {
@@ -701,6 +744,65 @@ pub fn write(path: &std::path::Path, page: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn recording(cache: bool) -> Recording {
+        let topo = crate::topology::synthetic(1, 2, 2);
+        let snaps = (0..5u64)
+            .map(|seq| {
+                let mut s = crate::collect::empty_snapshot(&topo);
+                s.seq = seq;
+                s.time.interval_ns = 1_000_000_000;
+                s.time.mono_ns = (seq + 1) * 1_000_000_000;
+                s.llcs = (0..2)
+                    .map(|id| crate::snapshot::GroupStats {
+                        id,
+                        cpus: 2,
+                        busy: Some(0.5),
+                        cache: cache.then(|| crate::snapshot::CacheMon {
+                            occupancy_bytes: Some(8 << 20),
+                            mbm_total_bytes: Some(300_000_000),
+                            mbm_local_bytes: Some(200_000_000),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                    .collect();
+                s
+            })
+            .collect();
+        let header = crate::record::Header {
+            format: crate::record::FORMAT.into(),
+            version: 1,
+            llctop_version: "t".into(),
+            host: Some("<h>".into()),
+            kernel: None,
+            start_unix_ns: 0,
+            interval_ns: 1_000_000_000,
+            topology: topo,
+            sources: vec![],
+            command: vec![],
+            knobs: Default::default(),
+        };
+        Recording::of(header, snaps)
+    }
+
+    #[test]
+    fn resctrl_charts_when_recorded_and_why_not_otherwise() {
+        let with = report(&super::super::report::fold(&recording(true)));
+        let s = &with[with.find("<section id=\"resctrl\">").unwrap()..];
+        let s = &s[..s.find("</section>").unwrap()];
+        assert!(
+            s.contains("L3 occupancy per LLC") && s.contains("<svg"),
+            "{s}"
+        );
+        assert!(s.contains("Memory bandwidth, local and remote"), "{s}");
+        assert!(!s.contains("class=\"missing\""), "{s}");
+        // The host name is text, never markup.
+        assert!(with.contains("&lt;h&gt;") && !with.contains("<h>"));
+        let without = report(&super::super::report::fold(&recording(false)));
+        assert!(without.contains("L3 occupancy was not recorded (it needs resctrl"));
+        assert!(without.contains("memory bandwidth was not recorded"));
+    }
 
     #[test]
     fn text_is_escaped_for_html() {
