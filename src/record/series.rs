@@ -151,7 +151,11 @@ impl Column {
         self.preferred_hit.add(s.preferred_hit().0);
         if let Some(b) = &s.balance {
             for d in &b.domains {
-                let n = d.busy.count + d.idle.count + d.newidle.count;
+                let n = d
+                    .busy
+                    .count
+                    .saturating_add(d.idle.count)
+                    .saturating_add(d.newidle.count);
                 let e = self.balance.entry(d.level).or_default();
                 *e = e.saturating_add(n);
             }
