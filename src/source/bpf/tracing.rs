@@ -174,6 +174,20 @@ pub fn decode(b: &[u8], f: &mut impl FnMut(TraceRecord)) -> bool {
     }
 }
 
+/// A CPU's staged batches (switches, wakings) as records can be read from them: the
+/// program writes a batch's kind and CPU only when it hands a full batch over, so a CPU
+/// whose batch never filled (a quiet CPU, a short trace) has kind 0 in its stage — set
+/// here, or its events would not decode and be lost without a count.
+fn staged(st: types::trace_stage, cpu: u32) -> [types::trace_batch; 2] {
+    use types::llctop_trace_batch as B;
+    let (mut sw, mut wk) = (st.sw, st.wk);
+    sw.kind = B::TB_SWITCH.0;
+    wk.kind = B::TB_WAKING.0;
+    sw.cpu = cpu;
+    wk.cpu = cpu;
+    [sw, wk]
+}
+
 /// The first `n` events of a batch as records.
 fn decode_batch(b: &types::trace_batch, f: &mut impl FnMut(TraceRecord)) -> bool {
     use types::llctop_trace_batch as B;
@@ -358,8 +372,7 @@ impl TraceTap {
                 continue;
             };
             let st: types::trace_stage = pod(&b);
-            for mut batch in [st.sw, st.wk] {
-                batch.cpu = cpu;
+            for batch in staged(st, cpu) {
                 decode_batch(&batch, f);
             }
         }
@@ -429,6 +442,38 @@ mod tests {
 
     fn bytes(r: &types::trace_rec) -> Vec<u8> {
         super::super::layout::bytes_of(r).to_vec()
+    }
+
+    #[test]
+    fn a_stage_that_never_filled_still_decodes() {
+        // As the program leaves a CPU that had 3 switches and 1 waking: kind and cpu 0.
+        let mut st = types::trace_stage::default();
+        st.sw.n = 3;
+        st.wk.n = 1;
+        for e in st.sw.ev.iter_mut().chain(st.wk.ev.iter_mut()) {
+            e.pid = 42;
+        }
+        let mut got = Vec::new();
+        for b in staged(st, 5) {
+            assert!(decode_batch(&b, &mut |r| got.push(r)));
+        }
+        assert_eq!(got.len(), 4);
+        assert!(matches!(
+            got[0],
+            TraceRecord::Switch {
+                cpu: 5,
+                next_pid: 42,
+                ..
+            }
+        ));
+        assert!(matches!(
+            got[3],
+            TraceRecord::Waking {
+                cpu: 5,
+                pid: 42,
+                ..
+            }
+        ));
     }
 
     #[test]
