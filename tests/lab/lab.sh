@@ -183,6 +183,14 @@ cp "$scenario" "$root/lab/scenario.sh"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$work/initrd.gz"
 
+# QEMU 10 from the cache, with its own modules and firmware, never the system QEMU's.
+use_qemu10() {
+  local q
+  q=$(fetch_qemu10)
+  export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
+  qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+}
+
 case "$shape" in
   2s2llc)
     qemu=(qemu-system-x86_64)
@@ -190,10 +198,7 @@ case "$shape" in
       -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1)
     what="4 vCPUs: 2 sockets x 2 cores, 2 nodes" ;;
   2s4llc-smt)
-    q=$(fetch_qemu10)
-    # Its own modules and firmware, never the system QEMU's.
-    export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
-    qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+    use_qemu10
     # An Intel vendor: with AMD's, TCG has no topoext and L3 stays per socket; no dies=
     # or modules= (QEMU 10.0.2 aborts in encode_topo_cpuid1f with them).
     machine=(-cpu qemu64,vendor=GenuineIntel
@@ -202,9 +207,7 @@ case "$shape" in
       -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1)
     what="8 vCPUs: 2 sockets x 2 cores x 2 threads, an L3 per core, 2 nodes" ;;
   8s8llc-smt)
-    q=$(fetch_qemu10)
-    export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
-    qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+    use_qemu10
     machine=(-cpu qemu64,vendor=GenuineIntel
       -machine q35,smp-cache.0.cache=l3,smp-cache.0.topology=socket
       -smp 64,sockets=8,cores=4,threads=2 -nic none -vga none
@@ -212,9 +215,7 @@ case "$shape" in
     what="64 vCPUs: 8 sockets x 4 cores x 2 threads, an L3 per socket, 2 nodes" ;;
   32s32llc-smt)
     # By hand (docs/lab.md): the largest shape tried here, 256 vCPUs.
-    q=$(fetch_qemu10)
-    export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
-    qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+    use_qemu10
     machine=(-cpu qemu64,vendor=GenuineIntel,+x2apic
       -machine q35,kernel-irqchip=split,smp-cache.0.cache=l3,smp-cache.0.topology=socket
       -device intel-iommu,intremap=on,eim=on
