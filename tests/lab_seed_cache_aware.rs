@@ -8,6 +8,7 @@
 mod common;
 
 use common::lab::{LabRun, cpus_of, recording};
+use common::passes::Passes;
 
 use llctop::findings::Kind;
 use serde_json::Value;
@@ -18,66 +19,11 @@ fn run(kernel: &str, scenario: &str) -> &'static LabRun {
     common::lab::run(kernel, SHAPE, scenario)
 }
 
-/// The workload's own view: passes per second since its start, per llctop LLC.
-struct Passes {
-    start_mono_ns: u64,
-    /// `[second][llc]`
-    per_sec: Vec<Vec<u64>>,
-}
-
-impl Passes {
-    fn parse(text: &str, llc_of_cpu: &[usize], nr_llc: usize) -> Passes {
-        let mut p = Passes {
-            start_mono_ns: 0,
-            per_sec: Vec::new(),
-        };
-        for l in text.lines() {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            match f.as_slice() {
-                ["start_mono_ns", ns] => p.start_mono_ns = ns.parse().unwrap(),
-                ["passes", sec, _tid, cpu, n] => {
-                    let (sec, cpu, n): (usize, usize, u64) = (
-                        sec.parse().unwrap(),
-                        cpu.parse().unwrap(),
-                        n.parse().unwrap(),
-                    );
-                    if p.per_sec.len() <= sec {
-                        p.per_sec.resize(sec + 1, vec![0; nr_llc]);
-                    }
-                    p.per_sec[sec][llc_of_cpu[cpu]] += n;
-                }
-                _ => {}
-            }
-        }
-        assert!(
-            p.start_mono_ns > 0 && !p.per_sec.is_empty(),
-            "workload output: {text}"
-        );
-        p
-    }
-
-    /// The share of the passes on `llc` in the second a snapshot ending at `mono_ns`
-    /// mostly covers (`None` outside the run).
-    fn share(&self, mono_ns: u64, llc: usize) -> Option<f64> {
-        let end = mono_ns.checked_sub(self.start_mono_ns)? as f64 / 1e9;
-        let sec = (end - 1.0).round();
-        let v = self.per_sec.get(usize::try_from(sec as i64).ok()?)?;
-        let total: u64 = v.iter().sum();
-        (total > 0).then(|| v[llc] as f64 / total as f64)
-    }
-}
-
 /// The `share` workload's passes, per llctop LLC (the guest's topology).
 fn passes_of(run: &LabRun) -> Passes {
     let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
     let llcs = cpus_of(&t["llcs"]);
-    let mut llc_of_cpu = vec![0; 8];
-    for (l, cpus) in llcs.iter().enumerate() {
-        for &c in cpus {
-            llc_of_cpu[c as usize] = l;
-        }
-    }
-    Passes::parse(run.block("share_out"), &llc_of_cpu, llcs.len())
+    Passes::parse(run.block("share_out"), &llcs)
 }
 
 /// The advisor on the shared-working-set scenario (seeds/000): while the kernel gathers
@@ -116,7 +62,7 @@ fn check_scattered_after_the_cut(run: &LabRun) {
             .iter()
             .filter(|s| (f.first_seq..=f.last_seq).contains(&s.seq))
             .collect();
-        let llcs = passes.per_sec.first().map_or(0, Vec::len);
+        let llcs = passes.llcs();
         let mean = |l: usize| {
             let v: Vec<f64> = snaps
                 .iter()

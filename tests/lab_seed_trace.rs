@@ -18,29 +18,11 @@ fn run(kernel: &str, scenario: &str) -> &'static LabRun {
     common::lab::run(kernel, SHAPE, scenario)
 }
 
-/// The trace the lab's `llctop trace` wrote, as Perfetto's own Python classes read it.
-fn lab_trace(run: &LabRun) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("lab.pftrace");
-    std::fs::write(&p, run.file("trace")).unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py"))
-        .arg(&p)
-        .output()
-        .expect("python3 (scripts/deps.sh installs perfetto and protobuf)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn lab_7_2_smt_trace_has_the_machine_each_hop_classified_and_the_pile_up_on_its_process() {
     let run = run("7.2", "trace.sh");
     println!("{}", run.block("trace_err"));
-    let d = lab_trace(run);
+    let d = common::lab::perfetto_of(run, "trace");
     assert_eq!(d["cut"], 0, "a whole trace");
     let tracks = d["tracks"].as_object().unwrap();
     let name = |uuid: &Value| {

@@ -468,3 +468,22 @@ pub fn record_cost(run: &LabRun) -> (f64, u64) {
     let ticks = (b[1] + b[2]).saturating_sub(a[1] + a[2]);
     (ticks as f64 * 10.0 / intervals as f64, b[3])
 }
+
+/// A trace the lab's `llctop trace` wrote (file `name`), as Perfetto's own Python
+/// classes read it (tests/perfetto_decode.py).
+pub fn perfetto_of(run: &LabRun, name: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("lab.pftrace");
+    std::fs::write(&p, run.file(name)).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py"))
+        .arg(&p)
+        .output()
+        .expect("python3 (scripts/deps.sh installs perfetto and protobuf)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -3,6 +3,7 @@
 
 pub mod kernel_trace;
 pub mod lab;
+pub mod passes;
 pub mod resctrl;
 pub mod serve;
 pub mod tmux;

@@ -36,7 +36,7 @@ record_start() {
   llctop record -o "$rec_file" "$@" >/tmp/record.out 2>/tmp/record.err &
   rec_pid=$!
 }
-record_snaps() { grep -c '"type":"snapshot"' "$rec_file" 2>/dev/null || true; }
+record_snaps() { n=$(grep -c '"type":"snapshot"' "$rec_file" 2>/dev/null); echo "${n:-0}"; }
 # What the recorder has cost so far: snapshots, utime and stime (USER_HZ ticks, 1/100 s;
 # /proc/PID/stat fields 14 and 15), peak resident KiB (VmHWM).
 record_cost() {

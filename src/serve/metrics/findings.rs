@@ -28,6 +28,11 @@ fn labels(k: Kind, s: Severity) -> Labels {
     l(&[("kind", kind_label(k)), ("severity", s.label().to_string())])
 }
 
+/// The series shown: active and fired for each kind and severity.
+pub fn series() -> usize {
+    2 * kinds().count() * SEVERITIES.len()
+}
+
 pub struct FindingSeries {
     active: Level,
     fired: Count,

@@ -34,6 +34,17 @@ fn l(pairs: &[(&str, String)]) -> Labels {
         .collect()
 }
 
+/// The series `serve` shows whatever the machine's size, with the BPF source and no
+/// `--process-series` (README, "Fleet-wide", has the whole count): one per distance
+/// class and per migration cause, whether migrations are exact, context switches and
+/// those unseen, forks, process updates dropped, the process series' limit and how many
+/// were dropped, snapshots taken, the last one's time, the interval, the preferred-LLC
+/// runtime (hit, miss), and the advisor's findings (active and fired per kind and
+/// severity). sched_ext's three are apart: only kernels that have it show them.
+pub fn fixed_series() -> usize {
+    Distance::ALL.len() + Cause::ALL.len() + 1 + 2 + 1 + 1 + 2 + 3 + 2 + findings::series()
+}
+
 /// The series, registered once; [`Exporter::update`] adds each snapshot's counts.
 pub struct Exporter {
     registry: Registry,

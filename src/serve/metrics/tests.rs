@@ -213,3 +213,88 @@ fn findings_are_a_gauge_per_kind_and_severity_and_a_fired_counter() {
         "{om}"
     );
 }
+
+/// README's count of series ("Fleet-wide"): CPUs + 5 per LLC + 9 per domain level + 2
+/// per source + a knob's info and, when its value is a number, its value + one per NUMA
+/// counter + 3 per cgroup + the fixed ones — for the BPF source, without resctrl,
+/// sched_ext or process series.
+#[test]
+fn the_series_count_is_readmes_formula() {
+    use crate::snapshot::*;
+    for (nodes, llcs, cpus) in [(1, 1, 2), (2, 4, 8), (2, 16, 16)] {
+        let topo = crate::topology::synthetic(nodes, llcs, cpus);
+        let mut e = Exporter::new(&topo);
+        let mut s = snap(&topo, 1);
+        for c in &mut s.cpus {
+            c.rq_wait_ns = Some(10);
+            c.migrations_in = Some(1);
+            c.migrations_out = Some(1);
+        }
+        crate::collect::aggregate(&topo, &mut s);
+        if let Some(m) = &mut s.migrations {
+            m.by_cause = Some(ByCause::default());
+        }
+        s.system.ctx_switches = Some(10);
+        s.system.forks = Some(1);
+        let levels = 3;
+        s.balance = Some(Balance {
+            version: 17,
+            domains: (0..levels)
+                .map(|level| DomainBalance {
+                    level,
+                    name: Some(format!("L{level}")),
+                    ..Default::default()
+                })
+                .collect(),
+        });
+        let counters = ["numa_hit", "numa_miss", "pgmigrate_success"];
+        let cgroups = ["/a", "/b"];
+        s.numa = Some(NumaStats {
+            vmstat: counters.iter().map(|k| (k.to_string(), 1)).collect(),
+            cgroups: cgroups
+                .iter()
+                .map(|p| CgroupNuma {
+                    path: p.to_string(),
+                    numa_pages_migrated: Some(1),
+                    numa_pte_updates: Some(1),
+                    numa_hint_faults: Some(1),
+                })
+                .collect(),
+            ..Default::default()
+        });
+        s.processes = Some(ProcessTable {
+            rows: vec![ProcessStats {
+                pid: 7,
+                cpu_time_ns: 1,
+                preferred_hit: Some(1.0),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        s.sources = vec![
+            SourceStatus::active("bpf"),
+            SourceStatus::absent("perf", "-"),
+        ];
+        e.update(&s);
+        let knobs: BTreeMap<String, String> = [("a", "1"), ("b", "off"), ("c", "fifo")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into_iter()
+            .collect();
+        e.knobs(&knobs);
+        let samples = classic(&e.openmetrics())
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .count();
+        let numeric = 2;
+        let formula = topo.cpus.len()
+            + 5 * topo.llcs.len()
+            + 9 * levels as usize
+            + 2 * s.sources.len()
+            + knobs.len()
+            + numeric
+            + counters.len()
+            + 3 * cgroups.len()
+            + fixed_series();
+        assert_eq!(samples, formula, "{nodes}x{llcs}x{cpus}");
+    }
+}

@@ -44,15 +44,82 @@ for k in $hoppers; do wait_line /tmp/hop$k.out done; done
 for k in $hoppers; do lab "hop_${k}_done" "$(tail -n 1 /tmp/hop$k.out)"; done
 record_wait 31
 lab record_cost1 "$(record_cost)"
+# The bpf() calls the recorder makes per interval at this size, counted by strace
+# attached to all its threads for at least 10 intervals (after record_cost1: strace's
+# stops are not the recorder's cost).
+strace -f -c -e trace=bpf -o /tmp/strace.out -p "$rec_pid" 2>/tmp/strace.err &
+st=$!
+wait_line /tmp/strace.err attached "$st"
+s0=$(record_snaps)
+record_wait $((s0 + 10))
+s1=$(record_snaps)
+kill -INT "$st"
+wait "$st" || true
+lab strace_snaps "$s0 $s1 $(record_snaps)"
+lab_block strace cat /tmp/strace.out /tmp/strace.err
 record_stop
 lab_file big_recording /tmp/big.jsonl.gz
 
-# One scrape of `llctop serve` at this size: its series, counted on the host.
+# The kernel's preferred LLC with 8 LLCs (7.2): two threads sharing a working set start
+# on LLC 5 alone (CPUs 40-47: its first CPU is not its id), with aggregation unlimited
+# for the recording (llc_balancing.aggr_tolerance=100, as in cache_aware.sh). Once llctop
+# shows the kernel's preference for them with the threads running there for three
+# snapshots, they may run anywhere; the workload prints where its threads ran (the
+# oracle) when it ends.
+K=/sys/kernel/debug/sched/llc_balancing
+record_start /tmp/pref.jsonl --source bpf --interval 1s --set llc_balancing.aggr_tolerance=100
+record_wait 1
+taskset -c 40-47 llctop-workload share 2 40 >/tmp/share.out &
+share=$!
+lab share_pid "$share"
+gathered() {
+  grep -cE "\"pid\":$share,[^}]*\"preferred_llc\":[0-9]+,\"preferred_kind\":\"kernel\",\"preferred_hit\":(1\.0|0\.9[0-9]*)" \
+    "$rec_file" 2>/dev/null || true
+}
+n=0
+until [ "$(gathered)" -ge 3 ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
+lab gathered_pinned "$(gathered)"
+lab widened_after_snapshots "$(record_snaps)"
+taskset -a -p -c 0-$((ncpu - 1)) "$share" >/dev/null || true
+wait "$share"
+record_wait $(($(record_snaps) + 2))
+record_stop
+lab aggr_after "$(cat $K/aggr_tolerance)"
+lab_block share_out cat /tmp/share.out
+lab_file pref_recording /tmp/pref.jsonl.gz
+
+# `llctop trace` at this size: its track tree, and one hopper across the nodes (LLC 1 to
+# LLC 5) in it, counted by the hopper itself.
+mkfifo /tmp/gotrace
+exec 3<>/tmp/gotrace
+llctop-workload hop 8 40 10 <&3 >/tmp/hoptrace.out &
+hop=$!
+exec 3<&-
+wait_line /tmp/hoptrace.out ready
+lab trace_hop_pid "$hop"
+llctop trace -o /tmp/big.pftrace --interval 1s >/tmp/trace.out 2>/tmp/trace.err &
+tp=$!
+wait_line /tmp/trace.err "tracing to" "$tp"
+echo go > /tmp/gotrace
+wait "$hop"
+lab_block trace_hop_out cat /tmp/hoptrace.out
+kill -INT "$tp"
+wait "$tp" || true
+lab_block trace_err cat /tmp/trace.err
+lab_file trace /tmp/big.pftrace
+
+# One scrape of `llctop serve` at this size, once it has judged 3 snapshots (the
+# balancing and NUMA deltas need two): its series, counted on the host against README's
+# formula, whose terms come from the guest's own files (sysfs above, schedstat's domain
+# levels, /proc/vmstat's NUMA counters) and llctop's knob list.
+lab_block schedstat_levels awk '/^cpu/ {n++} n == 1 && /^domain/ {d++} END {print d}' /proc/schedstat
+lab_block vmstat_numa grep -cE '^(numa_|pgmigrate_|pgpromote_|pgdemote_)' /proc/vmstat
+lab_block knobs llctop knobs list --json
 ip link set lo up
 llctop serve --listen 127.0.0.1:9464 --interval 1s >/tmp/serve.log 2>&1 &
 serve=$!
 n=0
-until wget -q -O /tmp/metrics http://127.0.0.1:9464/metrics 2>/dev/null && grep -q '^llctop_cpu_busy_seconds_total' /tmp/metrics; do
+until wget -q -O /tmp/metrics http://127.0.0.1:9464/metrics 2>/dev/null && grep -qE '^llctop_snapshots_total [3-9]' /tmp/metrics; do
   n=$((n + 1))
   [ $n -lt 600 ] || break
   usleep 200000
