@@ -268,7 +268,7 @@ pub enum Command {
         #[arg(long, default_value_t = 0, value_name = "N")]
         process_series: usize,
     },
-    /// Serve agents over the Model Context Protocol (stdio): the live machine, recordings
+    /// Serve agents over the Model Context Protocol (stdio, or HTTP with --listen): the live machine, recordings
     /// and, with --allow-writes, guarded knob experiments (docs/agents.md).
     Mcp {
         /// Let the `ab` tool write kernel knobs (journaled, restored and read back after
@@ -279,6 +279,15 @@ pub enum Command {
         /// directory's mcp/, /var/lib/llctop/mcp as root).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Serve MCP's streamable HTTP transport at http://ADDR:PORT/mcp instead of stdio
+        /// (port 0: any free one, printed); not a loopback address only with
+        /// --allow-remote. Runs until SIGTERM.
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: Option<std::net::SocketAddr>,
+        /// Allow --listen on an address other machines can reach (then any Host header
+        /// is taken: guard the port).
+        #[arg(long, requires = "listen")]
+        allow_remote: bool,
     },
     /// Print the key table (Markdown), generated from the TUI's keymap.
     Keys,

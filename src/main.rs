@@ -203,7 +203,12 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             };
             llctop::serve::run(&opts, &root, &topo, listen, allow_remote, process_series)
         }
-        Some(Command::Mcp { allow_writes, dir }) => {
+        Some(Command::Mcp {
+            allow_writes,
+            dir,
+            listen,
+            allow_remote,
+        }) => {
             // The server's own collector never writes; `ab` runs `llctop ab` with the
             // global options given before `mcp`.
             let global: Vec<String> = std::env::args()
@@ -218,6 +223,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                 allow_writes,
                 dir: dir.unwrap_or_else(llctop::mcp::default_dir),
                 global,
+                listen: listen.map(|a| (a, allow_remote)),
             };
             llctop::mcp::run(&opts, &root, &topo, m)
         }

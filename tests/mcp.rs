@@ -284,3 +284,107 @@ fn a_cancelled_experiment_restores_the_knob_and_the_server_serves_on() {
     assert_eq!(v["after"], v["before"], "restored after the cancel");
     assert_eq!(v["still_serving"], true);
 }
+
+/// A raw HTTP/1.1 request to `addr`; the status line's code.
+fn http_status(addr: &str, request: &str) -> u16 {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut buf = [0u8; 512];
+    let n = s.read(&mut buf).unwrap_or(0);
+    let head = String::from_utf8_lossy(&buf[..n]);
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {head:?}"))
+}
+
+/// `llctop mcp --listen`: the same session as on stdio — every resource, tool and prompt,
+/// bad input, 100 concurrent requests — through the Python SDK's streamable HTTP client;
+/// only /mcp answers; a `Host` that is not loopback is refused (DNS rebinding); an
+/// address other machines reach needs --allow-remote; SIGTERM ends the server.
+#[test]
+fn the_same_session_over_streamable_http_and_the_listener_guarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let corrupt = dir.path().join("corrupt.jsonl.gz");
+    std::fs::write(&corrupt, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff]).unwrap();
+    let recs = dir.path().join("recs");
+    let refused = Command::new(BIN)
+        .args(["--source", "procfs", "mcp", "--listen", "0.0.0.0:0"])
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("--allow-remote"),
+        "{err}"
+    );
+    let mut server = Command::new(BIN)
+        .args(["--source", "procfs", "--interval", "500ms", "mcp", "--dir"])
+        .arg(&recs)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(server.stderr.take().unwrap()));
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .map(str::to_string)
+        })
+        .expect("the server says where it listens");
+    // The rest of its stderr drained, so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    assert!(url.ends_with("/mcp"), "{url}");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let v = client(
+        "session",
+        &[],
+        &[
+            ("MCP_URL", url.as_str()),
+            ("CORRUPT", corrupt.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(v["server"], "rmcp");
+    assert_eq!(v["concurrent"], 100);
+    let path = v["record"]["path"].as_str().unwrap();
+    assert!(path.starts_with(recs.to_str().unwrap()), "{path}");
+    assert!(v["after_seq"].as_u64() >= v["snapshot_seq"].as_u64());
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = |host: &str, path: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+    };
+    assert_eq!(http_status(&addr, &post(&addr, "/mcp")), 200);
+    assert_eq!(http_status(&addr, &post(&addr, "/other")), 404);
+    let rebound = http_status(&addr, &post("attacker.example", "/mcp"));
+    assert!(
+        (400..500).contains(&rebound),
+        "a non-loopback Host: {rebound}"
+    );
+    // SAFETY: our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = server.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "SIGTERM ignored");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    println!(
+        "mcp over HTTP at {url}: session done, a rebound Host got {rebound}, ended by SIGTERM in {:?} ({status:?})",
+        t0.elapsed()
+    );
+}

@@ -6,6 +6,8 @@ tool's advertised output schema), feeds it bad input, and prints what the Rust t
 compares as one JSON object on stdout. Any failed expectation exits non-zero.
 
 usage: mcp_client.py CASE LLCTOP [ARGS...]
+  With $MCP_URL set, the client connects to a server already serving streamable HTTP
+  there (llctop mcp --listen) instead of starting LLCTOP on stdio.
   CASE: session  every resource, tool and prompt; bad input; 100 concurrent requests
         watch    watch(N) (N from $WATCH_SECONDS) while the caller records the same
                  seconds; prints the summary
@@ -23,6 +25,7 @@ import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 TOOLS = {"snapshot", "top_processes", "process", "watch", "findings", "explain",
@@ -144,8 +147,9 @@ async def session_case(s, out):
 async def main():
     case, exe, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     params = StdioServerParameters(command=exe, args=args, env=dict(os.environ))
+    url = os.environ.get("MCP_URL")
     out = {}
-    async with stdio_client(params) as (r, w):
+    async with (streamable_http_client(url) if url else stdio_client(params)) as (r, w):
         async with ClientSession(r, w) as s:
             init = await s.initialize()
             out["protocol"] = init.protocol_version

@@ -1,5 +1,6 @@
 //! `llctop mcp`: the live machine, its recordings and knob experiments as a Model Context
-//! Protocol server over stdio (the official Rust SDK, `rmcp`), for agents. One collector
+//! Protocol server over stdio, or streamable HTTP with `--listen` ([`http`]) (the official
+//! Rust SDK, `rmcp`), for agents. One collector
 //! inside — the same sources, snapshots and advisor as every other command ([`live`]) —
 //! and, over it, resources (topology, the newest snapshot, the findings, the knobs, the
 //! metric definitions), tools ([`tools`], and [`ab`], which writes a knob and so only with
@@ -8,6 +9,7 @@
 pub mod ab;
 pub mod docs;
 pub mod files;
+mod http;
 pub mod live;
 pub mod summary;
 pub mod tools;
@@ -40,6 +42,9 @@ pub struct McpOptions {
     pub dir: PathBuf,
     /// The global options this server was started with (for `llctop ab` children).
     pub global: Vec<String>,
+    /// Serve streamable HTTP on this address instead of stdio, and whether it may be one
+    /// other machines reach.
+    pub listen: Option<(std::net::SocketAddr, bool)>,
 }
 
 /// The default directory of the server's recordings: the state directory's `mcp/`
@@ -54,6 +59,7 @@ pub fn default_dir() -> PathBuf {
         .join("mcp")
 }
 
+#[derive(Clone)]
 struct Server {
     tools: Arc<tools::Tools>,
     ab: Arc<ab::Ab>,
@@ -77,6 +83,31 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         }),
     };
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mode = if m.allow_writes {
+        "ab may write knobs"
+    } else {
+        "read-only"
+    };
+    // Over HTTP: the listener is bound here, so a taken port or a refused address is
+    // said before anything runs.
+    let (http_stop, serving) = match m.listen {
+        Some((addr, allow_remote)) => {
+            crate::serve::check_listen(&addr, allow_remote)?;
+            let listener = std::net::TcpListener::bind(addr)
+                .map_err(|e| format!("mcp: cannot listen on {addr}: {e}"))?;
+            let at = listener.local_addr()?;
+            let (stop, fut) = http::serve(listener, server, allow_remote)?;
+            (
+                Some(stop),
+                (
+                    format!("http://{at}{}", http::PATH),
+                    Proto::Http(Box::pin(fut)),
+                ),
+            )
+        }
+        None => (None, ("stdio".to_string(), Proto::Stdio(server))),
+    };
+    let (on, proto) = serving;
     let proto = {
         let done = Arc::clone(&done);
         std::thread::spawn(move || {
@@ -86,11 +117,16 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
                 .build();
             let res = match rt {
                 Ok(rt) => rt.block_on(async move {
-                    let service = server
-                        .serve(rmcp::transport::stdio())
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    service.waiting().await.map_err(|e| e.to_string())?;
+                    match proto {
+                        Proto::Stdio(server) => {
+                            let service = server
+                                .serve(rmcp::transport::stdio())
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            service.waiting().await.map_err(|e| e.to_string())?;
+                        }
+                        Proto::Http(fut) => fut.await?,
+                    }
                     Ok::<(), String>(())
                 }),
                 Err(e) => Err(e.to_string()),
@@ -100,13 +136,8 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         })
     };
     eprintln!(
-        "llctop mcp: serving on stdio ({}; {}, recordings in {})",
+        "llctop mcp: serving on {on} ({}; {mode}, recordings in {})",
         topo.summary(),
-        if m.allow_writes {
-            "ab may write knobs"
-        } else {
-            "read-only"
-        },
         m.dir.display()
     );
     let mut registry = crate::knobs::Registry::discover(root, Some(topo));
@@ -126,6 +157,10 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         !done.load(std::sync::atomic::Ordering::Relaxed)
     });
     live.end();
+    // Over HTTP the server runs until a signal: its sessions end with the collector.
+    if let Some(stop) = &http_stop {
+        stop.now();
+    }
     // Experiments still running: stopped (each restores its knob), and waited for.
     let pids: Vec<u32> = children.lock().map(|c| c.clone()).unwrap_or_default();
     for &p in &pids {
@@ -140,7 +175,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
             }
         }
     }
-    if done.load(std::sync::atomic::Ordering::Relaxed) {
+    if done.load(std::sync::atomic::Ordering::Relaxed) || http_stop.is_some() {
         match proto.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("mcp: {e}").into()),
@@ -148,6 +183,12 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         }
     }
     Ok(())
+}
+
+/// What the protocol thread serves.
+enum Proto {
+    Stdio(Server),
+    Http(std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>),
 }
 
 fn text_resource(uri: &str, mime: &str, text: String) -> ReadResourceResult {
