@@ -115,6 +115,11 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		};
 		if (bpf_core_field_exists(prev->preferred_llc) && out_pid)
 			o.pref = RD(direct, prev, preferred_llc);
+		/* Tracing: the unseen switch-in put back where the kernel's sched_info says
+		 * it was (only with it: without, or for idle, its time is not known). */
+		if (trace_on && kq && o.arrived > cs->last_switch_ns && o.arrived <= now)
+			trace_unseen(cpu, prev, prev_pid, o.arrived - cs->cal_clock + cs->cal_mono,
+				     direct);
 		unseen(cs, cpu, now, &o, ts);
 		prev_pid = o.pid;
 		prev_tgid = o.tgid;

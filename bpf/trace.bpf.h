@@ -68,6 +68,10 @@ struct {
 enum { TRACE_BATCH = 128 };
 /* What a batch holds (struct trace_batch.kind). */
 enum llctop_trace_batch { TB_SWITCH = 101, TB_WAKING = 102 };
+/* A staged switch's state when the kernel made it without firing sched_switch (struct
+ * outgoing, unseen()): found at the next switch seen on the CPU and put back at the
+ * incoming task's own sched_info.last_arrival; the outgoing task's state is not known. */
+enum llctop_trace_state { TS_UNSEEN = 0x8000 };
 
 /* One staged switch or waking (24 bytes). No task name: reading it would touch another
  * cache line of a task that may be cold, at every switch; userspace knows every thread's
@@ -124,6 +128,7 @@ static __always_inline bool trace_stopping(void)
 const volatile struct {
 	enum llctop_trace_kind kind;
 	enum llctop_trace_batch batch_kind;
+	enum llctop_trace_state state;
 	struct trace_rec rec;
 	struct trace_batch batch;
 } trace_layout;
@@ -248,6 +253,37 @@ static __noinline void trace_switch_probe(u32 cpu, bool preempt, struct task_str
 {
 	trace_switch_body(cpu, preempt, prev, next, ts, false);
 }
+
+/* A switch the kernel made without sched_switch, found now: `in` came in at `ts` (its own
+ * arrival, on CLOCK_MONOTONIC) after prev_pid, the task the last switch seen here
+ * brought in. */
+static __always_inline void trace_unseen_body(u32 cpu, struct task_struct *in, u32 prev_pid,
+					      u64 ts, const bool direct)
+{
+	struct trace_batch *b;
+	struct trace_ev *e = trace_slot(&b, cpu, false);
+	if (!e)
+		return;
+	e->ts = ts;
+	trace_ev_task(e, in, direct);
+	e->prev_pid = prev_pid;
+	e->state = TS_UNSEEN;
+	trace_staged(b, cpu, TB_SWITCH);
+}
+
+static __noinline void trace_unseen_direct(u32 cpu, struct task_struct *in, u32 prev_pid, u64 ts)
+{
+	trace_unseen_body(cpu, in, prev_pid, ts, true);
+}
+
+static __noinline void trace_unseen_probe(u32 cpu, struct task_struct *in, u32 prev_pid, u64 ts)
+{
+	trace_unseen_body(cpu, in, prev_pid, ts, false);
+}
+
+#define trace_unseen(cpu, in, prev_pid, ts, direct)                                          \
+	((direct) ? trace_unseen_direct(cpu, in, prev_pid, ts) :                                 \
+		    trace_unseen_probe(cpu, in, prev_pid, ts))
 
 #define trace_switch(cpu, preempt, prev, next, ts, direct)                                   \
 	((direct) ? trace_switch_direct(cpu, preempt, prev, next, ts) :                          \

@@ -224,15 +224,17 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
         .count();
     assert_eq!(flows_out, flows_in);
     assert!(flows_out as u64 >= kernel_migs);
-    // Its switches: each switch-out of it is a switch on its CPU after one that brought
-    // it in — getrusage's count when it printed, plus at most its exit's. The lower
-    // bound allows two fewer: an uncounted loss seen in CI and by hand, not explained
-    // yet (docs/timeline.md, "An open gap") — said here, not hidden.
+    // Its switches: every switch-out getrusage counted when it printed followed a
+    // switch-in, and it was running then: at least one more switch-in than that count —
+    // with the switches this VM's kernel makes without sched_switch put back at the
+    // task's own arrival (docs/timeline.md, "Switches the kernel does not report"); before
+    // they were, 1 run in 3 had one or two fewer. After the print, its write and exit
+    // may be switched out and in again.
     let ins = d["switch_next_pids"][pid.to_string()].as_u64().unwrap_or(0);
     println!("switch-ins {ins}, getrusage {switches}");
     assert!(
-        (switches.saturating_sub(2)..=switches + 2).contains(&ins),
-        "switch-ins {ins} vs getrusage {switches} (+ its exit)"
+        (switches + 1..=switches + 3).contains(&ins),
+        "switch-ins {ins} vs getrusage {switches} (+ the one it printed in, + its exit's)"
     );
     // The track tree: every online CPU under the LLC track that lists it.
     let tracks = d["tracks"].as_object().unwrap();

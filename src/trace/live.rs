@@ -377,6 +377,12 @@ pub fn run(
         "; {lost} records lost (ring buffer full), {} skipped (the kernel runs no program nested in itself)",
         w.skipped
     ));
+    if w.counts.unseen_switches > 0 {
+        line.push_str(&format!(
+            "; {} switches the kernel made without sched_switch, put back at the incoming task's arrival (sched_info)",
+            w.counts.unseen_switches
+        ));
+    }
     if w.undecoded > 0 {
         line.push_str(&format!(", {} undecodable", w.undecoded));
     }

@@ -77,6 +77,9 @@ pub struct Counts {
     pub exits: u64,
     pub knob_changes: u64,
     pub findings: u64,
+    /// Switches the kernel made without sched_switch, put back at the incoming task's
+    /// arrival (TraceRecord::Switch's `unseen`).
+    pub unseen_switches: u64,
 }
 
 /// The trace being written.
@@ -277,8 +280,10 @@ impl<W: Write> Timeline<W> {
                 prev_state,
                 next_pid,
                 next_prio,
+                unseen,
                 ..
             } => {
+                self.counts.unseen_switches += u64::from(unseen);
                 let ts = self.ts(ts);
                 let comm = self.name_of(next_pid);
                 if self

@@ -63,7 +63,9 @@ impl std::fmt::Debug for Comm {
 pub enum TraceRecord {
     /// A context switch on `cpu`: `prev_pid` left in `prev_state` (the sched_switch ftrace
     /// event's encoding), `next_pid` came in. (No names: the reader knows them from the
-    /// other records.)
+    /// other records.) `unseen`: the kernel made it without firing sched_switch; it was
+    /// found at the next switch seen on the CPU and put back at `next_pid`'s own
+    /// arrival (sched_info), and `prev_state` is not known (0).
     Switch {
         ts: u64,
         cpu: u32,
@@ -72,6 +74,7 @@ pub enum TraceRecord {
         next_pid: u32,
         next_tgid: u32,
         next_prio: i32,
+        unseen: bool,
     },
     /// `pid` is woken (sched_waking) by a task on `cpu`, to run on `target_cpu`.
     Waking {
@@ -199,14 +202,18 @@ fn decode_batch(b: &types::trace_batch, f: &mut impl FnMut(TraceRecord)) -> bool
     let n = (b.n as usize).min(b.ev.len());
     for e in &b.ev[..n] {
         f(if switch {
-            TraceRecord::Switch {
-                ts: e.ts,
-                cpu: b.cpu,
-                prev_pid: e.prev_pid,
-                prev_state: u32::from(e.state),
-                next_pid: e.pid,
-                next_tgid: e.tgid,
-                next_prio: i32::from(e.prio),
+            {
+                let unseen = u32::from(e.state) == types::llctop_trace_state::TS_UNSEEN.0;
+                TraceRecord::Switch {
+                    ts: e.ts,
+                    cpu: b.cpu,
+                    prev_pid: e.prev_pid,
+                    prev_state: if unseen { 0 } else { u32::from(e.state) },
+                    next_pid: e.pid,
+                    next_tgid: e.tgid,
+                    next_prio: i32::from(e.prio),
+                    unseen,
+                }
             }
         } else {
             TraceRecord::Waking {
@@ -504,11 +511,25 @@ mod tests {
                 cpu: 3,
                 prev_pid: 9,
                 prev_state: 0x100,
+                unseen: false,
                 next_pid: 42,
                 next_tgid: 40,
                 next_prio: 120,
             }
         );
+        // A switch the kernel made without sched_switch: marked, its prev state unknown.
+        b.ev[0].state = types::llctop_trace_state::TS_UNSEEN.0 as u16;
+        got.clear();
+        assert!(decode(super::super::layout::bytes_of(&b), &mut |r| got.push(r)));
+        assert!(matches!(
+            got[0],
+            TraceRecord::Switch {
+                prev_state: 0,
+                unseen: true,
+                ..
+            }
+        ));
+        assert!(matches!(got[1], TraceRecord::Switch { unseen: false, .. }));
         b.kind = types::llctop_trace_batch::TB_WAKING.0;
         got.clear();
         assert!(decode(super::super::layout::bytes_of(&b), &mut |r| got.push(r)));
