@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use llctop::collect::{aggregate, empty_snapshot};
 use llctop::mcp::live::Live;
-use llctop::mcp::tools::{Tools, result};
+use llctop::mcp::reply::result;
+use llctop::mcp::tools::Tools;
 use llctop::snapshot::{ByDistance, Migrations, Precision, ProcessStats, ProcessTable};
 use llctop::topology::{self, Topology};
 

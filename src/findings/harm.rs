@@ -8,7 +8,6 @@
 //! hinting faults take (estimated from their counts), or with it off the memory allocated
 //! on the other node. The cost is the finding's `cost` fact, said next to its severity.
 
-use super::pileup::PileUp;
 use super::{Fact, Severity, Unit};
 use crate::snapshot::Snapshot;
 
@@ -201,13 +200,19 @@ pub fn numa_remote_alloc(remote_bytes_per_sec: f64) -> (Fact, Severity) {
     )
 }
 
-/// The cost of pile-up `p` from `snaps`: the snapshots whose interval overlaps the start
-/// and [`HARM_SPAN_NS`] after it; `None` when the process is in none of their rows (not
-/// among the top processes, or a source without per-process waits) or the idle CPU's
-/// busy share is unknown.
-pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
-    let (from, to) = (p.first_ns, p.last_ns.saturating_add(HARM_SPAN_NS));
-    let idle_cpu = p.idle_cpu.and_then(|c| u32::try_from(c).ok())?;
+/// The cost of a pile-up of process `tgid` whose start placed threads from `first_ns` to
+/// `last_ns` while `idle_cpu` (allowed) sat idle, from `snaps`: the snapshots whose
+/// interval overlaps the start and [`HARM_SPAN_NS`] after it; `None` when the process is
+/// in none of their rows (not among the top processes, or a source without per-process
+/// waits) or the idle CPU's busy share is unknown.
+pub fn pile_up(
+    tgid: u32,
+    idle_cpu: Option<i32>,
+    (first_ns, last_ns): (u64, u64),
+    snaps: &[Snapshot],
+) -> Option<Harm> {
+    let (from, to) = (first_ns, last_ns.saturating_add(HARM_SPAN_NS));
+    let idle_cpu = idle_cpu.and_then(|c| u32::try_from(c).ok())?;
     let (mut wait, mut cpu, mut n) = (0u64, 0u64, 0usize);
     // Idle shares: plain (sum, count) and weighted by the process's wait in the snapshot
     // (sum, weight). The weighted one is the estimate: a snapshot after the threads ended,
@@ -235,7 +240,7 @@ pub fn harm(p: &PileUp, snaps: &[Snapshot]) -> Option<Harm> {
             .processes
             .iter()
             .flat_map(|t| &t.rows)
-            .find(|r| r.pid == p.tgid)
+            .find(|r| r.pid == tgid)
         {
             wait = wait.saturating_add(r.rq_wait_ns);
             cpu = cpu.saturating_add(r.cpu_time_ns);

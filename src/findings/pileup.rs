@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::harm::{Harm, harm};
+use super::harm::Harm;
 use super::{Fact, Finding, Kind, Suggestion, Unit, Window};
 use crate::snapshot::{DetailEvent, EventKind, Snapshot};
 
@@ -36,6 +36,18 @@ pub struct PileUp {
     /// The start's first and last placement (CLOCK_MONOTONIC ns).
     pub first_ns: u64,
     pub last_ns: u64,
+}
+
+impl PileUp {
+    /// What it cost, measured in `snaps` (harm.rs).
+    pub fn harm(&self, snaps: &[Snapshot]) -> Option<Harm> {
+        super::harm::pile_up(
+            self.tgid,
+            self.idle_cpu,
+            (self.first_ns, self.last_ns),
+            snaps,
+        )
+    }
 }
 
 /// Every pile-up in these snapshots' events, in time order.
@@ -205,7 +217,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         .into_iter()
         .filter(|p| p.last_ns >= start)
         .map(|p| {
-            let cost = harm(&p, w.context);
+            let cost = p.harm(w.context);
             let summary = match cost {
                 Some(h) => format!(
                     "{}; in the start's first second the process waited {} queued while CPU {} was {:.0}% idle: about {} ({:.0}% of its runnable time) that CPU could have spared",
@@ -505,7 +517,7 @@ mod tests {
         }
         let p = find(&snaps[..]);
         assert_eq!(p.len(), 1);
-        let h = harm(&p[0], &snaps).unwrap();
+        let h = p[0].harm(&snaps).unwrap();
         assert_eq!(
             (h.wait_ns, h.cpu_ns, h.snapshots),
             (800_000_000, 1_200_000_000, 2)
@@ -519,7 +531,7 @@ mod tests {
                 c.steal = Some(0.9);
             }
         }
-        let hs = harm(&p[0], &stolen).unwrap();
+        let hs = p[0].harm(&stolen).unwrap();
         assert!((hs.idle_share - 0.1).abs() < 1e-9, "{hs:?}");
         assert_eq!(Harm::severity(Some(hs)), Severity::Info);
         // The idle share weighted by the wait: 600 ms waited while CPU 6 idled, 200 ms
@@ -535,7 +547,7 @@ mod tests {
                 t.rows[0].rq_wait_ns = if s.seq == 2 { 600_000_000 } else { 200_000_000 };
             }
         }
-        let hw = harm(&p[0], &weighted).unwrap();
+        let hw = p[0].harm(&weighted).unwrap();
         assert!((hw.idle_share - 0.75).abs() < 1e-9, "{hw:?}");
         assert_eq!(hw.idle_wait_ns(), 600_000_000);
         let w = Window::trailing(&snaps[..=3], &topo, &held);

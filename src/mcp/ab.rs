@@ -118,7 +118,7 @@ impl Ab {
                 None,
             ));
         }
-        let path = super::tools::new_file(&self.dir, "ab", "jsonl.gz")?;
+        let path = super::reply::new_file(&self.dir, "ab", "jsonl.gz")?;
         let mut cmd = tokio::process::Command::new(&self.exe);
         cmd.args(&self.global)
             .arg("ab")
@@ -232,7 +232,7 @@ impl Ab {
         };
         let value = serde_json::to_value(&res)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(super::tools::result(
+        Ok(super::reply::result(
             value,
             crate::text::guard(&text).into_owned(),
         ))

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::docs::{self, Definition};
-use super::tools::{Outcome, value};
+use super::reply::{Outcome, value};
 
 /// Text returned by `report`/`diff`/`compare` at most, bytes.
 pub const MAX_TEXT: usize = 64 * 1024;

@@ -11,6 +11,7 @@ pub mod docs;
 pub mod files;
 mod http;
 pub mod live;
+pub mod reply;
 pub mod summary;
 pub mod tools;
 pub mod trace;
@@ -329,12 +330,12 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = r.name.to_string();
         if name == "ab" {
-            let p: ab::AbIn = tools::args("ab", r.arguments)?;
+            let p: ab::AbIn = reply::args("ab", r.arguments)?;
             let ab = Arc::clone(&self.ab);
             return ab.run(p, ctx).await.map(Into::into);
         }
         if name == "trace" {
-            let p: trace::TraceIn = tools::args("trace", r.arguments)?;
+            let p: trace::TraceIn = reply::args("trace", r.arguments)?;
             return trace::run(&self.ab, p, ctx).await.map(Into::into);
         }
         let spec = tools::SPECS
@@ -352,7 +353,7 @@ impl ServerHandler for Server {
         } else {
             t.call(&name, args)?
         };
-        Ok(tools::result(v, crate::text::guard(&summary).into_owned()).into())
+        Ok(reply::result(v, crate::text::guard(&summary).into_owned()).into())
     }
 
     async fn list_resources(

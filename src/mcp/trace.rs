@@ -52,7 +52,7 @@ pub async fn run(
             None,
         ));
     }
-    let path = super::tools::new_file(&how.dir, "trace", "pftrace")?;
+    let path = super::reply::new_file(&how.dir, "trace", "pftrace")?;
     let mut child = tokio::process::Command::new(&how.exe)
         .args(&how.global)
         .args(["trace", "--duration", &format!("{}s", p.seconds), "-o"])
@@ -99,7 +99,7 @@ pub async fn run(
             };
             let v = serde_json::to_value(&res)
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-            Ok(super::tools::result(
+            Ok(super::reply::result(
                 v,
                 format!(
                     "{} s traced to {} ({bytes} bytes)",
