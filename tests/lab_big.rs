@@ -388,34 +388,20 @@ fn lab_7_2_big_trace_track_tree_is_2_nodes_8_llcs_64_cpus() {
     println!("{}", run.block("trace_err"));
     let d = common::lab::perfetto_of(run, "trace");
     assert_eq!(d["cut"], 0, "a whole trace");
-    let tracks = d["tracks"].as_object().unwrap();
-    let name = |uuid: &Value| {
-        tracks[&uuid.to_string()]["name"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let nodes = tracks
-        .values()
-        .filter(|t| t["name"].as_str().unwrap().starts_with("node ") && t["parent"].is_null())
-        .count();
-    assert_eq!(nodes, 2);
-    let mut llc_tracks = std::collections::BTreeSet::new();
+    let (nodes, cpus) = common::cpu_tracks(&d);
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
     let sysfs = sysfs_cpus(run);
     assert_eq!(sysfs.len(), 64);
-    for (c, l3, node) in &sysfs {
-        let (_, t) = tracks
-            .iter()
-            .find(|(_, t)| t["name"] == format!("CPU {c}"))
-            .unwrap_or_else(|| panic!("CPU {c}"));
-        let llc = name(&t["parent"]);
+    assert_eq!(cpus.len(), 64);
+    let mut llc_tracks = std::collections::BTreeSet::new();
+    for ((c, l3, node), (tc, llc, parent)) in sysfs.iter().zip(&cpus) {
+        assert_eq!(u64::from(*tc), *c);
         let span = format!("[{}-{}]", l3[0], l3[l3.len() - 1]);
         assert!(
             llc.contains("LLC ") && llc.contains(&span),
             "CPU {c} under {llc}, its L3 {span}"
         );
-        llc_tracks.insert(t["parent"].to_string());
-        let parent = name(&tracks[&t["parent"].to_string()]["parent"]);
+        llc_tracks.insert(llc.clone());
         assert!(
             parent.starts_with(&format!("node {node}")),
             "LLC of CPU {c} under {parent}"

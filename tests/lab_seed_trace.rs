@@ -33,24 +33,15 @@ fn lab_7_2_smt_trace_has_the_machine_each_hop_classified_and_the_pile_up_on_its_
     };
     // The track tree: 2 nodes → 4 LLCs → 8 CPUs, as the guest's sysfs says (cpus 0-3 node 0,
     // an L3 per core: 0-1, 2-3, 4-5, 6-7).
-    let nodes: Vec<String> = tracks
-        .values()
-        .filter(|t| t["name"].as_str().unwrap().starts_with("node ") && t["parent"].is_null())
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let (nodes, cpus) = common::cpu_tracks(&d);
     assert_eq!(nodes.len(), 2, "{nodes:?}");
-    for c in 0..8u32 {
-        let (_, t) = tracks
-            .iter()
-            .find(|(_, t)| t["name"] == format!("CPU {c}"))
-            .unwrap_or_else(|| panic!("CPU {c}"));
-        let llc = name(&t["parent"]);
+    assert_eq!(cpus.len(), 8, "{cpus:?}");
+    for (c, llc, node) in cpus {
         let first = c - c % 2;
         assert!(
             llc.contains(&format!("LLC {} [{}-{}]", c / 2, first, first + 1)),
             "CPU {c} under {llc}"
         );
-        let node = name(&tracks[&t["parent"].to_string()]["parent"]);
         assert!(
             node.starts_with(&format!("node {}", c / 4)),
             "LLC of CPU {c} under {node}"

@@ -27,22 +27,6 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_llctop");
 const WORKLOAD: &str = env!("CARGO_BIN_EXE_llctop-workload");
 
-/// The trace at `path` as Perfetto's Python classes read it.
-fn decode(path: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(path)
-        .output()
-        .expect("python3 runs (scripts/deps.sh installs perfetto and protobuf)");
-    assert!(
-        out.status.success(),
-        "decoder: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the decoder's JSON")
-}
-
 /// The distance of a move between CPUs `a` and `b` as sysfs describes them.
 fn sysfs_distance(a: u32, b: u32) -> &'static str {
     let read = |p: String| std::fs::read_to_string(p).unwrap_or_default();
@@ -149,7 +133,7 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
     let switches: u64 = w[5].parse::<u64>().unwrap() + w[6].parse::<u64>().unwrap();
     assert!(kernel_migs >= hops, "{line}");
 
-    let d = decode(&trace);
+    let d = common::perfetto_decode(&trace);
     assert_eq!(d["cut"], 0, "a whole trace");
     assert!(
         d["lost_end"].as_array().unwrap().iter().all(|n| n == 0),
@@ -291,7 +275,7 @@ fn a_signal_mid_trace_leaves_a_whole_trace() {
         std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
         assert_eq!(st.code(), Some(128 + sig), "{rest}");
         assert!(rest.contains("switches"), "the summary: {rest}");
-        let d = decode(&trace);
+        let d = common::perfetto_decode(&trace);
         assert_eq!(d["cut"], 0);
         assert!(d["lost_end"].is_array(), "the end statistics are there");
         assert!(d["kinds"]["ftrace_events"].as_u64().unwrap_or(0) > 0);
@@ -343,7 +327,7 @@ fn a_full_disk_cuts_the_trace_at_a_whole_packet() {
         last.contains("No space left") && last.contains("cut at its last whole packet"),
         "{last}"
     );
-    let d = decode(&trace);
+    let d = common::perfetto_decode(&trace);
     assert_eq!(d["cut"], 0, "ends at a whole packet");
     assert!(d["packets"].as_u64().unwrap() > 10);
 }
@@ -406,7 +390,7 @@ fn an_exported_recording_holds_its_figures() {
             "{name}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let d = decode(&trace);
+        let d = common::perfetto_decode(&trace);
         assert_eq!(d["cut"], 0);
         let tracks = d["tracks"].as_object().unwrap();
         // The counter track of LLC `l` named `metric`.

@@ -475,15 +475,5 @@ pub fn perfetto_of(run: &LabRun, name: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("lab.pftrace");
     std::fs::write(&p, run.file(name)).unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py"))
-        .arg(&p)
-        .output()
-        .expect("python3 (scripts/deps.sh installs perfetto and protobuf)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    super::perfetto_decode(&p)
 }

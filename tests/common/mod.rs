@@ -74,3 +74,54 @@ pub fn llctop(root: &KernelRoot, journal: &Path, args: &[impl AsRef<OsStr>]) -> 
         .args(args);
     c
 }
+
+/// The Perfetto trace at `path` as Perfetto's own generated Python classes read it
+/// (tests/perfetto_decode.py: PyPI `perfetto` and `protobuf`, no llctop code).
+pub fn perfetto_decode(path: &Path) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("python3 runs (scripts/deps.sh installs perfetto and protobuf)");
+    assert!(
+        out.status.success(),
+        "decoder: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the decoder's JSON")
+}
+
+/// A decoded trace's track tree: its root tracks named `node …`, and for each `CPU c`
+/// track, c with its parent's name (the LLC) and grandparent's (the node).
+pub fn cpu_tracks(d: &serde_json::Value) -> (Vec<String>, Vec<(u32, String, String)>) {
+    let tracks = d["tracks"].as_object().expect("tracks");
+    let name = |uuid: &serde_json::Value| {
+        tracks
+            .get(&uuid.to_string())
+            .and_then(|t| t["name"].as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let nodes = tracks
+        .values()
+        .filter(|t| t["parent"].is_null())
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| n.starts_with("node "))
+        .map(str::to_string)
+        .collect();
+    let mut cpus: Vec<(u32, String, String)> = tracks
+        .values()
+        .filter_map(|t| {
+            let c = t["name"].as_str()?.strip_prefix("CPU ")?.parse().ok()?;
+            let llc = name(&t["parent"]);
+            let node = tracks
+                .get(&t["parent"].to_string())
+                .map(|l| name(&l["parent"]))
+                .unwrap_or_default();
+            Some((c, llc, node))
+        })
+        .collect();
+    cpus.sort();
+    (nodes, cpus)
+}
