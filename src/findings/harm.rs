@@ -36,18 +36,38 @@ pub const WARNING_WAIT_NS: u64 = 50_000_000;
 pub struct Harm {
     pub wait_ns: u64,
     pub cpu_ns: u64,
-    /// The idle allowed CPU's idle share over the same snapshots (0–1): neither busy nor
-    /// stolen by the hypervisor; each snapshot weighted by the process's wait in it (the
-    /// moments that could be spared), the plain mean when it waited in none.
+    /// The idle allowed CPU's idle share while the process waited (0–1): idle is neither
+    /// busy nor stolen by the hypervisor; the share is [`Harm::spared_ns`] over the wait
+    /// (each snapshot's idle share weighted by the process's wait in it, within the
+    /// bounds said there), the plain mean when it waited in none.
     pub idle_share: f64,
     pub snapshots: usize,
+    /// The wait the idle CPU could have spared, summed over the snapshots: in each, the
+    /// process's wait × that CPU's idle share (an estimate: an interval's figures do not
+    /// say which moments overlapped), never more than the CPU's idle time in the snapshot
+    /// nor than the snapshot's time after the start's first placement — a CPU can spare
+    /// at most the time it idled while the threads existed (CI, 2026-11-26: a start late
+    /// in a mostly idle second was credited 1.7 s of sparing by a CPU that was idle 0.3 s
+    /// of the threads' life).
+    pub spared_ns: u64,
 }
 
 impl Harm {
-    /// The wait the idle CPU could have spared: `wait_ns × idle_share` (an estimate: the
-    /// interval's figures do not say which moments overlapped).
+    /// A cost from its wait, CPU time and idle share, spared in one stretch as long as
+    /// the wait (a figure measured some other way: tests, oracles).
+    pub fn of(wait_ns: u64, cpu_ns: u64, idle_share: f64) -> Harm {
+        Harm {
+            wait_ns,
+            cpu_ns,
+            idle_share,
+            snapshots: 1,
+            spared_ns: (wait_ns as f64 * idle_share.clamp(0.0, 1.0)) as u64,
+        }
+    }
+
+    /// The wait the idle CPU could have spared ([`Harm::spared_ns`]).
     pub fn idle_wait_ns(&self) -> u64 {
-        (self.wait_ns as f64 * self.idle_share.clamp(0.0, 1.0)) as u64
+        self.spared_ns
     }
 
     /// That wait as a share of the process's runnable time (CPU time + wait).
@@ -218,7 +238,8 @@ pub fn pile_up(
     // (sum, weight). The weighted one is the estimate: a snapshot after the threads ended,
     // when something else took the CPU, spared nothing and costs nothing.
     let (mut idle_sum, mut idle_n) = (0.0, 0usize);
-    let (mut spared, mut weight) = (0.0, 0.0);
+    let mut weight = 0.0;
+    let mut spared_ns = 0.0;
     for s in snaps {
         let end = s.time.mono_ns;
         let begin = end.saturating_sub(s.time.interval_ns);
@@ -246,8 +267,11 @@ pub fn pile_up(
             cpu = cpu.saturating_add(r.cpu_time_ns);
             n += 1;
             if let Some(i) = idle {
-                spared += i * r.rq_wait_ns as f64;
-                weight += r.rq_wait_ns as f64;
+                let w = r.rq_wait_ns as f64;
+                weight += w;
+                // At most the CPU's idle time here, and the time here after the start.
+                let after_start = end.saturating_sub(begin.max(from)) as f64;
+                spared_ns += (i * w).min(i * s.time.interval_ns as f64).min(after_start);
             }
         }
     }
@@ -255,11 +279,12 @@ pub fn pile_up(
         wait_ns: wait,
         cpu_ns: cpu,
         idle_share: if weight > 0.0 {
-            spared / weight
+            spared_ns / weight
         } else {
             idle_sum / idle_n as f64
         },
         snapshots: n,
+        spared_ns: spared_ns as u64,
     })
 }
 
@@ -268,12 +293,7 @@ mod tests {
     use super::*;
 
     fn cost(wait_ms: u64, cpu_ms: u64) -> Option<Harm> {
-        Some(Harm {
-            wait_ns: wait_ms * 1_000_000,
-            cpu_ns: cpu_ms * 1_000_000,
-            idle_share: 1.0,
-            snapshots: 1,
-        })
+        Some(Harm::of(wait_ms * 1_000_000, cpu_ms * 1_000_000, 1.0))
     }
 
     #[test]
@@ -330,10 +350,7 @@ mod tests {
         assert_eq!(Harm::severity(cost(1000, 1000)), Severity::Critical);
         // The same wait while the "idle" CPU was busy all along: the machine was full,
         // the process would have queued anyway.
-        let mut busy = cost(1000, 1000);
-        if let Some(h) = busy.as_mut() {
-            h.idle_share = 0.02;
-        }
-        assert_eq!(Harm::severity(busy), Severity::Info);
+        let busy = Harm::of(1_000_000_000, 1_000_000_000, 0.02);
+        assert_eq!(Harm::severity(Some(busy)), Severity::Info);
     }
 }

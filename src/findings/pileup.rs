@@ -258,7 +258,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                     Unit::Fraction,
                 ));
                 let spared = Fact::derived(
-                    "wait the idle CPU could have spared (wait × idle share)",
+                    "wait the idle CPU could have spared (wait × idle share, at most its idle time after the start)",
                     h.idle_wait_ns() as f64,
                     Unit::Ns,
                 );
@@ -536,7 +536,7 @@ mod tests {
         assert_eq!(Harm::severity(Some(hs)), Severity::Info);
         // The idle share weighted by the wait: 600 ms waited while CPU 6 idled, 200 ms
         // while it was busy, and every other snapshot of the span (the threads gone, other
-        // work on CPU 6) spares nothing and weighs nothing: 0.75, not a plain mean.
+        // work on CPU 6) spares nothing and weighs nothing: not a plain mean.
         let mut weighted = snaps.clone();
         for s in &mut weighted {
             let busy = if s.seq == 2 { 0.0 } else { 1.0 };
@@ -548,8 +548,24 @@ mod tests {
             }
         }
         let hw = p[0].harm(&weighted).unwrap();
-        assert!((hw.idle_share - 0.75).abs() < 1e-9, "{hw:?}");
-        assert_eq!(hw.idle_wait_ns(), 600_000_000);
+        // The 600 ms waited in the start's snapshot, but the start came half-way through
+        // it (2.5 s): CPU 6 had 500 ms to spare after it, not 600 — of 800 ms waited.
+        assert_eq!(hw.idle_wait_ns(), 500_000_000);
+        assert!((hw.idle_share - 0.625).abs() < 1e-9, "{hw:?}");
+        // A start late in an idle second: 600 ms waited, CPU 6 idle all along, but the
+        // start at 2.9 s leaves it 100 ms — never more than it idled after the start.
+        let mut late = weighted.clone();
+        for (seq, at) in [(2usize, 2900u64)] {
+            if let Some(l) = late[seq].events.as_mut() {
+                for (k, e) in l.events.iter_mut().enumerate() {
+                    e.mono_ns = (at + k as u64) * 1_000_000;
+                }
+            }
+        }
+        let pl = find(&late[..]);
+        assert_eq!(pl.len(), 1);
+        let hl = pl[0].harm(&late).unwrap();
+        assert_eq!(hl.idle_wait_ns(), 100_000_000, "{hl:?}");
         let w = Window::trailing(&snaps[..=3], &topo, &held);
         let f = detect(&w);
         assert_eq!(f[0].severity, Severity::Critical, "{}", f[0].summary);
