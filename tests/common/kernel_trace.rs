@@ -281,3 +281,68 @@ impl Trace {
             .collect()
     }
 }
+
+/// From the kernel's trace: the time `cpu` ran its idle task while at least one of `tids`
+/// was runnable and not running — the wait that CPU could have spared, exactly (it runs
+/// one task at a time) — and the span from the first thread's creation to the last
+/// one's last switch-out, in seconds (the trace's global clock).
+pub fn idle_while_waiting(text: &str, cpu: i32, tids: &[u32]) -> (f64, f64) {
+    let field = |l: &str, k: &str| -> Option<String> {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .map(str::to_string)
+    };
+    let pid_of = |l: &str, k: &str| -> Option<u32> { field(l, k)?.parse().ok() };
+    let mut idle: Option<bool> = None;
+    let mut waiting: std::collections::BTreeSet<u32> = Default::default();
+    let (mut spared, mut last, mut first, mut end) = (0.0, None::<f64>, None::<f64>, 0.0);
+    for l in text.lines() {
+        let Some(at) = l.find(": sched_") else {
+            continue;
+        };
+        let head = &l[..at];
+        let (Some(ts), Some(c)) = (
+            head.split_whitespace()
+                .last()
+                .and_then(|w| w.parse::<f64>().ok()),
+            head.split_whitespace()
+                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse::<i32>().ok()),
+        ) else {
+            continue;
+        };
+        if let Some(t0) = last
+            && idle == Some(true)
+            && !waiting.is_empty()
+        {
+            spared += ts - t0;
+        }
+        last = Some(ts);
+        let ev = &l[at + 2..];
+        if ev.starts_with("sched_wakeup_new:") || ev.starts_with("sched_wakeup:") {
+            if let Some(p) = pid_of(ev, "pid=").filter(|p| tids.contains(p)) {
+                waiting.insert(p);
+                if ev.starts_with("sched_wakeup_new:") {
+                    first.get_or_insert(ts);
+                }
+            }
+        } else if ev.starts_with("sched_switch:") {
+            let (prev, next) = ev.split_once("==>").unwrap_or((ev, ""));
+            if let Some(p) = pid_of(prev, "prev_pid=").filter(|p| tids.contains(p)) {
+                // Preempted (R, R+) it waits on; asleep or gone it does not.
+                if field(prev, "prev_state=").is_some_and(|s| s.starts_with('R')) {
+                    waiting.insert(p);
+                } else {
+                    waiting.remove(&p);
+                }
+                end = ts;
+            }
+            if let Some(n) = pid_of(next, "next_pid=") {
+                waiting.remove(&n);
+                if c == cpu {
+                    idle = Some(n == 0);
+                }
+            }
+        }
+    }
+    (spared, first.map_or(0.0, |f| (end - f).max(0.0)))
+}
