@@ -97,6 +97,9 @@ fn hopper(n: u32) -> std::process::Child {
         .expect("llctop-workload hop")
 }
 
+/// The watch's length in the test below (s).
+const WATCH_SECONDS: &str = "8";
+
 #[test]
 #[ignore = "needs root"]
 fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
@@ -104,6 +107,7 @@ fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
     let dir = tempfile::tempdir().unwrap();
     let rec_path = dir.path().join("r.jsonl");
     let mut hop = hopper(400);
+    let go_file = dir.path().join("go");
     let mut rec = Command::new(BIN)
         .args([
             "--source",
@@ -112,7 +116,7 @@ fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
             "1s",
             "record",
             "--duration",
-            "9s",
+            "30s",
             "-o",
         ])
         .arg(&rec_path)
@@ -120,22 +124,41 @@ fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
         .stderr(Stdio::null())
         .spawn()
         .expect("llctop record");
-    // The hops start once both watch: the client says `watching` before its call; two
-    // seconds later (inside the 5 s) the hopper is told to go.
-    let go = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(4));
-        if let Some(mut i) = hop.stdin.take() {
-            let _ = i.write_all(b"go\n");
-        }
-        hop.wait_with_output()
-    });
+    // The hops start once both watch: the client creates GO_FILE a second into its
+    // 8 s watch (whenever that is on a loaded machine), and the hopper is told to go;
+    // the recording runs on around it and is stopped after.
+    let go = {
+        let go_file = go_file.clone();
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !go_file.exists() && t0.elapsed() < Duration::from_secs(120) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if let Some(mut i) = hop.stdin.take() {
+                let _ = i.write_all(b"go\n");
+            }
+            hop.wait_with_output()
+        })
+    };
     let v = client(
         "watch",
         &["--source", "bpf", "--interval", "1s", "mcp"],
-        &[("WATCH_SECONDS", "5")],
+        &[
+            ("WATCH_SECONDS", WATCH_SECONDS),
+            ("GO_FILE", go_file.to_str().unwrap()),
+        ],
     );
     let hop_out = go.join().unwrap().expect("the hopper");
-    assert!(rec.wait().unwrap().success());
+    // Two more snapshots after the watch ended, then the recording stops (SIGTERM: it
+    // finishes its file).
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    let st = rec.wait().unwrap();
+    assert!(
+        st.success() || st.code() == Some(143),
+        "llctop record: {st:?}"
+    );
     let done = String::from_utf8_lossy(&hop_out.stdout).to_string();
     assert!(done.contains("done 400"), "{done}");
     let w = &v["watch"];
@@ -153,15 +176,16 @@ fn watch_agrees_with_a_recording_of_the_same_seconds_and_counts_the_hops() {
     assert_eq!(w["migrations_precision"], "exact");
     // The hops fell inside both windows: at least 400 moves in each.
     assert!(mine >= 400, "watch counted {mine}");
-    // Any 5 consecutive snapshots of the recording against the watch, within one
-    // interval's worth at each edge (the two collectors' intervals are not aligned).
-    let sums: Vec<u64> = per.windows(5).map(|x| x.iter().sum()).collect();
+    // Any WATCH_SECONDS consecutive snapshots of the recording against the watch, within
+    // one interval's worth at each edge (the two collectors' intervals are not aligned).
+    let n: usize = WATCH_SECONDS.parse().unwrap();
+    let sums: Vec<u64> = per.windows(n).map(|x| x.iter().sum()).collect();
     let edge = per.iter().copied().max().unwrap_or(0);
     let (lo, hi) = (
         sums.iter().copied().min().unwrap_or(0),
         sums.iter().copied().max().unwrap_or(0),
     );
-    println!("recording 5-interval sums {sums:?} (largest interval {edge}); watch {mine}");
+    println!("recording {n}-interval sums {sums:?} (largest interval {edge}); watch {mine}");
     assert!(
         mine + edge >= lo && mine <= hi + edge,
         "watch {mine} against the recording's {lo}..={hi} ± {edge}"
