@@ -243,7 +243,7 @@ fn check_placement(kernel: &str) {
         // to within a band, not exactly. The band is IDLE_BAND.
         assert!(
             (my_idle - idle).abs() <= IDLE_BAND,
-            "{case}: llctop's idle share {my_idle:.2} against /proc/stat's {idle:.2}"
+            "{case}: llctop's share of the wait its idle CPU could spare {my_idle:.2} against the trace's exact {idle:.2}"
         );
         // Near a threshold the two measures may fall on either side of it: the severity is
         // one the kernel's figures earn somewhere in the wait's ±25% and the idle share's
@@ -303,11 +303,12 @@ fn check_placement(kernel: &str) {
     assert!(piled >= 1 && stacked_only >= 1, "both cases happened");
 }
 
-/// The idle share (idle + iowait of all its time) of `cpu` between the two /proc/stat
-/// listings of `block` (before, `--`, after).
-/// How far llctop's idle share of a pile-up's idle CPU (whole snapshots) may lie from
-/// /proc/stat's over the threads' life.
-const IDLE_BAND: f64 = 0.35;
+/// How far llctop's share of a pile-up's wait its idle CPU could have spared (estimated
+/// from whole 1 s snapshots) may lie from the exact one (the kernel's trace): llctop's is
+/// an overestimate at that granularity — above the exact share by 0.02–0.36 in the 12
+/// starts measured on 2026-11-26 (docs/advisor.md). The band states that error; it is
+/// not a claim of precision.
+const IDLE_BAND: f64 = 0.4;
 
 /// The threads a start created (its own output).
 fn started_tids(run: &LabRun, case: &str) -> Vec<u32> {
@@ -318,6 +319,8 @@ fn started_tids(run: &LabRun, case: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The idle share (idle + iowait of all its time) of `cpu` between the two /proc/stat
+/// listings of `block` (before, `--`, after).
 fn proc_stat_idle_share(block: &str, cpu: u32) -> f64 {
     proc_stat_idle(block, cpu).0
 }
