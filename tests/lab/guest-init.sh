@@ -49,6 +49,18 @@ record_wait() {
     usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || return 1
   done
 }
+# kernel_gathered PID: snapshots of the recording in which llctop shows the kernel's
+# preferred LLC for PID with its threads switching in there (hit >= 0.9);
+# wait_gathered PID N: until there are N of them (45 s), then prints how many.
+kernel_gathered() {
+  grep -cE "\"pid\":$1,[^}]*\"preferred_llc\":[0-9]+,\"preferred_kind\":\"kernel\",\"preferred_hit\":(1\.0|0\.9[0-9]*)" \
+    "$rec_file" 2>/dev/null || true
+}
+wait_gathered() {
+  n=0
+  until [ "$(kernel_gathered "$1")" -ge "$2" ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
+  kernel_gathered "$1"
+}
 record_stop() {
   kill -TERM "$rec_pid"
   # 143: stopped by SIGTERM (128 + 15), cleanly.

@@ -72,13 +72,7 @@ record_wait 1
 taskset -c 40-47 llctop-workload share 2 40 >/tmp/share.out &
 share=$!
 lab share_pid "$share"
-gathered() {
-  grep -cE "\"pid\":$share,[^}]*\"preferred_llc\":[0-9]+,\"preferred_kind\":\"kernel\",\"preferred_hit\":(1\.0|0\.9[0-9]*)" \
-    "$rec_file" 2>/dev/null || true
-}
-n=0
-until [ "$(gathered)" -ge 3 ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
-lab gathered_pinned "$(gathered)"
+lab gathered_pinned "$(wait_gathered "$share" 3)"
 lab widened_after_snapshots "$(record_snaps)"
 taskset -a -p -c 0-$((ncpu - 1)) "$share" >/dev/null || true
 wait "$share"

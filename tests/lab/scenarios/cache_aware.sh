@@ -24,15 +24,9 @@ llctop-workload share 2 70 >/tmp/share.out &
 share=$!
 lab share_pid "$share"
 lab share_threads 2
-# Snapshots in which llctop shows the kernel's preference for the workload, with the
-# threads switching in there.
-gathered() {
-  grep -cE "\"pid\":$share,[^}]*\"preferred_llc\":[0-9]+,\"preferred_kind\":\"kernel\",\"preferred_hit\":(1\.0|0\.9[0-9]*)" \
-    "$rec_file" 2>/dev/null || true
-}
-n=0
-until [ "$(gathered)" -ge 3 ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
-lab gathered_before_cut "$(gathered)"
+# Until llctop shows the kernel's preference for the workload, with the threads
+# switching in there, in 3 snapshots (guest-init.sh: wait_gathered).
+lab gathered_before_cut "$(wait_gathered "$share" 3)"
 lab cut_after_snapshots "$(record_snaps)"
 echo 0 > $K/aggr_tolerance
 record_wait $(($(record_snaps) + 5))
