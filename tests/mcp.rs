@@ -392,6 +392,12 @@ fn the_same_session_over_streamable_http_and_the_listener_guarded() {
     };
     assert_eq!(http_status(&addr, &post(&addr, "/mcp")), 200);
     assert_eq!(http_status(&addr, &post(&addr, "/other")), 404);
+    // A request head over 8 KiB is refused, as serve refuses it.
+    let huge = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(16 * 1024)
+    );
+    assert_eq!(http_status(&addr, &huge), 431);
     let rebound = http_status(&addr, &post("attacker.example", "/mcp"));
     assert!(
         (400..500).contains(&rebound),

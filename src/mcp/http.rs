@@ -5,6 +5,9 @@
 //! `serve`'s); on loopback the `Host` header must name loopback too (a web page that
 //! resolves its own name to 127.0.0.1 cannot reach the server: DNS rebinding); with
 //! `--allow-remote` any `Host` is taken, and reaching the port is the operator's to guard.
+//! Bounded as `serve` is: connections capped at half the descriptors left (at most 256;
+//! the excess is closed at once), a request's line and headers 8 KiB and 10 s; a body
+//! as rmcp bounds it.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -64,6 +67,9 @@ pub(super) fn serve(
         Arc::new(LocalSessionManager::default()),
         cfg,
     );
+    let (limit, used) = crate::serve::http::descriptors();
+    let cap = crate::serve::http::cap_for(limit, used);
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let fut = async move {
         let listener =
             tokio::net::TcpListener::from_std(listener).map_err(|e| format!("listener: {e}"))?;
@@ -75,6 +81,13 @@ pub(super) fn serve(
             };
             match accepted {
                 Ok((sock, _)) => {
+                    use std::sync::atomic::Ordering;
+                    if open.fetch_add(1, Ordering::Relaxed) >= cap {
+                        open.fetch_sub(1, Ordering::Relaxed);
+                        drop(sock);
+                        continue;
+                    }
+                    let open = Arc::clone(&open);
                     let inner = TowerToHyperService::new(service.clone());
                     let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                         let fut = (req.uri().path() == PATH)
@@ -89,12 +102,16 @@ pub(super) fn serve(
                     let stop = stop.clone();
                     tokio::spawn(async move {
                         let conn = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(crate::serve::http::HEAD_TIMEOUT)
+                            .max_buf_size(crate::serve::http::MAX_HEAD)
                             .serve_connection(TokioIo::new(sock), svc);
                         tokio::pin!(conn);
                         tokio::select! {
                             _ = conn.as_mut() => {}
                             _ = stop.cancelled() => conn.as_mut().graceful_shutdown(),
                         }
+                        open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     });
                 }
                 // Out of descriptors (or another accept error): say so at most every

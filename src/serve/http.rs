@@ -84,7 +84,7 @@ pub fn cap_for(limit: u64, used: u64) -> usize {
 }
 
 /// This process's soft descriptor limit and the descriptors open now.
-fn descriptors() -> (u64, u64) {
+pub fn descriptors() -> (u64, u64) {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
