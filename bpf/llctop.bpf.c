@@ -29,7 +29,8 @@
  * through BTF, the maps), then percpu.bpf.h (per-CPU state, waits), procs.bpf.h
  * (per-process entries, event budget), events.bpf.h (idle scan, the event ring),
  * trace.bpf.h (trace mode), counters.bpf.h (hardware counters), settle.bpf.h (time per
- * LLC, preferred LLC, task settling), switch.bpf.h (switch, wakeups, placement) and
+ * LLC, preferred LLC, task settling), idle.bpf.h (each CPU's idle time, new threads'
+ * waits beside an idle CPU), switch.bpf.h (switch, wakeups, placement) and
  * migrate.bpf.h (migrations, NUMA marks, exit); this file holds the hooks.
  */
 
@@ -40,6 +41,7 @@
 #include "trace.bpf.h"
 #include "counters.bpf.h"
 #include "settle.bpf.h"
+#include "idle.bpf.h"
 #include "switch.bpf.h"
 #include "migrate.bpf.h"
 

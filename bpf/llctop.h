@@ -47,6 +47,10 @@ enum llctop_limits {
 	PROC_WORDS = PROC_SLOTS / 64,
 	/* The most CPU ids a placement's idle scan covers without bpf_loop. */
 	SCAN_BOUNDED_CPUS = 64,
+	/* A CPU's last switches into or out of idle kept (cpu_stat.idle_t, a power of
+	 * two), and the new threads whose waits are watched at once (idle_watch). */
+	IDLE_RING = 32,
+	IDLE_WATCHES = 4096,
 };
 /* Distance classes of a migration, nearest first. */
 enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
@@ -167,6 +171,17 @@ struct cpu_stat {
 	u64 pc_last[NR_PC];
 	u64 pc_last_enabled;
 	u64 pc_last_running;
+	/* When this CPU ran its idle task: its last IDLE_RING switches into or out of idle
+	 * (entry i of idle_head counted: [i % IDLE_RING]), each one's time on
+	 * CLOCK_MONOTONIC with bit 0 set when the CPU went idle then, and the idle time it
+	 * had accumulated by then (idle_c). Written by this CPU only (idle_mark); a switch
+	 * on another CPU reads them to tell how long this one sat idle within a wait
+	 * (idle_cum_at). */
+	u64 idle_cum;
+	u32 idle_head;
+	u32 idle_pad;
+	u64 idle_t[IDLE_RING];
+	u64 idle_c[IDLE_RING];
 } __attribute__((aligned(64)));
 
 #ifndef BPF_F_MMAPABLE
@@ -378,6 +393,37 @@ struct {
 	__type(value, u8);
 } numa_pending SEC(".maps");
 
+/* A new thread placed while an allowed CPU sat idle (a pile-up's cost, issue "Advisor
+ * you can trust"): the CPU its placement's idle scan found idle (the lowest), and, from
+ * its placement until `until_ns` (CLOCK_MONOTONIC), the run-queue wait it had and the
+ * part of that wait while that CPU ran its idle task — the wait that CPU could have
+ * spared, measured at each switch-in (watch_wait). `partial`: waits whose start was older
+ * than the idle CPU's ring (their idle part not counted). Written only at its own
+ * switch-ins; userspace takes an entry once its span is over (idle_watch, by pid). */
+struct idle_watch {
+	u32 tgid;
+	s32 cpu;
+	u64 placed_ns;
+	u64 until_ns;
+	u64 wait_ns;
+	u64 idle_ns;
+	u32 waits;
+	u32 partial;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, IDLE_WATCHES);
+	__type(key, u32); /* pid */
+	__type(value, struct idle_watch);
+} idle_watch SEC(".maps");
+
+/* How long after its placement a thread's waits are watched (userspace sets it: the
+ * pile-up's cost span); 0: not at all. watch_until: the latest until_ns of any watch (the
+ * switch hook looks a task up only before it). */
+const volatile u64 watch_ns = 0;
+u64 watch_until = 0;
+
 struct event {
 	u8 kind;
 	u8 dist;   /* EV_MIGRATION: distance class */
@@ -413,4 +459,5 @@ const volatile struct {
 	enum llctop_curr_hit curr_hit;
 	struct event event;
 	struct acc_slot acc_slot;
+	struct idle_watch idle_watch;
 } layout;

@@ -54,6 +54,13 @@ static __noinline void unseen(struct cpu_stat *cs, u32 cpu, u64 now, struct outg
 		pb->c.unseen_ins++;
 }
 
+/* A time read by the switch hook (the run queue's clock when kq) on CLOCK_MONOTONIC,
+ * with this CPU's last calibration pair (as trace records are). */
+static __always_inline u64 mono_of(struct cpu_stat *cs, u64 t, const bool kq)
+{
+	return kq ? t - cs->cal_clock + cs->cal_mono : t;
+}
+
 /* The switch hook's body, with kq (the kernel's sched_info gives the waits, the run
  * queue the clock) and ts (task_settle: runtime and per-process waits settled from the
  * kernel's own counters elsewhere) literals: on_switch picks one copy, decided at load,
@@ -118,8 +125,14 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		/* Tracing: the unseen switch-in put back where the kernel's sched_info says
 		 * it was (only with it: without, or for idle, its time is not known). */
 		if (trace_on && kq && o.arrived > cs->last_switch_ns && o.arrived <= now)
-			trace_unseen(cpu, prev, prev_pid, o.arrived - cs->cal_clock + cs->cal_mono,
+			trace_unseen(cpu, prev, prev_pid, mono_of(cs, o.arrived, kq),
 				     direct);
+		/* The unseen switch took this CPU out of idle at o's arrival (into idle:
+		 * when is not known; marked now, so its idle time is not counted). */
+		if (!cs->curr_pid != !o.pid)
+			idle_mark(cs, mono_of(cs, o.pid && o.arrived > cs->last_switch_ns &&
+						      o.arrived <= now ? o.arrived : now, kq),
+				  !o.pid);
 		unseen(cs, cpu, now, &o, ts);
 		prev_pid = o.pid;
 		prev_tgid = o.tgid;
@@ -136,6 +149,8 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		slice_to_llc(prev_tgid, t->llc, ts ? 0 : ran, &pd, have_pc);
 	if (ts && out_pid && task_state(prev, direct) == TASK_DEAD)
 		task_settle_one(prev, t ? t->llc : LLC_UNKNOWN, SETTLE_LAST);
+	if (!prev_pid != !next_pid)
+		idle_mark(cs, mono_of(cs, now, kq), !next_pid);
 	cs->last_switch_ns = now;
 	cs->curr_pid = next_pid;
 	cs->curr_tgid = next_pid ? RD(direct, next, tgid) : 0;
@@ -147,7 +162,7 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	 * this CPU's last calibration pair (taken within CAL_NS; the two clocks run at one
 	 * rate in between), or the clock read above. */
 	if (trace_on)
-		trace_switch(cpu, preempt, prev, next, kq ? now - cs->cal_clock + cs->cal_mono : now,
+		trace_switch(cpu, preempt, prev, next, mono_of(cs, now, kq),
 			     direct);
 
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
@@ -175,6 +190,12 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
 		if (t && !ts)
 			cs->curr_wait = d;
+		/* A new thread placed beside an idle CPU: how much of this wait that CPU
+		 * sat idle (the start's low bit, a first wait's mark, is 1 ns). */
+		u64 we = mono_of(cs, now, kq);
+		/* (a wait ending up to watch_ns after the last span may still reach into it) */
+		if (watch_ns && we <= watch_until + watch_ns)
+			watch_wait(next_pid, mono_of(cs, start, kq), we);
 	}
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): the slice that
@@ -237,6 +258,9 @@ static __always_inline int on_wakeup_new(struct task_struct *p, const bool direc
 		scan_loop(cs, mask, to);
 	else
 		scan_bounded(cs, mask, to);
+	if (cs->scan_idle != IDLE_UNKNOWN && cs->scan_idle)
+		watch_placed(RD(direct, p, pid), RD(direct, p, tgid), cs->scan_first,
+			     bpf_ktime_get_ns());
 	emit(cs, EV_PLACEMENT, p, here, to, 0, 0, direct);
 	if (trace_on)
 		trace_task_event(p, here, to, 0, T_PLACE, 0, 0, direct);

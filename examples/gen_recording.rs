@@ -207,6 +207,7 @@ fn snapshot(topo: &Topology, seq: u64, rng: &mut Rng) -> Snapshot {
             .collect(),
     });
     s.events = Some(EventLog {
+        idle_waits: None,
         dropped: rng.below(100),
         events: (0..48)
             .map(|_| {

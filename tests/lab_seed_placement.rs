@@ -170,9 +170,11 @@ fn check_placement(kernel: &str) {
         .collect();
     let want: Vec<String> = piles.iter().map(|p| p.describe()).collect();
     // Each finding's severity is the one its cost earns, the cost as the kernel counts
-    // it: the threads' own run_delay and runtime (/proc/thread-self/schedstat, printed
-    // by the workload) and the idle CPU's idle share over the threads' life (/proc/stat,
-    // read by the workload before its threads start and after they end).
+    // it: each piled thread's wait in the second after its placement, and the part of it
+    // while the CPU idle at its placement ran its idle task, from the kernel's own trace
+    // (global clock) — against llctop's measured figures, thread by thread; the process's
+    // wait against its threads' run_delay and runtime (/proc/thread-self/schedstat,
+    // printed by the workload).
     for e in adv.problems().filter(|e| e.kind() == Kind::PileUp) {
         let f = e.latest();
         let case = run
@@ -187,76 +189,77 @@ fn check_placement(kernel: &str) {
                 .unwrap_or_else(|| panic!("{k} in {out}"))
         };
         let (delay, runtime) = (num("threads_run_delay_ns"), num("threads_runtime_ns"));
-        let idle_cpu = f.cpus[1];
-        // The kernel's own account (its trace, global clock): the time the idle CPU ran
-        // its idle task while a thread of the start was runnable and not running — the
-        // wait it could have spared, exactly — as a share of the threads' run_delay, the
-        // figure llctop's idle share is. (/proc/stat, read by the workload around its
-        // threads' life, is no oracle here: under TCG its ticks undercount a CPU's time —
-        // 0.3-0.5 s for a life of over 1 s, 2026-11-26 — so its idle share is off.)
-        let (spared, life_s) = common::kernel_trace::idle_while_waiting(
-            &text,
-            idle_cpu as i32,
-            &started_tids(run, case),
+        let pile = piles
+            .iter()
+            .find(|p| f.summary.starts_with(&p.describe()))
+            .expect("the finding's pile-up");
+        let waits = llctop::findings::harm::idle_waits(pile.tgid, &pile.tids, &rec.snapshots);
+        assert!(
+            !waits.is_empty() && !f.summary.contains("not measured"),
+            "{case}: the piled threads' waits measured: {}",
+            f.summary
         );
-        let idle = if delay > 0 {
-            (spared * 1e9 / delay as f64).clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        let oracle = |scale: f64, idle_by: f64| {
-            llctop::findings::harm::Harm::severity(Some(llctop::findings::harm::Harm::of(
-                (delay as f64 * scale) as u64,
-                runtime,
-                (idle + idle_by).clamp(0.0, 1.0),
-            )))
-        };
+        let watched: Vec<(u32, i32)> = waits.iter().map(|w| (w.pid, w.cpu as i32)).collect();
+        let span = llctop::snapshot::IDLE_WATCH_NS as f64 / 1e9;
+        let exact = common::kernel_trace::idle_while_each_waited(&text, &watched, span);
+        let mut spared = 0.0;
+        for w in &waits {
+            let (tw, ti) = exact[&w.pid];
+            let (mw, mi) = (w.wait_ns as f64 / 1e9, w.idle_ns as f64 / 1e9);
+            println!(
+                "lab {kernel}/{SHAPE}: {case}: thread {} beside idle cpu{}: waited {mw:.4} s (the trace {tw:.4} s), cpu{} idle meanwhile {mi:.4} s (the trace {ti:.4} s), {} waits, {} partial",
+                w.pid, w.cpu, w.cpu, w.waits, w.partial
+            );
+            assert_eq!(w.partial, 0, "{case}: every wait's idle part counted");
+            assert!(
+                (mw - tw).abs() <= WAIT_TOLERANCE_S + 0.1 * tw,
+                "{case}: thread {}'s wait {mw:.4} s against the trace's {tw:.4} s",
+                w.pid
+            );
+            assert!(
+                (mi - ti).abs() <= WAIT_TOLERANCE_S + 0.1 * ti,
+                "{case}: thread {}'s wait beside idle cpu{} {mi:.4} s against the trace's {ti:.4} s",
+                w.pid,
+                w.cpu
+            );
+            spared += ti;
+        }
         let mine = f
             .facts
             .iter()
             .find(|x| x.label.starts_with("the process's run-queue wait"))
             .map(|x| x.value)
             .expect("the wait measured");
-        let my_idle = f
-            .facts
-            .iter()
-            .find(|x| x.label.starts_with("idle share of the idle allowed CPU"))
-            .map(|x| x.value)
-            .expect("the idle share measured");
+        let oracle = |scale: f64, spared_by: f64| {
+            let mut h =
+                llctop::findings::harm::Harm::of((delay as f64 * scale) as u64, runtime, 0.0);
+            h.spared_ns = (spared * spared_by * 1e9) as u64;
+            llctop::findings::harm::Harm::severity(Some(h))
+        };
         println!(
-            "lab {kernel}/{SHAPE}: {case}: pile-up {} — the threads' run_delay {:.3} s (llctop {:.3} s), runtime {:.3} s over {life_s:.2} s; cpu{idle_cpu} idle while they waited {spared:.3} s (the trace): {:.0}% of the wait could be spared (llctop {:.0}%): earns {:?}",
+            "lab {kernel}/{SHAPE}: {case}: pile-up {} — the threads' run_delay {:.3} s (llctop {:.3} s), runtime {:.3} s; their idle CPUs idle while they waited {spared:.4} s (the trace): earns {:?}",
             f.severity_tag(),
             delay as f64 / 1e9,
             mine / 1e9,
             runtime as f64 / 1e9,
-            idle * 100.0,
-            my_idle * 100.0,
-            oracle(1.0, 0.0)
+            oracle(1.0, 1.0)
         );
         assert!(
             (mine - delay as f64).abs() <= 0.15 * delay as f64 + 100e6,
             "{case}: llctop's wait {mine} against the threads' run_delay {delay}"
         );
-        // The share of the wait the idle CPU could have spared: llctop's from whole 1 s
-        // snapshots (each snapshot's idle share × the wait in it, at most that CPU's idle
-        // time there and the time after the start), the kernel's trace's exact; they agree
-        // to within a band, not exactly. The band is IDLE_BAND.
-        assert!(
-            (my_idle - idle).abs() <= IDLE_BAND,
-            "{case}: llctop's share of the wait its idle CPU could spare {my_idle:.2} against the trace's exact {idle:.2}"
-        );
         // Near a threshold the two measures may fall on either side of it: the severity is
-        // one the kernel's figures earn somewhere in the wait's ±25% and the idle share's
-        // band.
+        // one the kernel's figures earn somewhere in the process wait's ±25% (llctop's
+        // spans whole snapshots) and the spared wait's ±10%.
         let band: Vec<_> = [0.75, 1.0, 1.25]
             .iter()
-            .flat_map(|&w| [-IDLE_BAND, 0.0, IDLE_BAND].map(|i| oracle(w, i)))
+            .flat_map(|&w| [0.9, 1.0, 1.1].map(|i| oracle(w, i)))
             .collect();
         assert!(
             band.contains(&f.severity),
             "{case}: {} but the kernel's figures earn {:?} (within the band: {band:?})",
             f.severity_tag(),
-            oracle(1.0, 0.0)
+            oracle(1.0, 1.0)
         );
     }
     // Each finding is its pile-up, followed by what it cost (its severity's measure).
@@ -303,21 +306,12 @@ fn check_placement(kernel: &str) {
     assert!(piled >= 1 && stacked_only >= 1, "both cases happened");
 }
 
-/// How far llctop's share of a pile-up's wait its idle CPU could have spared (estimated
-/// from whole 1 s snapshots) may lie from the exact one (the kernel's trace): llctop's is
-/// an overestimate at that granularity — above the exact share by 0.02–0.36 in the 12
-/// starts measured on 2026-11-26 (docs/advisor.md). The band states that error; it is
-/// not a claim of precision.
-const IDLE_BAND: f64 = 0.4;
-
-/// The threads a start created (its own output).
-fn started_tids(run: &LabRun, case: &str) -> Vec<u32> {
-    Started::parse(run.block(&format!("{case}_out")))
-        .threads
-        .iter()
-        .map(|t| t.0)
-        .collect()
-}
+/// How far a thread's measured wait (and its part beside the idle CPU) may lie from the
+/// kernel's trace, besides 10%: the program's wait runs from the kernel's enqueue
+/// (`sched_info.last_queued`) to the switch-in, the trace's from the wakeup tracepoint,
+/// and the program puts the run queue's clock on CLOCK_MONOTONIC with a calibration
+/// taken within 50 ms — microseconds each, a few of them per wait.
+const WAIT_TOLERANCE_S: f64 = 0.002;
 
 /// The idle share (idle + iowait of all its time) of `cpu` between the two /proc/stat
 /// listings of `block` (before, `--`, after).

@@ -207,7 +207,11 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         last,
         n_cpu,
     ));
-    s.events = Some(EventLog { dropped: 0, events });
+    s.events = Some(EventLog {
+        dropped: 0,
+        events,
+        idle_waits: None,
+    });
     let lb = |count| LbStats {
         count,
         balanced: count / 2,

@@ -9,13 +9,14 @@
 //! on the other node. The cost is the finding's `cost` fact, said next to its severity.
 
 use super::{Fact, Severity, Unit};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{IdleWait, Snapshot};
 
-/// How long after a start's last placement its cost is measured: the piled threads'
+/// How long after a start's last placement its cost is measured (the BPF program
+/// watches each new thread's waits as long after its placement): the piled threads'
 /// first second, when a pile-up that lasts (seed 001's stream threads, stacked for the
 /// benchmark's life) has cost a share of their runtime and one the balancer or the
 /// threads' exit ended (a runtime starting helper threads) has cost next to nothing.
-pub const HARM_SPAN_NS: u64 = 1_000_000_000;
+pub const HARM_SPAN_NS: u64 = crate::snapshot::IDLE_WATCH_NS;
 
 /// The severity a pile-up's measured cost earns: the process's run-queue wait over the
 /// start and [`HARM_SPAN_NS`] after it, as a share of its runnable time (CPU time + wait)
@@ -48,8 +49,22 @@ pub struct Harm {
     /// nor than the snapshot's time after the start's first placement — a CPU can spare
     /// at most the time it idled while the threads existed (CI, 2026-11-26: a start late
     /// in a mostly idle second was credited 1.7 s of sparing by a CPU that was idle 0.3 s
-    /// of the threads' life).
+    /// of the threads' life). Measured, not estimated, when [`Harm::measured`] is set.
     pub spared_ns: u64,
+    /// The spared wait as the BPF program measured it: each piled thread's waits in the
+    /// second after its placement while the CPU idle at its placement ran its idle task.
+    pub measured: Option<Measured>,
+}
+
+/// A pile-up's spared wait measured per thread (the snapshots' [`IdleWait`]s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    /// The piled threads' run-queue wait in the second after their placements.
+    pub piled_wait_ns: u64,
+    /// Piled threads measured (placed while an allowed CPU sat idle).
+    pub threads: u32,
+    /// Waits whose idle part could not be counted (spared is then at least the truth).
+    pub partial: u32,
 }
 
 impl Harm {
@@ -62,6 +77,7 @@ impl Harm {
             idle_share,
             snapshots: 1,
             spared_ns: (wait_ns as f64 * idle_share.clamp(0.0, 1.0)) as u64,
+            measured: None,
         }
     }
 
@@ -78,6 +94,81 @@ impl Harm {
         } else {
             self.idle_wait_ns() as f64 / all as f64
         }
+    }
+
+    /// The cost in words, after a pile-up's description; `idle_cpus` names the idle
+    /// CPU(s) it was measured against.
+    pub fn said(&self, idle_cpus: &str) -> String {
+        let ns = |v: u64| Fact::derived("", v as f64, Unit::Ns).shown();
+        let share = 100.0 * self.wait_share();
+        match self.measured {
+            Some(m) => format!(
+                "in the second after their placement the {} piled thread{} placed beside an idle CPU waited {} queued, {} of it while that CPU ({idle_cpus}) sat idle{}: {share:.1}% of the process's runnable time (it waited {} in all)",
+                m.threads,
+                if m.threads == 1 { "" } else { "s" },
+                ns(m.piled_wait_ns),
+                ns(self.spared_ns),
+                if m.partial > 0 {
+                    format!(
+                        " (at least: {} waits began before the CPU's idle history kept)",
+                        m.partial
+                    )
+                } else {
+                    String::new()
+                },
+                ns(self.wait_ns),
+            ),
+            None => format!(
+                "in the start's first second the process waited {} queued while CPU {idle_cpus} was {:.0}% idle: about {} ({share:.0}% of its runnable time) that CPU could have spared (estimated from whole snapshots)",
+                ns(self.wait_ns),
+                100.0 * self.idle_share,
+                ns(self.spared_ns),
+            ),
+        }
+    }
+
+    /// The cost's facts, the spared wait (the finding's cost) first.
+    pub fn facts(&self) -> Vec<Fact> {
+        let spared = match self.measured {
+            Some(_) => {
+                "wait the idle CPU could have spared (the piled threads queued while it ran its idle task, measured)"
+            }
+            None => {
+                "wait the idle CPU could have spared (wait × idle share, at most its idle time after the start: an estimate)"
+            }
+        };
+        let mut out = vec![
+            Fact::derived(spared, self.spared_ns as f64, Unit::Ns),
+            Fact::derived(
+                "the process's run-queue wait in the start's first second",
+                self.wait_ns as f64,
+                Unit::Ns,
+            ),
+        ];
+        if let Some(m) = self.measured {
+            out.push(Fact::derived(
+                "the piled threads' run-queue wait in the second after their placement",
+                m.piled_wait_ns as f64,
+                Unit::Ns,
+            ));
+            out.push(Fact::derived(
+                "share of that wait the idle CPU sat idle",
+                self.idle_share,
+                Unit::Fraction,
+            ));
+        } else {
+            out.push(Fact::derived(
+                "idle share of the idle allowed CPU then",
+                self.idle_share,
+                Unit::Fraction,
+            ));
+        }
+        out.push(Fact::derived(
+            "that wait as a share of its runnable time",
+            self.wait_share(),
+            Unit::Fraction,
+        ));
+        out
     }
 
     /// The severity this cost earns (module constants).
@@ -220,12 +311,64 @@ pub fn numa_remote_alloc(remote_bytes_per_sec: f64) -> (Fact, Severity) {
     )
 }
 
+/// Why a pile-up's cost is not known (said in its finding).
+pub const UNMEASURED: &str = "its cost is not measured (the process is not among the process rows, or the idle CPU's busy share is unknown)";
+pub const PENDING: &str = "its cost is not measured yet (the BPF program hands over each thread's waits two seconds after its placement; a recording that ends sooner has none)";
+
 /// The cost of a pile-up of process `tgid` whose start placed threads from `first_ns` to
-/// `last_ns` while `idle_cpu` (allowed) sat idle, from `snaps`: the snapshots whose
-/// interval overlaps the start and [`HARM_SPAN_NS`] after it; `None` when the process is
-/// in none of their rows (not among the top processes, or a source without per-process
-/// waits) or the idle CPU's busy share is unknown.
+/// `last_ns` while `idle_cpu` (allowed) sat idle, `piled` its threads stacked on one CPU,
+/// from `snaps`: the process's wait and CPU time in the snapshots whose interval overlaps
+/// the start and [`HARM_SPAN_NS`] after it, and the wait the idle CPU could have spared —
+/// measured per thread where the source measures it ([`IdleWait`]), else estimated from
+/// that CPU's idle share. Not known ([`UNMEASURED`], [`PENDING`]) when the process is in
+/// none of the rows (not among the top processes, or a source without per-process
+/// waits), the idle CPU's busy share is unknown, or the threads' figures are yet to come.
 pub fn pile_up(
+    tgid: u32,
+    idle_cpu: Option<i32>,
+    (first_ns, last_ns): (u64, u64),
+    piled: &[u32],
+    snaps: &[Snapshot],
+) -> Result<Harm, &'static str> {
+    let mut h = estimate(tgid, idle_cpu, (first_ns, last_ns), snaps).ok_or(UNMEASURED)?;
+    let measures = snaps
+        .iter()
+        .any(|s| s.events.as_ref().is_some_and(|e| e.idle_waits.is_some()));
+    if !measures {
+        return Ok(h);
+    }
+    let waits = idle_waits(tgid, piled, snaps);
+    let newest = snaps.iter().map(|s| s.time.mono_ns).max().unwrap_or(0);
+    if waits.len() < piled.len() && newest < last_ns.saturating_add(2 * HARM_SPAN_NS) {
+        return Err(PENDING);
+    }
+    let m = Measured {
+        piled_wait_ns: waits.iter().map(|w| w.wait_ns).sum(),
+        threads: waits.len() as u32,
+        partial: waits.iter().map(|w| w.partial).sum(),
+    };
+    h.spared_ns = waits.iter().map(|w| w.idle_ns).sum();
+    h.idle_share = if m.piled_wait_ns > 0 {
+        h.spared_ns as f64 / m.piled_wait_ns as f64
+    } else {
+        0.0
+    };
+    h.measured = Some(m);
+    Ok(h)
+}
+
+/// The measured waits of `piled` threads of `tgid` in `snaps` (each handed over once).
+pub fn idle_waits<'a>(tgid: u32, piled: &[u32], snaps: &'a [Snapshot]) -> Vec<&'a IdleWait> {
+    snaps
+        .iter()
+        .filter_map(|s| s.events.as_ref()?.idle_waits.as_ref())
+        .flatten()
+        .filter(|w| w.tgid == tgid && piled.contains(&w.pid))
+        .collect()
+}
+
+/// The estimate from whole snapshots (recordings and sources without measured waits).
+fn estimate(
     tgid: u32,
     idle_cpu: Option<i32>,
     (first_ns, last_ns): (u64, u64),
@@ -285,6 +428,7 @@ pub fn pile_up(
         },
         snapshots: n,
         spared_ns: spared_ns as u64,
+        measured: None,
     })
 }
 
@@ -330,6 +474,93 @@ mod tests {
         assert_eq!(numa_remote_alloc(63.0 * mib).1, Severity::Info);
         assert_eq!(numa_remote_alloc(64.0 * mib).1, Severity::Warning);
         assert_eq!(numa_remote_alloc(512.0 * mib).1, Severity::Critical);
+    }
+
+    #[test]
+    fn a_pile_ups_spared_wait_is_the_measured_one_where_the_source_measures_it() {
+        use crate::snapshot::{EventLog, ProcessStats, ProcessTable};
+        let topo = crate::topology::synthetic(1, 2, 2);
+        // 1 s snapshots; the start at 2.5 s; the process waited 400 ms and ran 600 ms
+        // in each of the two snapshots after it, beside CPU 3 idle all along: the
+        // estimate credits CPU 3 with 800 ms of sparing.
+        let mut snaps: Vec<Snapshot> = (0..4)
+            .map(|seq| crate::findings::testing::snap(&topo, seq, 0.0))
+            .collect();
+        for s in &mut snaps[2..4] {
+            s.processes = Some(ProcessTable {
+                rows: vec![ProcessStats {
+                    pid: 10,
+                    cpu_time_ns: 600_000_000,
+                    rq_wait_ns: 400_000_000,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        }
+        let start = (2_500_000_000, 2_500_000_000);
+        let cost = |snaps: &[Snapshot]| pile_up(10, Some(3), start, &[11, 12], snaps);
+        let est = cost(&snaps).unwrap();
+        assert_eq!((est.spared_ns, est.measured), (800_000_000, None));
+        assert_eq!(Harm::severity(Some(est)), Severity::Critical);
+        // A source that measures: until both threads' figures came (2 s after the
+        // start), not known; then the measured sum, whatever the estimate says.
+        for s in &mut snaps {
+            s.events = Some(EventLog {
+                idle_waits: Some(vec![]),
+                ..Default::default()
+            });
+        }
+        assert_eq!(cost(&snaps), Err(PENDING));
+        let waited = |pid, wait_ms: u64, idle_ms: u64, partial| IdleWait {
+            pid,
+            tgid: 10,
+            cpu: 3,
+            placed_ns: 2_500_000_000,
+            wait_ns: wait_ms * 1_000_000,
+            waits: 4,
+            idle_ns: idle_ms * 1_000_000,
+            partial,
+        };
+        if let Some(e) = snaps[3].events.as_mut() {
+            e.idle_waits = Some(vec![waited(11, 300, 20, 0), waited(99, 900, 900, 0)]);
+        }
+        assert_eq!(cost(&snaps), Err(PENDING), "thread 12 still to come");
+        if let Some(e) = snaps[2].events.as_mut() {
+            e.idle_waits = Some(vec![waited(12, 100, 5, 1)]);
+        }
+        let h = cost(&snaps).unwrap();
+        assert_eq!(h.spared_ns, 25_000_000, "thread 99 is not piled");
+        assert_eq!(
+            h.measured,
+            Some(Measured {
+                piled_wait_ns: 400_000_000,
+                threads: 2,
+                partial: 1
+            })
+        );
+        assert!((h.idle_share - 0.0625).abs() < 1e-9);
+        assert!((h.wait_share() - 0.0125).abs() < 1e-9);
+        assert_eq!(Harm::severity(Some(h)), Severity::Info);
+        assert!(
+            h.said("3")
+                .contains("25.0 ms of it while that CPU (3) sat idle (at least")
+        );
+        // A thread placed when no CPU was idle has no figures: once its span is over the
+        // others' are the cost.
+        if let Some(e) = snaps[2].events.as_mut() {
+            e.idle_waits = Some(vec![]);
+        }
+        let mut later = crate::findings::testing::snap(&topo, 4, 0.0);
+        later.events = Some(EventLog {
+            idle_waits: Some(vec![]),
+            ..Default::default()
+        });
+        snaps.push(later);
+        let h = cost(&snaps).unwrap();
+        assert_eq!(
+            (h.spared_ns, h.measured.map(|m| m.threads)),
+            (20_000_000, Some(1))
+        );
     }
 
     #[test]

@@ -25,8 +25,9 @@ pub struct PileUp {
     pub tgid: u32,
     pub comm: String,
     pub cpu: i32,
-    /// Threads of the start placed on `cpu` that first ran there.
+    /// Threads of the start placed on `cpu` that first ran there, and their ids.
     pub threads: usize,
+    pub tids: Vec<u32>,
     /// Placements in the start (on any CPU).
     pub placed: usize,
     /// Most idle allowed CPUs seen at one of the piled placements.
@@ -39,12 +40,13 @@ pub struct PileUp {
 }
 
 impl PileUp {
-    /// What it cost, measured in `snaps` (harm.rs).
-    pub fn harm(&self, snaps: &[Snapshot]) -> Option<Harm> {
+    /// What it cost, measured in `snaps` (harm.rs), or why that is not known.
+    pub fn harm(&self, snaps: &[Snapshot]) -> Result<Harm, &'static str> {
         super::harm::pile_up(
             self.tgid,
             self.idle_cpu,
             (self.first_ns, self.last_ns),
+            &self.tids,
             snaps,
         )
     }
@@ -152,14 +154,15 @@ fn in_start(evs: &[&DetailEvent], first_run: &HashMap<u32, i32>) -> Vec<PileUp> 
     /// The idle allowed CPUs at a placement: how many, and the lowest.
     type Idle = (u32, Option<i32>);
     // Per CPU: threads placed and run there, and the idle allowed CPUs at the later ones.
-    let mut per_cpu: BTreeMap<i32, (usize, Option<Idle>)> = BTreeMap::new();
+    let mut per_cpu: BTreeMap<i32, (Vec<u32>, Option<Idle>)> = BTreeMap::new();
     for e in evs {
         if first_run.get(&e.pid) != Some(&e.to_cpu) {
             continue;
         }
-        let (n, worst) = per_cpu.entry(e.to_cpu).or_default();
-        *n += 1;
-        if *n >= 2
+        let (tids, worst) = per_cpu.entry(e.to_cpu).or_default();
+        tids.push(e.pid);
+        let n = tids.len();
+        if n >= 2
             && let Some(idle) = e.idle_allowed.filter(|&i| i > 0)
             && worst.is_none_or(|(w, _)| idle > w)
         {
@@ -168,13 +171,14 @@ fn in_start(evs: &[&DetailEvent], first_run: &HashMap<u32, i32>) -> Vec<PileUp> 
     }
     per_cpu
         .into_iter()
-        .filter_map(|(cpu, (threads, worst))| {
+        .filter_map(|(cpu, (tids, worst))| {
             let (idle_allowed, idle_cpu) = worst?;
             Some(PileUp {
                 tgid: first.tgid,
                 comm: last.comm.clone(),
                 cpu,
-                threads,
+                threads: tids.len(),
+                tids,
                 placed: evs.len(),
                 idle_allowed,
                 idle_cpu,
@@ -218,20 +222,22 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         .filter(|p| p.last_ns >= start)
         .map(|p| {
             let cost = p.harm(w.context);
-            let summary = match cost {
-                Some(h) => format!(
-                    "{}; in the start's first second the process waited {} queued while CPU {} was {:.0}% idle: about {} ({:.0}% of its runnable time) that CPU could have spared",
-                    p.describe(),
-                    Fact::derived("", h.wait_ns as f64, Unit::Ns).shown(),
-                    p.idle_cpu.unwrap_or(-1),
-                    100.0 * h.idle_share,
-                    Fact::derived("", h.idle_wait_ns() as f64, Unit::Ns).shown(),
-                    100.0 * h.wait_share()
-                ),
-                None => format!(
-                    "{}; its cost is not measured (the process is not among the process rows, or the idle CPU's busy share is unknown)",
-                    p.describe()
-                ),
+            // The CPUs the cost was measured against: each measured thread's, else the
+            // pile-up's example.
+            let mut idle_cpus: Vec<u32> =
+                super::harm::idle_waits(p.tgid, &p.tids, w.context)
+                    .iter()
+                    .map(|w| w.cpu)
+                    .collect();
+            idle_cpus.sort_unstable();
+            idle_cpus.dedup();
+            if idle_cpus.is_empty() || cost.is_ok_and(|h| h.measured.is_none()) {
+                idle_cpus = p.idle_cpu.and_then(|c| u32::try_from(c).ok()).into_iter().collect();
+            }
+            let named: Vec<String> = idle_cpus.iter().map(|c| c.to_string()).collect();
+            let summary = match &cost {
+                Ok(h) => format!("{}; {}", p.describe(), h.said(&named.join(", "))),
+                Err(why) => format!("{}; {why}", p.describe()),
             };
             let mut f = Finding::new(
                 Kind::PileUp,
@@ -239,40 +245,21 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                 w,
                 summary,
             );
-            f.severity = Harm::severity(cost);
+            f.severity = Harm::severity(cost.ok());
             f.facts = vec![
                 Fact::derived("threads placed and run on the CPU", p.threads as f64, Unit::Count),
                 Fact::derived("idle allowed CPUs at a piled placement", p.idle_allowed as f64, Unit::Count),
                 Fact::derived("threads placed in the start", p.placed as f64, Unit::Count),
                 Fact::derived("CPUs allowed", p.nr_cpus_allowed as f64, Unit::Count),
             ];
-            if let Some(h) = cost {
-                f.facts.push(Fact::derived(
-                    "the process's run-queue wait in the start's first second",
-                    h.wait_ns as f64,
-                    Unit::Ns,
-                ));
-                f.facts.push(Fact::derived(
-                    "idle share of the idle allowed CPU then",
-                    h.idle_share,
-                    Unit::Fraction,
-                ));
-                let spared = Fact::derived(
-                    "wait the idle CPU could have spared (wait × idle share, at most its idle time after the start)",
-                    h.idle_wait_ns() as f64,
-                    Unit::Ns,
-                );
-                f.cost = Some(spared.clone());
-                f.facts.push(spared);
-                f.facts.push(Fact::derived(
-                    "that wait as a share of its runnable time",
-                    h.wait_share(),
-                    Unit::Fraction,
-                ));
+            if let Ok(h) = cost {
+                let facts = h.facts();
+                f.cost = facts.first().cloned();
+                f.facts.extend(facts);
             }
             f.cpus = std::iter::once(p.cpu)
-                .chain(p.idle_cpu)
                 .filter_map(|c| u32::try_from(c).ok())
+                .chain(idle_cpus)
                 .collect();
             f.pids = vec![p.tgid];
             f.suggestion = Some(Suggestion {
@@ -319,7 +306,11 @@ mod tests {
             events.push(run);
         }
         Snapshot {
-            events: Some(EventLog { dropped: 0, events }),
+            events: Some(EventLog {
+                dropped: 0,
+                events,
+                idle_waits: None,
+            }),
             ..Default::default()
         }
     }

@@ -20,7 +20,7 @@ pub use cache::{
     CacheMon, DomainCounters, DomainMon, GroupKind, MAX_BYTES_PER_SEC, Resctrl, ResctrlGroup,
     ResctrlInfo, Unread,
 };
-pub use events::{Cause, DetailEvent, EventKind, EventLog};
+pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
 pub use process::{PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ops_matches_binary, ops_short_name};
 

@@ -282,20 +282,29 @@ impl Trace {
     }
 }
 
-/// From the kernel's trace: the time `cpu` ran its idle task while at least one of `tids`
-/// was runnable and not running — the wait that CPU could have spared, exactly (it runs
-/// one task at a time) — and the span from the first thread's creation to the last
-/// one's last switch-out, in seconds (the trace's global clock).
-pub fn idle_while_waiting(text: &str, cpu: i32, tids: &[u32]) -> (f64, f64) {
+/// From the kernel's trace: for each watched thread (its id and a CPU), its run-queue
+/// wait — from its wakeup (or a preempted switch-out) to its switch-in — within `span`
+/// seconds after its own creation (`sched_wakeup_new`), and the part of that wait while
+/// its CPU ran the idle task: the wait that CPU could have spared, exactly (the trace's
+/// global clock), in seconds.
+pub fn idle_while_each_waited(
+    text: &str,
+    watched: &[(u32, i32)],
+    span: f64,
+) -> std::collections::BTreeMap<u32, (f64, f64)> {
+    use std::collections::{BTreeMap, BTreeSet};
     let field = |l: &str, k: &str| -> Option<String> {
         l.split_whitespace()
             .find_map(|w| w.strip_prefix(k))
             .map(str::to_string)
     };
     let pid_of = |l: &str, k: &str| -> Option<u32> { field(l, k)?.parse().ok() };
-    let mut idle: Option<bool> = None;
-    let mut waiting: std::collections::BTreeSet<u32> = Default::default();
-    let (mut spared, mut last, mut first, mut end) = (0.0, None::<f64>, None::<f64>, 0.0);
+    let cpu_of: BTreeMap<u32, i32> = watched.iter().copied().collect();
+    let mut idle: BTreeMap<i32, bool> = BTreeMap::new();
+    let mut born: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut waiting: BTreeSet<u32> = BTreeSet::new();
+    let mut out: BTreeMap<u32, (f64, f64)> = watched.iter().map(|w| (w.0, (0.0, 0.0))).collect();
+    let mut last: Option<f64> = None;
     for l in text.lines() {
         let Some(at) = l.find(": sched_") else {
             continue;
@@ -310,39 +319,43 @@ pub fn idle_while_waiting(text: &str, cpu: i32, tids: &[u32]) -> (f64, f64) {
         ) else {
             continue;
         };
-        if let Some(t0) = last
-            && idle == Some(true)
-            && !waiting.is_empty()
-        {
-            spared += ts - t0;
+        if let Some(t0) = last {
+            for t in &waiting {
+                let Some(&from) = born.get(t) else { continue };
+                let (lo, hi) = (t0.max(from), ts.min(from + span));
+                if hi > lo {
+                    let e = out.entry(*t).or_default();
+                    e.0 += hi - lo;
+                    if idle.get(&cpu_of[t]) == Some(&true) {
+                        e.1 += hi - lo;
+                    }
+                }
+            }
         }
         last = Some(ts);
         let ev = &l[at + 2..];
         if ev.starts_with("sched_wakeup_new:") || ev.starts_with("sched_wakeup:") {
-            if let Some(p) = pid_of(ev, "pid=").filter(|p| tids.contains(p)) {
+            if let Some(p) = pid_of(ev, "pid=").filter(|p| cpu_of.contains_key(p)) {
                 waiting.insert(p);
                 if ev.starts_with("sched_wakeup_new:") {
-                    first.get_or_insert(ts);
+                    born.entry(p).or_insert(ts);
                 }
             }
         } else if ev.starts_with("sched_switch:") {
             let (prev, next) = ev.split_once("==>").unwrap_or((ev, ""));
-            if let Some(p) = pid_of(prev, "prev_pid=").filter(|p| tids.contains(p)) {
+            if let Some(p) = pid_of(prev, "prev_pid=").filter(|p| cpu_of.contains_key(p)) {
                 // Preempted (R, R+) it waits on; asleep or gone it does not.
                 if field(prev, "prev_state=").is_some_and(|s| s.starts_with('R')) {
                     waiting.insert(p);
                 } else {
                     waiting.remove(&p);
                 }
-                end = ts;
             }
             if let Some(n) = pid_of(next, "next_pid=") {
                 waiting.remove(&n);
-                if c == cpu {
-                    idle = Some(n == 0);
-                }
+                idle.insert(c, n == 0);
             }
         }
     }
-    (spared, first.map_or(0.0, |f| (end - f).max(0.0)))
+    out
 }

@@ -201,6 +201,7 @@ impl BpfSource {
             ro.have_task_storage = feats.task_storage;
             ro.trace_on = trace.is_some();
             ro.load_ns = crate::clock::mono_ns();
+            ro.watch_ns = crate::snapshot::IDLE_WATCH_NS;
             ro.nr_llc = nr_llc as u32;
             ro.nr_cpu_ids = nr_cpus as u32;
             let kernel_llc = crate::preferred::kernel_llc_ids(topo);

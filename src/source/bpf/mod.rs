@@ -5,7 +5,8 @@
 //! turns two reads into the interval's figures (pure, unit-tested), and [`layout`] holds
 //! what the C program and Rust share, from the generated types; `processes.rs` forgets
 //! the processes that exited once counted; `attribution.rs` hands the perf source's
-//! counters to the program for per-process attribution.
+//! counters to the program for per-process attribution; `watch.rs` takes new threads'
+//! waits beside an idle CPU once their span is over.
 //!
 //! Loading ([`BpfSource::load`], `load.rs`) tries, in order: tp_btf hooks with the optional NUMA
 //! hooks, tp_btf without them, then the same with raw_tp; a permission error stops the
@@ -20,7 +21,8 @@
 //! Fills: per-CPU context switches, migrations in/out, run-queue wait and its histogram;
 //! exact migrations by distance and cause with the LLC matrix; processes with exact
 //! runtime per LLC, migrations by distance, wait and the preferred LLC (the kernel's own
-//! on v7.2+, else emulated from the exact runtime); the detail-event log. Busy time,
+//! on v7.2+, else emulated from the exact runtime); the detail-event log, with new
+//! threads' waits while the CPU idle at their placement sat idle (a pile-up's cost). Busy time,
 //! schedstat and NUMA stay with the procfs source; names and cgroups of the rows come
 //! from the enrichment stage (src/enrich.rs).
 
@@ -35,6 +37,7 @@ mod processes;
 pub mod read;
 mod settle;
 pub mod tracing;
+mod watch;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -436,6 +439,10 @@ impl Source for BpfSource {
         snap.events = Some(EventLog {
             dropped: delta::d(cur.dropped, prev.dropped) + overflow as u64,
             events,
+            idle_waits: Some(watch::take_ended(
+                &self.skel.maps.idle_watch,
+                snap.time.mono_ns,
+            )),
         });
         self.forget_exited(&prev);
     }
