@@ -34,6 +34,7 @@ fn lab_7_2_smt_ordinary_work_raises_no_warning_and_pile_ups_are_info() {
     assert_eq!(results.len(), RUNS * WORKLOADS, "{results:?}");
     let mut alarms = Vec::new();
     let mut go_pileups = 0;
+    let mut unmeasured = Vec::new();
     for line in &results {
         // w|name|run|exit|info|warning|critical
         let f: Vec<&str> = line.split('|').collect();
@@ -65,7 +66,9 @@ fn lab_7_2_smt_ordinary_work_raises_no_warning_and_pile_ups_are_info() {
             }
             if f[1].starts_with("go programs") && e.kind() == Kind::PileUp {
                 go_pileups += 1;
-                assert!(e.latest().cost.is_some(), "a pile-up's cost is measured");
+                if e.latest().cost.is_none() {
+                    unmeasured.push(format!("{} run {}: {}", f[1], f[2], e.latest().summary));
+                }
             }
         }
         // The guest's report and the library agree on what they found.
@@ -83,6 +86,11 @@ fn lab_7_2_smt_ordinary_work_raises_no_warning_and_pile_ups_are_info() {
         alarms,
         Vec::<String>::new(),
         "WARNING/CRITICAL on ordinary work"
+    );
+    assert_eq!(
+        unmeasured,
+        Vec::<String>::new(),
+        "every pile-up's cost measured (the recording runs 3 s past the work)"
     );
     assert!(
         go_pileups >= 1,

@@ -38,7 +38,7 @@ for spec in "$@"; do
     record_start /tmp/b.jsonl --source bpf --interval 1s
     record_wait 1
     b_rc=0; sh -c "$cmd" >/dev/null 2>&1 || b_rc=$?
-    record_wait $(($(record_snaps) + 2))
+    record_wait $(($(record_snaps) + 3))
     record_stop
     llctop report /tmp/b.jsonl.gz > /tmp/b.report 2>&1
     f=$(sed -n '/^Findings/,/^$/p' /tmp/b.report)
