@@ -63,14 +63,26 @@ static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 no
 		watch_until = w.until_ns;
 }
 
-/* Task pid's wait from ws to we (CLOCK_MONOTONIC) ended: when it is watched, the part
- * within its span, and of that the part its idle CPU sat idle. Only this switch-in
- * writes the entry (a task switches in on one CPU at a time). */
-static __noinline void watch_wait(u32 pid, u64 ws, u64 we)
+/* Task pid's wait of seg ns ended at we (CLOCK_MONOTONIC; read here when kq: the run
+ * queue's clock gave seg): when it is watched, the part
+ * within its span, and of that the part its idle CPU sat idle. rd: its
+ * sched_info.run_delay now (with kq), which holds the parts of this wait
+ * the kernel cut off by moving the queued task (see idle_watch.rd_next): the wait
+ * began that much earlier (kq: the waits are sched_info's). Only this switch-in writes the entry (a task switches in on
+ * one CPU at a time). */
+static __noinline void watch_wait(u32 pid, u64 seg, u64 we, u64 rd, const bool kq)
 {
 	struct idle_watch *w = bpf_map_lookup_elem(&idle_watch, &pid);
 	if (!w)
 		return;
+	if (kq)
+		we = bpf_ktime_get_ns();
+	u64 ws = we - seg;
+	if (kq) {
+		if (rd > w->rd_next)
+			ws -= rd - w->rd_next;
+		w->rd_next = rd + seg;
+	}
 	u64 lo = ws > w->placed_ns ? ws : w->placed_ns;
 	u64 hi = we < w->until_ns ? we : w->until_ns;
 	if (hi <= lo)

@@ -409,6 +409,12 @@ struct idle_watch {
 	u64 idle_ns;
 	u32 waits;
 	u32 partial;
+	/* With sched_info: the run_delay the kernel will have counted once its last
+	 * switch-in's wait is added (0 before its first: a new task's is 0). A wait the
+	 * kernel cut by moving the queued task to another run queue (sched_info_dequeue
+	 * adds the part so far to run_delay and the new queue starts last_queued again)
+	 * shows as run_delay above it at the next switch-in: that part ran just before. */
+	u64 rd_next;
 };
 
 struct {

@@ -61,6 +61,16 @@ static __always_inline u64 mono_of(struct cpu_stat *cs, u64 t, const bool kq)
 	return kq ? t - cs->cal_clock + cs->cal_mono : t;
 }
 
+/* Time t read by the switch hook at now (both on the run queue's clock when kq) on
+ * CLOCK_MONOTONIC read now: exact across CPUs, where the calibration pair of mono_of
+ * is off by up to a tick between CPUs whose sched_clock is not stable (QEMU TCG: enough
+ * to put one CPU's idle spell on the wrong side of another's wait). For the rarer
+ * points that compare CPUs: idle switches and watched waits. */
+static __always_inline u64 ktime_of(u64 now, u64 t, const bool kq)
+{
+	return kq ? bpf_ktime_get_ns() - (now - t) : t;
+}
+
 /* The switch hook's body, with kq (the kernel's sched_info gives the waits, the run
  * queue the clock) and ts (task_settle: runtime and per-process waits settled from the
  * kernel's own counters elsewhere) literals: on_switch picks one copy, decided at load,
@@ -130,8 +140,8 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		/* The unseen switch took this CPU out of idle at o's arrival (into idle:
 		 * when is not known; marked now, so its idle time is not counted). */
 		if (!cs->curr_pid != !o.pid)
-			idle_mark(cs, mono_of(cs, o.pid && o.arrived > cs->last_switch_ns &&
-						      o.arrived <= now ? o.arrived : now, kq),
+			idle_mark(cs, ktime_of(now, o.pid && o.arrived > cs->last_switch_ns &&
+						       o.arrived <= now ? o.arrived : now, kq),
 				  !o.pid);
 		unseen(cs, cpu, now, &o, ts);
 		prev_pid = o.pid;
@@ -150,7 +160,7 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	if (ts && out_pid && task_state(prev, direct) == TASK_DEAD)
 		task_settle_one(prev, t ? t->llc : LLC_UNKNOWN, SETTLE_LAST);
 	if (!prev_pid != !next_pid)
-		idle_mark(cs, mono_of(cs, now, kq), !next_pid);
+		idle_mark(cs, ktime_of(now, now, kq), !next_pid);
 	cs->last_switch_ns = now;
 	cs->curr_pid = next_pid;
 	cs->curr_tgid = next_pid ? RD(direct, next, tgid) : 0;
@@ -195,7 +205,8 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		u64 we = mono_of(cs, now, kq);
 		/* (a wait ending up to watch_ns after the last span may still reach into it) */
 		if (watch_ns && we <= watch_until + watch_ns)
-			watch_wait(next_pid, mono_of(cs, start, kq), we);
+			watch_wait(next_pid, d, kq ? 0 : now,
+				   kq ? RD(direct, next, sched_info.run_delay) : 0, kq);
 	}
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): the slice that

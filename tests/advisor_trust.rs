@@ -18,11 +18,12 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
     let dir = tempfile::tempdir().unwrap();
     let mut alarms = Vec::new();
     let mut pileups = 0;
+    let (mut measured, mut unmeasured) = (0, 0);
     let mut others = Vec::new();
     for run in 0..10 {
         let rec = dir.path().join(format!("go{run}.jsonl"));
         let llctop = Command::new(env!("CARGO_BIN_EXE_llctop"))
-            .args(["--source", "bpf", "record", "--duration", "5s", "-o"])
+            .args(["--source", "bpf", "record", "--duration", "7s", "-o"])
             .arg(&rec)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -57,6 +58,9 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
             "BPF placement events recorded: {text}"
         );
         pileups += text.matches("placement pile-up").count();
+        // Each start's cost measured (the recording runs 2 s past the last start).
+        measured += text.matches("while that CPU (").count();
+        unmeasured += text.matches("not measured").count();
         // An alarm with its summary and cost (the two lines after its heading). The
         // machine may be busy with other work: an alarm about another process (its
         // summary names one that is not promtool) is printed, not counted — this test
@@ -73,7 +77,10 @@ fn go_programs_starting_raise_no_warning_in_ten_recordings() {
             }
         }
     }
-    println!("pile-ups seen (at most info): {pileups}");
+    println!(
+        "pile-ups seen (at most info): {pileups}; their cost measured by the BPF program: {measured}, not measured: {unmeasured}"
+    );
+    assert_eq!(unmeasured, 0, "every pile-up's cost measured");
     if !others.is_empty() {
         println!(
             "alarms about other processes on this machine (not counted):\n{}",

@@ -282,16 +282,26 @@ impl Trace {
     }
 }
 
+/// A thread's run-queue wait by the kernel's trace (`idle_while_each_waited`), seconds:
+/// in all, the part while its CPU idled, and each wait (start and end after its
+/// creation, idle part).
+#[derive(Debug, Default, Clone)]
+pub struct Waited {
+    pub wait: f64,
+    pub idle: f64,
+    pub waits: Vec<(f64, f64, f64)>,
+}
+
 /// From the kernel's trace: for each watched thread (its id and a CPU), its run-queue
 /// wait — from its wakeup (or a preempted switch-out) to its switch-in — within `span`
 /// seconds after its own creation (`sched_wakeup_new`), and the part of that wait while
 /// its CPU ran the idle task: the wait that CPU could have spared, exactly (the trace's
-/// global clock), in seconds.
+/// global clock), in seconds; and each wait, to show where two accounts part.
 pub fn idle_while_each_waited(
     text: &str,
     watched: &[(u32, i32)],
     span: f64,
-) -> std::collections::BTreeMap<u32, (f64, f64)> {
+) -> std::collections::BTreeMap<u32, Waited> {
     use std::collections::{BTreeMap, BTreeSet};
     let field = |l: &str, k: &str| -> Option<String> {
         l.split_whitespace()
@@ -303,7 +313,7 @@ pub fn idle_while_each_waited(
     let mut idle: BTreeMap<i32, bool> = BTreeMap::new();
     let mut born: BTreeMap<u32, f64> = BTreeMap::new();
     let mut waiting: BTreeSet<u32> = BTreeSet::new();
-    let mut out: BTreeMap<u32, (f64, f64)> = watched.iter().map(|w| (w.0, (0.0, 0.0))).collect();
+    let mut out: BTreeMap<u32, Waited> = watched.iter().map(|w| (w.0, Waited::default())).collect();
     let mut last: Option<f64> = None;
     for l in text.lines() {
         let Some(at) = l.find(": sched_") else {
@@ -325,9 +335,19 @@ pub fn idle_while_each_waited(
                 let (lo, hi) = (t0.max(from), ts.min(from + span));
                 if hi > lo {
                     let e = out.entry(*t).or_default();
-                    e.0 += hi - lo;
-                    if idle.get(&cpu_of[t]) == Some(&true) {
-                        e.1 += hi - lo;
+                    let idled = if idle.get(&cpu_of[t]) == Some(&true) {
+                        hi - lo
+                    } else {
+                        0.0
+                    };
+                    e.wait += hi - lo;
+                    e.idle += idled;
+                    match e.waits.last_mut() {
+                        Some(w) if (w.1 - (lo - from)).abs() < 1e-9 => {
+                            w.1 = hi - from;
+                            w.2 += idled;
+                        }
+                        _ => e.waits.push((lo - from, hi - from, idled)),
                     }
                 }
             }
