@@ -172,7 +172,7 @@ fn check_placement(kernel: &str) {
     // Each finding's severity is the one its cost earns, the cost as the kernel counts
     // it: each piled thread's wait in the second after its placement, and the part of it
     // while the CPU idle at its placement ran its idle task, from the kernel's own trace
-    // (global clock) — against llctop's measured figures, thread by thread; the process's
+    // (its mono clock) — against llctop's measured figures, thread by thread; the process's
     // wait against its threads' run_delay and runtime (/proc/thread-self/schedstat,
     // printed by the workload).
     let (mut threads, mut agree, mut apart) = (0usize, 0usize, Vec::new());
@@ -357,14 +357,15 @@ fn check_placement(kernel: &str) {
 /// taken within 50 ms — microseconds each, a few of them per wait.
 const WAIT_TOLERANCE_S: f64 = 0.002;
 
-/// The share of piled threads whose wait beside their idle CPU (llctop's, CLOCK_MONOTONIC
-/// at both ends) must agree with the kernel trace's (global trace clock) within 10% +
-/// WAIT_TOLERANCE_S. Most agree to a tenth of a millisecond; in about one thread in ten
-/// (2026-11-26, 6.1 and 7.2 under TCG) the trace puts an idle spell of the idle CPU,
-/// up to 15 ms, inside one of the thread's first waits where llctop's ring of that CPU's
-/// idle switches puts it outside — not explained; both clocks are the kernel's, and
-/// the trace's is each CPU's sched_clock, which TCG keeps unstable.
-const IDLE_AGREE: f64 = 0.75;
+/// The share of piled threads whose wait beside their idle CPU (llctop's) must agree with
+/// the kernel trace's (its mono clock, as llctop's) within 10% + WAIT_TOLERANCE_S. Most
+/// agree to a tenth of a millisecond: 21 of 21 on 7.2 and 12 of 13 on 6.1 (2026-11-26);
+/// the one apart lacked 5.5 ms of one early wait (both accounts of its total wait within
+/// 10%). Not explained for certain; a likely cause is a wait the kernel's sched_info does
+/// not count (a task preempted while going to sleep stays queued without `last_queued`;
+/// the trace calls it R+, a wait). With the trace's global clock (each CPU's
+/// sched_clock) 4 of 19 threads parted by about a tick each: it was not an oracle here.
+const IDLE_AGREE: f64 = 0.85;
 
 /// The idle share (idle + iowait of all its time) of `cpu` between the two /proc/stat
 /// listings of `block` (before, `--`, after).

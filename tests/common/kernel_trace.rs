@@ -50,7 +50,7 @@ pub fn trace_around(text: &str, from: f64, to: f64) -> String {
         .join("\n")
 }
 
-/// How close (seconds, the trace's global clock) a change of a CPU's state may come to
+/// How close (seconds, the trace's clock) a change of a CPU's state may come to
 /// a placement before the trace cannot say whether llctop's read of that CPU's run
 /// queue saw it before or after: the BPF program reads the other CPUs' run queues one by
 /// one after the tracepoint, while they switch on their own vCPU threads under TCG.
@@ -80,7 +80,7 @@ pub struct Placed {
     pub state: String,
 }
 
-/// The kernel's own tracepoints (ftrace text, global clock), replayed into where each
+/// The kernel's own tracepoints (ftrace text, one clock for all CPUs), replayed into where each
 /// new thread of the given ones was placed, where it first ran, and which of its allowed
 /// CPUs were idle at the placement as the kernel's idle_cpu() has it: running their idle
 /// task with no task woken, placed or migrated onto them since their last switch, and no
@@ -296,7 +296,7 @@ pub struct Waited {
 /// wait — from its wakeup (or a preempted switch-out) to its switch-in — within `span`
 /// seconds after its own creation (`sched_wakeup_new`), and the part of that wait while
 /// its CPU ran the idle task: the wait that CPU could have spared, exactly (the trace's
-/// global clock), in seconds; and each wait, to show where two accounts part.
+/// clock), in seconds; and each wait, to show where two accounts part.
 pub fn idle_while_each_waited(
     text: &str,
     watched: &[(u32, i32)],

@@ -17,11 +17,14 @@
 lab_block topology llctop topology --json
 
 # The kernel's own record of the same moments (ftrace, no BPF): the test's oracle for
-# where each thread was placed and ran first and which CPUs were idle then. Global
-# clock: one order across CPUs.
+# where each thread was placed and ran first and which CPUs were idle then. The mono
+# clock (CLOCK_MONOTONIC, one clocksource for every CPU): one order across CPUs, and
+# llctop's clock. (The global clock is each CPU's sched_clock made monotonic; under TCG
+# that is unstable and CPUs part by up to a tick: 2026-11-26 it put an idle spell of one
+# CPU on the wrong side of another's wait in 4 of 19 threads.)
 T=/sys/kernel/tracing
 echo 0 > $T/tracing_on
-echo global > $T/trace_clock
+echo mono > $T/trace_clock
 echo 16384 > $T/buffer_size_kb
 for e in sched_switch sched_waking sched_wakeup sched_wakeup_new sched_migrate_task; do
   echo 1 > $T/events/sched/$e/enable
