@@ -93,14 +93,56 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("hop.pftrace");
     let data = dir.path().join("perf.data");
+    // perf records from the moment it acknowledges "enable" on its control FIFO (not
+    // after a sleep: on a busy machine its start took longer than a second and the
+    // first migration was missed, CI 2026-11-26).
+    let (ctl, ack) = (dir.path().join("perf.ctl"), dir.path().join("perf.ack"));
+    for f in [&ctl, &ack] {
+        let c = std::ffi::CString::new(f.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path of our own temporary directory.
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {f:?}"
+        );
+    }
     let mut perf = Command::new("perf")
-        .args(["record", "-q", "-e", "sched:sched_migrate_task", "-a", "-o"])
+        .args(["record", "-q", "-D", "-1", "--control"])
+        .arg(format!("fifo:{},{}", ctl.display(), ack.display()))
+        .args(["-e", "sched:sched_migrate_task", "-a", "-o"])
         .arg(&data)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("perf record");
-    std::thread::sleep(Duration::from_secs(1));
+    // Open the control FIFO once perf has (without blocking: a perf that failed to
+    // start fails the test instead of hanging it).
+    let started = Instant::now();
+    let mut ctl_w = loop {
+        use std::os::unix::fs::OpenOptionsExt;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&ctl)
+        {
+            Ok(c) => break c,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                assert!(perf.try_wait().unwrap().is_none(), "perf record exited");
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "perf record never started"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("perf's control FIFO: {e}"),
+        }
+    };
+    ctl_w.write_all(b"enable\n").expect("perf's control FIFO");
+    let mut acked = String::new();
+    BufReader::new(std::fs::File::open(&ack).expect("perf's ack FIFO"))
+        .read_line(&mut acked)
+        .expect("perf's ack");
+    assert_eq!(acked.trim(), "ack", "perf enabled its events");
     let hops = 200u64;
     let mut t = Command::new(BIN)
         .args(["--interval", "500ms", "trace", "-o"])
@@ -126,6 +168,7 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
     // SAFETY: kill(2) of our own child.
     unsafe { libc::kill(perf.id() as i32, libc::SIGINT) };
     perf.wait().unwrap();
+    drop(ctl_w);
     // done N migrations M switches V I
     let w: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(w.first(), Some(&"done"), "{line}");
