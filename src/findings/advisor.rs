@@ -401,8 +401,8 @@ mod tests {
         let mut t = Trail::new();
         let trail: Vec<FindingLine> = snaps.iter().flat_map(|s| t.push(&topo, s)).collect();
         assert_eq!(trail, lines);
-        // The window (5 s), its look-behind (1 s), and one more.
-        assert!(t.recent.len() <= 8, "{}", t.recent.len());
+        // The window (5 s), its look-behind (5 s), and one more.
+        assert!(t.recent.len() <= 12, "{}", t.recent.len());
         // Long intervals: the window still holds three snapshots.
         let long: Vec<Snapshot> = series(4, |_| false)
             .into_iter()

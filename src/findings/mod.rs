@@ -30,8 +30,9 @@ pub use cite::{Agg, Cite};
 /// The trailing time a window covers (at least one snapshot).
 pub const WINDOW_NS: u64 = 5_000_000_000;
 /// How far before its window a detector may look: a pile-up's start began at most one
-/// start gap before its first placement in the window.
-pub const LOOK_BEHIND_NS: u64 = pileup::START_GAP_NS;
+/// start gap before its first placement in the window; a scattered process is more than
+/// info only once it has run through the window before this one too (scatter.rs).
+pub const LOOK_BEHIND_NS: u64 = WINDOW_NS;
 /// Snapshots a window holds even when they cover more than [`WINDOW_NS`] (long
 /// intervals): an event and its sequel (a placement and the thread's first run) may fall in
 /// consecutive snapshots, and a window must see both.

@@ -28,9 +28,10 @@ pub const LOW_HIT: f64 = 0.5;
 pub const LOW_HIT_CLEAR: f64 = 0.6;
 /// Changes of the kernel's preferred LLC within one window that make it flapping.
 pub const PREF_CHANGES: usize = 3;
-/// Seconds a window must span, with the process in every snapshot of it, before its
-/// scatter is more than info: a whole window (WINDOW_NS) less a snapshot's jitter.
-pub const YOUNG_SECS: f64 = WINDOW_NS as f64 / 1e9 * 0.9;
+/// Seconds the window and the one before it must span, with the process in every
+/// snapshot of them, before its scatter is more than info: two windows (WINDOW_NS, the
+/// look-behind as long) less a snapshot's jitter.
+pub const YOUNG_SECS: f64 = 2.0 * WINDOW_NS as f64 / 1e9 * 0.9;
 
 #[derive(Default)]
 struct Acc {
@@ -176,16 +177,25 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             "; {:.2} CPUs of its work ran off llc{top}",
             cost.value
         ));
-        // A process not seen through a whole window is a start-up (a Go runtime's
-        // threads spreading for the seconds a start takes under emulation, CI
-        // 2026-11-26): its cost is a burst, judged as a rate only once it has run a
-        // whole window.
-        if a.prefs.len() < w.snaps.len() || secs < YOUNG_SECS {
+        // A process not seen through this window and the one before is a start-up (a
+        // Go runtime's threads spreading for the seconds a start takes under emulation:
+        // CI 2026-11-26, a promtool start 5 s long under TCG): its cost is a burst,
+        // judged as a rate only once it has run two windows.
+        let seen = w
+            .context
+            .iter()
+            .filter(|s| {
+                s.processes
+                    .as_ref()
+                    .is_some_and(|t| t.rows.iter().any(|r| r.pid == pid))
+            })
+            .count();
+        let ran: f64 = w.context.iter().map(|s| s.time.interval_secs()).sum();
+        if seen < w.context.len() || ran < YOUNG_SECS {
             severity = severity.min(super::Severity::Info);
             summary.push_str(&format!(
-                "; seen in {} of the window's {} snapshots ({secs:.0} s): a start-up, at most info until it has run a whole window",
-                a.prefs.len(),
-                w.snaps.len()
+                "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up, at most info until it has run two windows",
+                w.context.len()
             ));
         }
         if sampled {
@@ -319,7 +329,7 @@ mod tests {
         kind: PreferredKind,
     ) -> Vec<Snapshot> {
         let topo = synthetic(2, 2, 2);
-        (0..5)
+        (0..10)
             .map(|seq| {
                 let mut s = snap(&topo, seq, 0.5);
                 let per: Vec<u64> = per_llc_ms.iter().map(|ms| ms * 1_000_000).collect();
@@ -328,7 +338,7 @@ mod tests {
                     total: 1,
                     rows: vec![ProcessStats {
                         pid: 42,
-                        comm: if seq == 4 {
+                        comm: if seq == 9 {
                             crate::enrich::EXITED.into()
                         } else {
                             "db".into()
@@ -385,18 +395,16 @@ mod tests {
         let cost = young[0].cost.as_ref().map(|c| c.value);
         assert!(cost.is_some_and(|c| (c - 0.45).abs() < 1e-9), "{cost:?}");
         // A process that began in the window's third snapshot: 0.6 CPUs off its busiest
-        // LLC over the window, but a start-up until it has run a whole window.
+        // LLC over the window, but a start-up until it has run two windows.
         let mut late = series(4, [1000, 1000, 0, 0], Some(0.3), PreferredKind::Emulated);
-        for s in &mut late[..2] {
+        for s in &mut late[..7] {
             s.processes = None;
         }
         let l = run(&late);
         assert_eq!(l[0].severity, Severity::Info, "{}", l[0].summary);
         assert!(
             l[0].summary.contains("0.60 CPUs of its work ran off")
-                && l[0]
-                    .summary
-                    .contains("seen in 3 of the window's 5 snapshots"),
+                && l[0].summary.contains("seen in 3 of the last 10 snapshots"),
             "{}",
             l[0].summary
         );
