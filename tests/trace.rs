@@ -153,6 +153,7 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let tracer = t.id();
     let mut out = BufReader::new(t.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
@@ -183,17 +184,22 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
         "nothing lost: {}",
         d["lost_end"]
     );
-    // Who the workload is: the process whose command line runs it.
+    // Who the workload is: the child of `llctop trace` whose command line runs the hops
+    // (the trace is machine-wide: the other tests here run workloads of their own).
+    let hop_args = [WORKLOAD, "hop", "0", "1", &hops.to_string()].map(|a| a.to_string());
     let (pid, _) = d["processes"]
         .as_object()
         .unwrap()
         .iter()
         .find(|(_, v)| {
-            v[1][0]
-                .as_str()
-                .is_some_and(|c| c.ends_with("llctop-workload"))
+            v[0] == tracer
+                && v[1].as_array().is_some_and(|c| {
+                    c.iter()
+                        .map(|a| a.as_str().unwrap_or(""))
+                        .eq(hop_args.iter().map(String::as_str))
+                })
         })
-        .expect("the workload's process, with its command line");
+        .expect("the workload's process, with its command line and parent");
     let pid: u32 = pid.parse().unwrap();
     assert_eq!(d["threads"][pid.to_string()], "llctop-workload", "its name");
     // Its migrations: on its own thread track, each with its distance and a flow.
