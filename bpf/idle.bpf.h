@@ -46,7 +46,7 @@ static __always_inline bool idle_cum_at(struct cpu_stat *ys, u64 t, u64 *out)
 }
 
 /* New thread pid of tgid, placed at now while an allowed CPU (idle_cpu, the lowest)
- * sat idle: watch its waits for watch_ns. */
+ * sat idle: watch its waits for watch_ns (the first from now: it is queued). */
 static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 now)
 {
 	if (!watch_ns || pid == tgid || idle_cpu < 0)
@@ -56,6 +56,7 @@ static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 no
 		.cpu = idle_cpu,
 		.placed_ns = now,
 		.until_ns = now + watch_ns,
+		.ws = now,
 	};
 	if (bpf_map_update_elem(&idle_watch, &pid, &w, BPF_NOEXIST))
 		return;
@@ -63,25 +64,34 @@ static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 no
 		watch_until = w.until_ns;
 }
 
-/* Task pid's wait of seg ns ended at we (CLOCK_MONOTONIC; read here when kq: the run
- * queue's clock gave seg): when it is watched, the part
- * within its span, and of that the part its idle CPU sat idle. rd: its
- * sched_info.run_delay now (with kq), which holds the parts of this wait
- * the kernel cut off by moving the queued task (see idle_watch.rd_next): the wait
- * began that much earlier (kq: the waits are sched_info's). Only this switch-in writes the entry (a task switches in on
- * one CPU at a time). */
-static __noinline void watch_wait(u32 pid, u64 seg, u64 we, u64 rd, const bool kq)
+/* Task pid, when it is watched, switched out at t (CLOCK_MONOTONIC) still runnable — it
+ * waits from t — or asleep (t 0: no wait); or was woken at t (woken): it waits from t
+ * unless it waits already (preempted on its way to sleep and woken while queued, its
+ * wait began at the preemption, as the kernel's trace has it) — a wakeup while it runs
+ * is overwritten by its switch-out. */
+static __always_inline void watch_mark(u32 pid, u64 t, const bool woken)
+{
+	struct idle_watch *w = bpf_map_lookup_elem(&idle_watch, &pid);
+	if (w && !(woken && w->ws))
+		w->ws = t;
+}
+
+/* Task pid switches in at we (CLOCK_MONOTONIC; read here when 0) after a wait of seg ns
+ * by the waits' own clock: when it is watched, the part of the wait within its span, and
+ * of that the part its idle CPU sat idle. The wait runs from its stamp (idle_watch.ws),
+ * or seg before we without one. Only this switch-in writes the entry (a task switches in
+ * on one CPU at a time). */
+static __noinline void watch_wait(u32 pid, u64 seg, u64 we)
 {
 	struct idle_watch *w = bpf_map_lookup_elem(&idle_watch, &pid);
 	if (!w)
 		return;
-	if (kq)
+	if (!we)
 		we = bpf_ktime_get_ns();
 	u64 ws = we - seg;
-	if (kq) {
-		if (rd > w->rd_next)
-			ws -= rd - w->rd_next;
-		w->rd_next = rd + seg;
+	if (w->ws) {
+		ws = w->ws < we ? w->ws : we;
+		w->ws = 0;
 	}
 	u64 lo = ws > w->placed_ns ? ws : w->placed_ns;
 	u64 hi = we < w->until_ns ? we : w->until_ns;

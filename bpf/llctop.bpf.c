@@ -16,7 +16,8 @@
  * through the outgoing task's cfs_rq, as kernels without KALLSYMS_ALL give no address
  * for the per-CPU `runqueues`) as the time, and the incoming
  * task's sched_info.last_queued (its enqueue time, cleared only after the tracepoint) as
- * the start of its wait — no clock read, no task storage, no sched_wakeup hook. With tp_btf
+ * the start of its wait — no clock read, no task storage, no work in the sched_wakeup
+ * hook (it stamps only new threads watched beside an idle CPU: idle.bpf.h). With tp_btf
  * (`task_settle`), per-process runtime and waits are not summed per switch at all: each
  * task's own se.sum_exec_runtime and sched_info.run_delay are settled into its process's
  * count for its LLC before it changes LLC, at its last switch and by a walk over every task

@@ -85,8 +85,9 @@ u32 pc_mask = 0;
 u32 kernel_preferred_llc = 0;
 
 /* Set by userspace before load when the kernel keeps sched_info (/proc/PID/schedstat
- * exists): waits come from sched_info.last_queued and the sched_wakeup hook stays
- * unloaded. Otherwise the wakeup hook stamps each wait (task storage or a hash). */
+ * exists): waits come from sched_info.last_queued and the sched_wakeup hook only stamps
+ * the waits of threads watched beside an idle CPU (idle_watch; a clock read and a
+ * compare otherwise). Without, the wakeup hook stamps each wait (task storage or a hash). */
 const volatile bool sched_info_waits = false;
 
 /* What the kernel offers, probed by userspace before load (src/source/bpf/features.rs):
@@ -409,12 +410,13 @@ struct idle_watch {
 	u64 idle_ns;
 	u32 waits;
 	u32 partial;
-	/* With sched_info: the run_delay the kernel will have counted once its last
-	 * switch-in's wait is added (0 before its first: a new task's is 0). A wait the
-	 * kernel cut by moving the queued task to another run queue (sched_info_dequeue
-	 * adds the part so far to run_delay and the new queue starts last_queued again)
-	 * shows as run_delay above it at the next switch-in: that part ran just before. */
-	u64 rd_next;
+	/* When its current wait began (CLOCK_MONOTONIC), 0 when it is not waiting: stamped
+	 * at its placement, its wakeups (the sched_wakeup hook, loaded for this with
+	 * sched_info too) and its switch-outs still runnable; cleared at a switch-out asleep
+	 * and at the switch-in that ends the wait. One clock for every CPU, read where the
+	 * wait begins, as the kernel's own trace stamps it: a run queue's clock lags behind
+	 * it by as long as the queue went without an update. */
+	u64 ws;
 };
 
 struct {

@@ -180,6 +180,11 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		u32 pid = RD(direct, prev, pid);
 		if (pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
 			wait_begin(prev, pid, now, false, direct);
+	} else if (watch_ns && out_pid && mono_of(cs, now, kq) <= watch_until + watch_ns) {
+		/* (with sched_info, only a watched thread's wait is stamped: see idle_watch.ws;
+		 * as long as its switch-ins are read, so no stamp goes stale) */
+		watch_mark(out_pid, preempt || task_state(prev, direct) == TASK_RUNNING ?
+					    bpf_ktime_get_ns() : 0, false);
 	}
 
 	if (next_pid == 0)
@@ -200,14 +205,13 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		cs->wait_hist[b & (WAIT_BUCKETS - 1)]++;
 		if (t && !ts)
 			cs->curr_wait = d;
-		/* A new thread placed beside an idle CPU: how much of this wait that CPU
-		 * sat idle (the start's low bit, a first wait's mark, is 1 ns). */
-		u64 we = mono_of(cs, now, kq);
-		/* (a wait ending up to watch_ns after the last span may still reach into it) */
-		if (watch_ns && we <= watch_until + watch_ns)
-			watch_wait(next_pid, d, kq ? 0 : now,
-				   kq ? RD(direct, next, sched_info.run_delay) : 0, kq);
 	}
+	/* A new thread placed beside an idle CPU: how much of this wait that CPU sat idle
+	 * (from the wait's own stamp; without one, d back: the start's low bit, a first
+	 * wait's mark, is 1 ns). A wait ending up to watch_ns after the last span may still
+	 * reach into it. */
+	if (watch_ns && mono_of(cs, now, kq) <= watch_until + watch_ns)
+		watch_wait(next_pid, start && now > start ? now - start : 0, kq ? 0 : now);
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): the slice that
 	 * begins is a hit when it begins on the LLC whose kernel id is the preference (its
@@ -242,9 +246,19 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	return switch_body(preempt, prev, next, direct, false, false, false);
 }
 
-/* Without sched_info_waits: a woken task starts waiting. */
+/* A woken task starts waiting: without sched_info_waits every one is stamped; with it,
+ * only a thread watched beside an idle CPU (while one may be). */
 static __always_inline int on_wakeup(struct task_struct *p, bool first, const bool direct)
 {
+	if (sched_info_waits) {
+		u64 until = watch_until;
+		if (!until)
+			return 0;
+		u64 t = bpf_ktime_get_ns();
+		if (t <= until)
+			watch_mark(RD(direct, p, pid), t, true);
+		return 0;
+	}
 	u32 pid = RD(direct, p, pid);
 	if (pid)
 		wait_begin(p, pid, bpf_ktime_get_ns(), first, direct);

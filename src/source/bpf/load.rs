@@ -250,29 +250,30 @@ impl BpfSource {
             .set_max_entries((nr_llc * nr_llc * nr_llc) as u32)?;
         let progs = &mut open.progs;
         let btf = mode == Mode::TpBtf;
-        // (program, tp_btf or raw_tp, a NUMA hook, a wakeup hook)
-        let stamps = waits == Waits::Stamped;
-        for (p, is_btf, is_numa, is_wakeup) in [
-            (&mut progs.btf_switch, true, false, false),
-            (&mut progs.btf_switch_old, true, false, false),
-            (&mut progs.btf_migrate_old, true, false, false),
-            (&mut progs.btf_wakeup, true, false, true),
-            (&mut progs.btf_wakeup_new, true, false, false),
-            (&mut progs.btf_wakeup_new_bounded, true, false, false),
-            (&mut progs.btf_migrate, true, false, false),
-            (&mut progs.btf_exit, true, false, false),
-            (&mut progs.btf_move_numa, true, true, false),
-            (&mut progs.btf_swap_numa, true, true, false),
-            (&mut progs.raw_switch, false, false, false),
-            (&mut progs.raw_wakeup, false, false, true),
-            (&mut progs.raw_wakeup_new, false, false, false),
-            (&mut progs.raw_wakeup_new_bounded, false, false, false),
-            (&mut progs.raw_migrate, false, false, false),
-            (&mut progs.raw_exit, false, false, false),
-            (&mut progs.raw_move_numa, false, true, false),
-            (&mut progs.raw_swap_numa, false, true, false),
+        // (program, tp_btf or raw_tp, a NUMA hook). The wakeup hook loads with sched_info
+        // too: it stamps the waits of new threads watched beside an idle CPU
+        // (bpf/idle.bpf.h), a clock read and a compare otherwise.
+        for (p, is_btf, is_numa) in [
+            (&mut progs.btf_switch, true, false),
+            (&mut progs.btf_switch_old, true, false),
+            (&mut progs.btf_migrate_old, true, false),
+            (&mut progs.btf_wakeup, true, false),
+            (&mut progs.btf_wakeup_new, true, false),
+            (&mut progs.btf_wakeup_new_bounded, true, false),
+            (&mut progs.btf_migrate, true, false),
+            (&mut progs.btf_exit, true, false),
+            (&mut progs.btf_move_numa, true, true),
+            (&mut progs.btf_swap_numa, true, true),
+            (&mut progs.raw_switch, false, false),
+            (&mut progs.raw_wakeup, false, false),
+            (&mut progs.raw_wakeup_new, false, false),
+            (&mut progs.raw_wakeup_new_bounded, false, false),
+            (&mut progs.raw_migrate, false, false),
+            (&mut progs.raw_exit, false, false),
+            (&mut progs.raw_move_numa, false, true),
+            (&mut progs.raw_swap_numa, false, true),
         ] {
-            p.set_autoload(is_btf == btf && (numa || !is_numa) && (stamps || !is_wakeup));
+            p.set_autoload(is_btf == btf && (numa || !is_numa));
         }
         // Without atomic exchange (before 5.12) the switch and migrate programs that can
         // settle tasks are refused whole: their _old twins leave the settle out.

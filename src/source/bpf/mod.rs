@@ -11,7 +11,8 @@
 //! Loading ([`BpfSource::load`], `load.rs`) tries, in order: tp_btf hooks with the optional NUMA
 //! hooks, tp_btf without them, then the same with raw_tp; a permission error stops the
 //! attempts at once. Run-queue waits come from the kernel's own `sched_info` where it
-//! keeps it, with no sched_wakeup hook ([`Waits`]). The maps hold cumulative values since
+//! keeps it; the sched_wakeup hook then only stamps the waits of new threads watched beside
+//! an idle CPU ([`Waits`]). The maps hold cumulative values since
 //! attach; each tick reads them with the CPUs' accumulator slots not yet flushed, adds
 //! the slice still running on each CPU and what its switch-in found (so a task that
 //! never switches is still counted), and takes the difference with the previous read.
@@ -61,8 +62,8 @@ const EVENTS_PER_SNAPSHOT: usize = 256;
 /// Where the run-queue waits come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Waits {
-    /// The kernel's own `sched_info.last_queued` (CONFIG_SCHED_INFO), read at switch-in:
-    /// no sched_wakeup hook.
+    /// The kernel's own `sched_info.last_queued` (CONFIG_SCHED_INFO), read at switch-in;
+    /// the sched_wakeup hook stamps only the waits of threads watched beside an idle CPU.
     SchedInfo,
     /// Stamped by a sched_wakeup hook (and at preemption) and taken at switch-in.
     Stamped,

@@ -73,7 +73,7 @@ mod tests {
             idle_ns: idle,
             waits: 2,
             partial: 0,
-            rd_next: 0,
+            ws: 0,
         }
     }
 
