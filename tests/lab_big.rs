@@ -16,16 +16,9 @@ const SHAPE: &str = "8s8llc-smt";
 
 /// One boot for every test: 64 vCPUs on one host thread are slow (docs/lab.md).
 fn run() -> &'static LabRun {
-    static RUN: std::sync::OnceLock<&'static LabRun> = std::sync::OnceLock::new();
-    RUN.get_or_init(|| {
-        Box::leak(Box::new(common::lab::run_programs(
-            "7.2",
-            SHAPE,
-            "big.sh",
-            "",
-            &["strace"],
-            1800,
-        )))
+    static RUN: common::lab::Shared = common::lab::Shared::new();
+    common::lab::shared(&RUN, || {
+        common::lab::run_programs("7.2", SHAPE, "big.sh", "", &["strace"], 1800)
     })
 }
 

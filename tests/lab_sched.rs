@@ -8,15 +8,15 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use common::lab::{LabRun, recording};
 use llctop::knobs::session::KnobAction;
 use serde_json::Value;
 
 fn lab() -> &'static LabRun {
-    static RUN: OnceLock<LabRun> = OnceLock::new();
-    RUN.get_or_init(|| common::lab::run_scx("7.2", "2s4llc-smt", "sched_ext.sh"))
+    static RUN: common::lab::Shared = common::lab::Shared::new();
+    common::lab::shared(&RUN, || {
+        common::lab::run_scx("7.2", "2s4llc-smt", "sched_ext.sh")
+    })
 }
 
 #[test]

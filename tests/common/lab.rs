@@ -179,6 +179,26 @@ fn boot(kernel: &str, shape: &str, scenario: &str, append: &str, extra: &Extra) 
     run
 }
 
+/// A boot shared by the tests of one file, booted once: a failed boot fails every test
+/// that shares it with the boot's own message, and is not booted again for each of them
+/// (a stuck 64-vCPU boot would otherwise cost its time limit once per test).
+pub type Shared = OnceLock<Result<LabRun, String>>;
+
+pub fn shared(cell: &'static Shared, boot: impl FnOnce() -> LabRun) -> &'static LabRun {
+    let r = cell.get_or_init(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(boot)).map_err(|p| {
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "the boot panicked".into())
+        })
+    });
+    match r {
+        Ok(run) => run,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// One boot per (kernel, machine shape, scenario) per test process, shared by the tests
 /// that check it. Boots run one at a time (the machine has two cores).
 pub fn run(kernel: &str, shape: &str, scenario: &str) -> &'static LabRun {
@@ -187,22 +207,20 @@ pub fn run(kernel: &str, shape: &str, scenario: &str) -> &'static LabRun {
 
 /// The same with kernel command-line parameters added (`LAB_APPEND`).
 pub fn run_with(kernel: &str, shape: &str, scenario: &str, append: &str) -> &'static LabRun {
-    type Runs = Mutex<HashMap<(String, String, String, String), &'static LabRun>>;
+    type Runs = Mutex<HashMap<(String, String, String, String), &'static Shared>>;
     static RUNS: OnceLock<Runs> = OnceLock::new();
-    let mut runs = RUNS
+    let cell: &'static Shared = RUNS
         .get_or_init(|| Mutex::new(HashMap::new()))
         .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    runs.entry((kernel.into(), shape.into(), scenario.into(), append.into()))
-        .or_insert_with(|| {
-            Box::leak(Box::new(boot(
-                kernel,
-                shape,
-                scenario,
-                append,
-                &Extra::default(),
-            )))
-        })
+        .unwrap_or_else(|p| p.into_inner())
+        .entry((kernel.into(), shape.into(), scenario.into(), append.into()))
+        .or_insert_with(|| Box::leak(Box::new(Shared::new())));
+    // Boots still one at a time: the first test to come boots, the others wait on the cell.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    shared(cell, || {
+        boot(kernel, shape, scenario, append, &Extra::default())
+    })
 }
 
 /// A boot with real sched_ext schedulers in the guest's /bin (scx_bpfland, scx_lavd, built
