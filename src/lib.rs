@@ -22,6 +22,7 @@ pub mod experiment;
 pub mod findings;
 pub mod knobs;
 pub mod kroot;
+pub mod kstate;
 pub mod markdown;
 pub mod mcp;
 pub mod mounts;

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::{Access, Family, Knob, KnobType, ValueNote};
 use crate::kroot::KernelRoot;
+use crate::kstate::sched_ext;
 use crate::snapshot::{EEVDF, SchedExt, ops_matches_binary, ops_short_name};
-use crate::source::procfs::sched_ext;
 
 /// The knob's id.
 pub const ID: &str = "scheduler";

@@ -90,7 +90,7 @@ impl Registry {
             Some(k) => self.knobs.push(k),
             None => self.missing.push(Missing {
                 what: scheduler::ID.into(),
-                reason: crate::source::procfs::sched_ext::ABSENT.into(),
+                reason: crate::kstate::sched_ext::ABSENT.into(),
             }),
         }
     }
@@ -111,7 +111,7 @@ impl Registry {
     /// Mark the fair-class knobs while a sched_ext scheduler schedules every task: they
     /// are shown and written as ever, but do not steer those tasks.
     fn mark_in_effect(&mut self) {
-        let scx = crate::source::procfs::sched_ext::read(&self.root)
+        let scx = crate::kstate::sched_ext::read(&self.root)
             .ok()
             .flatten()
             .filter(|s| s.runs_fair_tasks());

@@ -287,11 +287,10 @@ impl Session {
         if crate::mounts::Mounts::discover(&root).resctrl.as_deref() != Some(mount) {
             return self.resctrl_forget(MOUNT_ID);
         }
-        let groups =
-            crate::source::resctrl::tree::groups(&root, mount).map_err(|e| KnobError::Read {
-                id: MOUNT_ID.into(),
-                reason: e.to_string(),
-            })?;
+        let groups = crate::kstate::resctrl::groups(&root, mount).map_err(|e| KnobError::Read {
+            id: MOUNT_ID.into(),
+            reason: e.to_string(),
+        })?;
         let others: Vec<String> = groups
             .iter()
             .filter(|g| g.kind != crate::snapshot::GroupKind::Root)

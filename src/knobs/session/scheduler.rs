@@ -16,8 +16,8 @@ use super::{Change, KnobAction, KnobError, KnobEvent, Session};
 use crate::knobs::Knob;
 use crate::knobs::journal::Entry;
 use crate::knobs::scheduler::ID;
+use crate::kstate::sched_ext;
 use crate::snapshot::{EEVDF, ops_matches_binary};
-use crate::source::procfs::sched_ext;
 
 /// How long a scheduler may take to attach (`LLCTOP_SCHEDULER_TIMEOUT`, seconds, changes
 /// it): scx_bpfland takes ~1.2 s on an emulated 8-vCPU guest.

@@ -6,16 +6,17 @@
 //!   run-queue wait, runnable tasks, processes with emulated preferred LLC;
 //! - `procfs.schedstat` ([`schedstat`]): load-balance counters per domain level;
 //! - `procfs.numa` ([`numa`]): vmstat/numastat/cgroup NUMA counters;
-//! - `procfs.sched_ext` ([`sched_ext`]): which BPF scheduler runs, if any.
+//! - `procfs.sched_ext` ([`crate::kstate::sched_ext`], shared with the knobs): which BPF
+//!   scheduler runs, if any.
 
 pub mod numa;
-pub mod sched_ext;
 pub mod schedstat;
 pub mod stat;
 pub mod tasks;
 
 use super::Source;
 use crate::kroot::KernelRoot;
+use crate::kstate::sched_ext;
 use crate::snapshot::{Snapshot, SourceStatus, SystemStats};
 use crate::topology::Topology;
 

@@ -3,7 +3,8 @@
 //! Documentation/filesystems/resctrl.rst) — per monitoring group and L3 domain, summed
 //! by the collector per LLC, node and process.
 //!
-//! - [`tree`]: the mount, `info/L3_MON`, the domains and their LLCs, the groups;
+//! - [`tree`]: the mount, `info/L3_MON`, the domains and their LLCs (the groups are
+//!   listed by [`crate::kstate::resctrl`], shared with the knobs session);
 //! - [`reader`]: one interval's read of every group, files kept open ([`files`]);
 //! - [`parse`] and [`delta`]: the kernel's text and the interval rules (pure);
 //! - [`own`]: llctop's own per-process groups (`--cache-top`, `--cache-pid`).

@@ -113,7 +113,7 @@ impl Own {
     /// and every MON group's `tasks` except llctop's own.
     fn foreign(&self) -> BTreeMap<u32, String> {
         let mut out = BTreeMap::new();
-        let Ok(groups) = super::tree::groups(&self.root, &self.mount) else {
+        let Ok(groups) = crate::kstate::resctrl::groups(&self.root, &self.mount) else {
             return out;
         };
         for g in groups {

@@ -11,8 +11,9 @@ use std::os::unix::fs::MetadataExt as _;
 use super::delta;
 use super::files::{Budget, Counter, MAX_TEXT};
 use super::parse::{self, Value};
-use super::tree::{self, GroupDir, Layout};
+use super::tree::{self, Layout};
 use crate::kroot::KernelRoot;
+use crate::kstate::resctrl::{self as groups, GroupDir};
 use crate::snapshot::{CacheMon, DomainMon, Resctrl, ResctrlGroup, Unread};
 
 /// One event's file in one leaf, and its last valid reading (cumulative counters).
@@ -166,7 +167,7 @@ impl Reader {
                 self.layout.mount.display()
             ));
         }
-        let dirs = tree::groups(&self.root, &self.layout.mount).map_err(|e| e.to_string())?;
+        let dirs = groups::groups(&self.root, &self.layout.mount).map_err(|e| e.to_string())?;
         self.sync(dirs);
         let files = self.files().1;
         let workers = if files >= PARALLEL_FROM {
