@@ -149,11 +149,11 @@ fn event_loop(
         }
         match input.recv_timeout(Duration::from_millis(50)) {
             Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
-                app.handle(Msg::Key(k));
+                step(terminal, app, Msg::Key(k))?;
                 dirty = true;
             }
             Ok(Event::Mouse(m)) => {
-                app.handle(Msg::Mouse(m));
+                step(terminal, app, Msg::Mouse(m))?;
                 dirty = true;
             }
             Ok(Event::Resize(..)) => dirty = true,
@@ -165,7 +165,7 @@ fn event_loop(
         // A bounded batch per turn: a replay's loader can send faster than this loop
         // takes, and keys must still be read.
         for m in rx.try_iter().take(MSGS_PER_TURN) {
-            app.handle(m);
+            step(terminal, app, m)?;
             dirty = true;
         }
         let now = Instant::now();
@@ -179,6 +179,20 @@ fn event_loop(
             return Ok(());
         }
     }
+}
+
+/// [`App::handle`], with the screen drawn first when an effect is about to wait on the
+/// kernel (a sched_ext scheduler starting or stopping), saying what it waits for.
+fn step(terminal: &mut ratatui::DefaultTerminal, app: &mut App, msg: Msg) -> std::io::Result<()> {
+    let fx = app.update(msg);
+    if let Some(text) = app.wait_notice(&fx) {
+        app.say(app::Level::Info, text);
+        terminal.draw(|f| views::draw(f, app))?;
+    }
+    for e in fx {
+        app.perform(e);
+    }
+    Ok(())
 }
 
 /// Draw `app` into a `width`×`height` test backend and return the screen as text lines

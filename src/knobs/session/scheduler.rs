@@ -39,7 +39,7 @@ pub struct Started {
     child: Child,
 }
 
-pub(super) fn attach_limit() -> Duration {
+pub fn attach_limit() -> Duration {
     std::env::var("LLCTOP_SCHEDULER_TIMEOUT")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())

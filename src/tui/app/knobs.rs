@@ -2,11 +2,43 @@
 //! profile — each asks for an effect; the writes go through the session here, the events
 //! are logged and recorded, and the status line says what was written and read back. At
 //! each interval the values are re-read, so a change made by someone else shows.
+//! Starting or stopping a sched_ext scheduler waits for the kernel: [`wait_notice`] says
+//! so on the screen before the wait.
 
 use super::{App, Effect, Input, InputKind, Level};
 use crate::knobs::profile::Profile;
-use crate::knobs::session::KnobError;
+use crate::knobs::session::scheduler::{attach_limit, is_scheduler_id};
+use crate::knobs::session::{KnobError, Step};
 use crate::knobs::{Access, Knob};
+use crate::snapshot::EEVDF;
+
+/// What the first of `fx` that waits on the kernel will wait for, said on the status line
+/// and drawn before it runs (keys wait meanwhile): a sched_ext scheduler started (until
+/// the kernel attaches it, at most the attach limit) or stopped (until the kernel lets
+/// it go), by a set or by undoing the last of `steps` that did one.
+pub fn wait_notice(fx: &[Effect], steps: &[Step]) -> Option<String> {
+    let limit = attach_limit().as_secs_f64();
+    let switch = |to: &str| {
+        if to == EEVDF {
+            "stopping the sched_ext scheduler: waiting for the kernel to let it go (keys wait)"
+                .to_string()
+        } else {
+            format!(
+                "starting {to}: waiting for the kernel to attach it, at most {limit:.0} s (keys wait)"
+            )
+        }
+    };
+    fx.iter().find_map(|e| match e {
+        Effect::SetKnob { id, value } if is_scheduler_id(id) => Some(switch(value)),
+        Effect::UndoKnob => steps
+            .last()?
+            .changes
+            .iter()
+            .find(|c| is_scheduler_id(&c.id))
+            .map(|c| format!("undo: {}", switch(&c.old))),
+        _ => None,
+    })
+}
 
 impl App {
     /// The selected knob if this session may change it; otherwise says why and `None`.
@@ -60,6 +92,11 @@ impl App {
         } else {
             self.effect(Effect::UndoKnob);
         }
+    }
+
+    /// [`wait_notice`] for this session's undo steps.
+    pub fn wait_notice(&self, fx: &[Effect]) -> Option<String> {
+        wait_notice(fx, self.session.as_ref().map_or(&[][..], |s| s.steps()))
     }
 
     pub(super) fn set_knob(&mut self, id: &str, value: &str) {

@@ -174,3 +174,51 @@ fn keys_switch_views_and_quit() {
     a.handle(key(KeyCode::Char('q')));
     assert!(a.quit);
 }
+
+#[test]
+fn a_scheduler_switch_is_said_before_the_screen_waits() {
+    use super::knobs::wait_notice;
+    use crate::knobs::session::{Change, Step};
+    let set = |id: &str, value: &str| Effect::SetKnob {
+        id: id.into(),
+        value: value.into(),
+    };
+    let start = wait_notice(&[Effect::Marker, set("scheduler", "scx_bpfland")], &[]);
+    assert!(
+        start.as_deref().is_some_and(|t| t
+            .starts_with("starting scx_bpfland: waiting for the kernel to attach it, at most")
+            && t.ends_with(" s (keys wait)")),
+        "{start:?}"
+    );
+    let stop = wait_notice(&[set("scheduler", "eevdf")], &[]);
+    assert!(stop.is_some_and(|t| t.starts_with("stopping the sched_ext scheduler")));
+    assert_eq!(
+        wait_notice(&[set("numa_balancing", "0")], &[]),
+        None,
+        "a file write is quick"
+    );
+    // Undo: only when the step it undoes switched the scheduler (to its old value).
+    let step = |id: &str, old: &str| Step {
+        label: format!("{id}=x"),
+        changes: vec![Change {
+            id: id.into(),
+            old: old.into(),
+            new: "x".into(),
+        }],
+    };
+    let undo = wait_notice(&[Effect::UndoKnob], &[step("scheduler", "eevdf")]);
+    assert!(undo.is_some_and(|t| t.starts_with("undo: stopping")));
+    assert_eq!(
+        wait_notice(
+            &[Effect::UndoKnob],
+            &[step("scheduler", "eevdf"), step("numa_balancing", "1")]
+        ),
+        None,
+        "the last step is not the scheduler's"
+    );
+    assert_eq!(
+        wait_notice(&[Effect::UndoKnob], &[]),
+        None,
+        "nothing to undo"
+    );
+}
