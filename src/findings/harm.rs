@@ -17,6 +17,16 @@ use crate::snapshot::{IdleWait, Snapshot};
 /// benchmark's life) has cost a share of their runtime and one the balancer or the
 /// threads' exit ended (a runtime starting helper threads) has cost next to nothing.
 pub const HARM_SPAN_NS: u64 = crate::snapshot::IDLE_WATCH_NS;
+/// When a placed thread's measured waits come at the latest: the BPF program hands them
+/// over at its first read after their span ended plus one more span (src/source/bpf/watch.rs).
+pub const HANDOVER_NS: u64 = 2 * HARM_SPAN_NS;
+
+/// Whether these snapshots' source measures new threads' waits ([`IdleWait`]s).
+pub fn measures_waits(snaps: &[Snapshot]) -> bool {
+    snaps
+        .iter()
+        .any(|s| s.events.as_ref().is_some_and(|e| e.idle_waits.is_some()))
+}
 
 /// The severity a pile-up's measured cost earns: the process's run-queue wait over the
 /// start and [`HARM_SPAN_NS`] after it, as a share of its runnable time (CPU time + wait)
@@ -331,15 +341,12 @@ pub fn pile_up(
     snaps: &[Snapshot],
 ) -> Result<Harm, &'static str> {
     let mut h = estimate(tgid, idle_cpu, (first_ns, last_ns), snaps).ok_or(UNMEASURED)?;
-    let measures = snaps
-        .iter()
-        .any(|s| s.events.as_ref().is_some_and(|e| e.idle_waits.is_some()));
-    if !measures {
+    if !measures_waits(snaps) {
         return Ok(h);
     }
     let waits = idle_waits(tgid, piled, snaps);
     let newest = snaps.iter().map(|s| s.time.mono_ns).max().unwrap_or(0);
-    if waits.len() < piled.len() && newest < last_ns.saturating_add(2 * HARM_SPAN_NS) {
+    if waits.len() < piled.len() && newest < last_ns.saturating_add(HANDOVER_NS) {
         return Err(PENDING);
     }
     let m = Measured {
