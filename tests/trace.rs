@@ -63,15 +63,27 @@ fn sysfs_distance(a: u32, b: u32) -> &'static str {
     }
 }
 
-/// Counts of perf's `sched:sched_migrate_task` per pid in `data`.
-fn perf_migrations(data: &Path) -> BTreeMap<u32, u64> {
+/// Counts of perf's `sched:sched_migrate_task` per pid in `data`, and the events perf
+/// lost (its buffer overflowed).
+fn perf_migrations(data: &Path) -> (BTreeMap<u32, u64>, u64) {
     let out = Command::new("perf")
-        .args(["script", "-F", "event,trace", "-i"])
+        .args(["script", "--show-lost-events", "-F", "event,trace", "-i"])
         .arg(data)
         .output()
         .expect("perf (linux-perf, installed by scripts/deps.sh)");
-    let mut m = BTreeMap::new();
+    let (mut m, mut lost) = (BTreeMap::new(), 0);
     for l in String::from_utf8_lossy(&out.stdout).lines() {
+        // `PERF_RECORD_LOST lost 3` (and `PERF_RECORD_LOST_SAMPLES`, --show-lost-events):
+        // perf's buffer overflowed.
+        if l.contains("PERF_RECORD_LOST") {
+            let n = l
+                .split_whitespace()
+                .skip_while(|w| *w != "lost")
+                .nth(1)
+                .and_then(|n| n.parse::<u64>().ok());
+            lost += n.unwrap_or(1);
+            continue;
+        }
         if !l.contains("sched_migrate_task") {
             continue;
         }
@@ -83,7 +95,7 @@ fn perf_migrations(data: &Path) -> BTreeMap<u32, u64> {
             *m.entry(pid).or_default() += 1;
         }
     }
-    m
+    (m, lost)
 }
 
 #[test]
@@ -107,7 +119,7 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
         );
     }
     let mut perf = Command::new("perf")
-        .args(["record", "-q", "-D", "-1", "--control"])
+        .args(["record", "-q", "-m", "1024", "-D", "-1", "--control"])
         .arg(format!("fifo:{},{}", ctl.display(), ack.display()))
         .args(["-e", "sched:sched_migrate_task", "-a", "-o"])
         .arg(&data)
@@ -218,13 +230,26 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
                 && e["flow_in"].as_array().unwrap().is_empty()
         })
         .collect();
-    let perf_count = perf_migrations(&data).get(&pid).copied().unwrap_or(0);
+    let (perf, perf_lost) = perf_migrations(&data);
+    let perf_count = perf.get(&pid).copied().unwrap_or(0);
     println!(
-        "workload {pid}: trace {} migrations, kernel {kernel_migs}, perf {perf_count}",
+        "workload {pid}: trace {} migrations, kernel {kernel_migs}, perf {perf_count} (perf lost {perf_lost} events machine-wide)",
         migs.len()
     );
     assert_eq!(migs.len() as u64, kernel_migs, "the kernel's own count");
-    assert_eq!(migs.len() as u64, perf_count, "perf's sched_migrate_task");
+    // perf is an exact oracle only when its buffer kept every event (it records the whole
+    // machine: on a busy one, the other tests' migrations can overflow it); then it is a
+    // lower bound, and the count within what it lost.
+    if perf_lost == 0 {
+        assert_eq!(migs.len() as u64, perf_count, "perf's sched_migrate_task");
+    } else {
+        println!("perf lost {perf_lost} events: its count is a lower bound here");
+        assert!(
+            perf_count <= migs.len() as u64 && migs.len() as u64 <= perf_count + perf_lost,
+            "perf's sched_migrate_task {perf_count} (+ {perf_lost} lost) against {}",
+            migs.len()
+        );
+    }
     let hop_dist = sysfs_distance(0, 1);
     let between: Vec<&&Value> = migs
         .iter()
