@@ -74,7 +74,7 @@ fn main() {
         }
         let tools = Tools {
             live,
-            dir: std::env::temp_dir(),
+            store: llctop::mcp::store::Store::new(std::env::temp_dir(), Vec::new(), 1 << 30),
         };
         for name in ["snapshot", "findings"] {
             let mut ms = Vec::new();

@@ -83,6 +83,12 @@ pub struct Cli {
     /// Schedulers from the config file's `[schedulers]` table (not an option).
     #[arg(skip)]
     pub schedulers: Vec<crate::knobs::scheduler::Binary>,
+    /// The config file's `[mcp]` table (checked by `llctop mcp`).
+    #[arg(skip)]
+    pub mcp: crate::mcp::config::Section,
+    /// The config file read, if one was.
+    #[arg(skip)]
+    pub config_file: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -217,36 +223,7 @@ pub enum Command {
     /// A/B experiment: flip a knob between two values in ABBA-ordered windows, discard a
     /// warm-up after each flip, and say per metric whether B differs from A beyond the
     /// window-to-window noise. The knob is restored at the end (and on Ctrl-C/SIGTERM).
-    Ab {
-        /// KNOB=A,B (e.g. relax_domain_level=-1,1); or --profile.
-        #[arg(value_name = "KNOB=A,B", required_unless_present = "profile")]
-        spec: Option<String>,
-        /// Compare the current values (A) with this profile applied (B).
-        #[arg(long, value_name = "NAME", conflicts_with = "spec")]
-        profile: Option<String>,
-        /// Measured time per window (with a command: at least one snapshot, until it ends).
-        #[arg(long, default_value = "10s", value_parser = parse_duration)]
-        window: Duration,
-        /// Windows per value.
-        #[arg(long, default_value_t = 6)]
-        rounds: u32,
-        /// Not measured after each flip.
-        #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
-        warmup: Duration,
-        /// Record the experiment (snapshots, knob lines, windows, verdict).
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// The verdict as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Keep the command running through all windows instead of once per window.
-        #[arg(long, requires = "command")]
-        steady: bool,
-        /// A command to run in each window (after `--`): its wall time and exit status
-        /// become metrics.
-        #[arg(last = true, value_name = "CMD")]
-        command: Vec<String>,
-    },
+    Ab(crate::run::ab::Plan),
     /// The terminal UI (the default without a subcommand when stdout is a terminal).
     Tui {
         #[command(flatten)]
@@ -271,10 +248,16 @@ pub enum Command {
     /// Serve agents over the Model Context Protocol (stdio, or HTTP with --listen): the live machine, recordings
     /// and, with --allow-writes, guarded knob experiments (docs/agents.md).
     Mcp {
-        /// Let the `ab` tool write kernel knobs (journaled, restored and read back after
-        /// each experiment, and when the client goes away).
+        /// Let the `ab` tool write kernel knobs — knobs only: journaled, restored and read
+        /// back after each experiment and when the client goes away. A client runs no
+        /// program of its choosing: `ab`'s command is one the config's [mcp.commands]
+        /// names, run as [mcp] user (never root). Over HTTP it needs --token-file.
         #[arg(long)]
         allow_writes: bool,
+        /// HTTP: a file holding the bearer token every request must carry (root's, mode
+        /// 0600; or [mcp] token_file).
+        #[arg(long, value_name = "FILE", requires = "listen")]
+        token_file: Option<PathBuf>,
         /// Where the `record` and `ab` tools write recordings (default: the state
         /// directory's mcp/, /var/lib/llctop/mcp as root).
         #[arg(long, value_name = "DIR")]
@@ -409,8 +392,20 @@ pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
 
 /// llctop.1 and one page per subcommand (llctop-record.1, …) written into `dir`.
 pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    fn generate(cmd: clap::Command, dir: &std::path::Path) -> std::io::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            generate(sub, dir)?;
+        }
+        let man = clap_mangen::Man::new(cmd);
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        // Through the one output path: no link followed, a page there kept as `.old`.
+        crate::output::write_generated(&dir.join(man.get_filename()), &page).map(|_| ())
+    }
     std::fs::create_dir_all(dir)?;
-    clap_mangen::generate_to(Cli::command(), dir)
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    generate(cmd, dir)
 }
 
 #[cfg(test)]

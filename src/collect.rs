@@ -23,6 +23,13 @@ pub struct Collector {
 }
 
 impl Collector {
+    /// Drop every source now (BPF programs detached, perf counters closed, llctop's
+    /// resctrl groups removed): the run is over, and what it waits for next (a child that
+    /// takes its time to stop) must not hold them.
+    pub fn release_sources(&mut self) {
+        self.sources.clear();
+    }
+
     /// `root`: where the enrichment stage reads `/proc/PID` (the sources' own root).
     pub fn new(root: &KernelRoot, topo: Topology, sources: Vec<Box<dyn Source>>) -> Self {
         Collector {

@@ -303,7 +303,7 @@ impl CgroupNumaReader {
             if t.away > KEEP_READS {
                 return false;
             }
-            let Ok(text) = std::fs::read_to_string(&t.file) else {
+            let Ok(text) = crate::kroot::read_regular(&t.file) else {
                 return false; // the cgroup is gone
             };
             let cur: Counters = parse_kv(&text)

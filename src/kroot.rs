@@ -4,6 +4,12 @@
 //!
 //! Errors carry the full path and the cause ([`KernelError`]), so a missing or malformed
 //! file is reported as e.g. `/sys/devices/system/cpu/online: No such file or directory`.
+//!
+//! Every file is opened the one way ([`KernelRoot::open`]): without blocking, and read only
+//! if it is a regular file (a FIFO, a device or a directory planted in a `--sysroot` tree —
+//! or a `/dev/zero` link — is refused, never waited on or read without end), at most
+//! [`MAX_FILE`] bytes of it; under `--sysroot`, a path whose links lead out of the tree is
+//! refused too (a tree the operator was handed cannot make root read /etc/shadow).
 
 use std::fmt;
 use std::io;
@@ -49,6 +55,41 @@ impl KernelError {
 }
 
 pub type KResult<T> = Result<T, KernelError>;
+
+/// The most of a kernel file llctop reads: /proc/schedstat of a 16384-CPU machine is a
+/// few MiB.
+pub const MAX_FILE: u64 = 16 << 20;
+
+/// Open `path` (already under the root) as [`KernelRoot::open`] does, without the tree
+/// check, and read it whole: for a file found by walking a mount (a cgroup's memory.stat).
+pub fn read_regular(path: &Path) -> io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file (a FIFO, a device or a directory): not read",
+        ));
+    }
+    read_capped(f)
+}
+
+/// At most [`MAX_FILE`] bytes of `f` as text; more is an error.
+fn read_capped(f: std::fs::File) -> io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    f.take(MAX_FILE + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_FILE {
+        return Err(io::Error::other(format!(
+            "larger than {} MiB: not a kernel file llctop reads",
+            MAX_FILE >> 20
+        )));
+    }
+    Ok(text)
+}
 
 /// The root under which `/sys` and `/proc` are found (`/` on a live system).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,17 +175,58 @@ impl KernelRoot {
         self.path(kernel_path).exists()
     }
 
-    /// Read a whole file as text.
+    /// Read a whole file as text (at most [`MAX_FILE`] bytes: more is an error).
     pub fn read(&self, kernel_path: impl AsRef<Path>) -> KResult<String> {
-        let path = self.path(kernel_path);
-        std::fs::read_to_string(&path).map_err(|source| KernelError::Io { path, source })
+        let f = self.open(&kernel_path)?;
+        read_capped(f).map_err(|source| KernelError::Io {
+            path: self.path(&kernel_path),
+            source,
+        })
     }
 
-    /// Open a file for reading, for a caller that keeps it and reads it again from offset
-    /// 0 (`pread`): a kernel file makes its text anew at every such read.
+    /// Open a file for reading — a regular file, opened without blocking; under a
+    /// `--sysroot`, one inside the tree — for a caller that reads it once or keeps it and
+    /// reads it again from offset 0 (`pread`): a kernel file makes its text anew at every
+    /// such read.
     pub fn open(&self, kernel_path: impl AsRef<Path>) -> KResult<std::fs::File> {
-        let path = self.path(kernel_path);
-        std::fs::File::open(&path).map_err(|source| KernelError::Io { path, source })
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let path = self.path(&kernel_path);
+        let err = |source| KernelError::Io {
+            path: path.clone(),
+            source,
+        };
+        let target = if self.is_live() {
+            path.clone()
+        } else {
+            self.inside(&path).map_err(err)?
+        };
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+            .open(&target)
+            .map_err(err)?;
+        if !f.metadata().map_err(err)?.is_file() {
+            return Err(err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a regular file (a FIFO, a device or a directory): not read",
+            )));
+        }
+        Ok(f)
+    }
+
+    /// `path` (under this fixture root) with its links resolved, refused when they lead
+    /// out of the tree.
+    fn inside(&self, path: &Path) -> io::Result<PathBuf> {
+        let root = std::fs::canonicalize(&self.root)?;
+        let real = std::fs::canonicalize(path)?;
+        if real.starts_with(&root) {
+            Ok(real)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "a link that leads outside --sysroot: not read",
+            ))
+        }
     }
 
     /// Whether the path is a directory (symlinks followed, as the kernel's are not).
@@ -182,14 +264,13 @@ impl KernelRoot {
         }
     }
 
-    /// Parse a file with one of procfs-core's `FromRead` parsers.
+    /// Parse a file with one of procfs-core's `FromRead` parsers (at most [`MAX_FILE`]
+    /// bytes of it).
     pub fn parse<T: procfs_core::FromRead>(&self, kernel_path: impl AsRef<Path>) -> KResult<T> {
+        use std::io::Read as _;
+        let file = self.open(&kernel_path)?;
         let path = self.path(kernel_path);
-        let file = std::fs::File::open(&path).map_err(|source| KernelError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        T::from_read(file).map_err(|e| proc_error(path, e))
+        T::from_read(file.take(MAX_FILE)).map_err(|e| proc_error(path, e))
     }
 
     /// Names of the entries of a directory, sorted.

@@ -11,6 +11,7 @@
 //! dispatches. [`units`] formats bytes and bandwidth one way everywhere. [`mcp`] serves
 //! agents over the Model Context Protocol.
 
+pub mod child;
 pub mod cli;
 pub mod clock;
 pub mod collect;
@@ -26,11 +27,13 @@ pub mod kstate;
 pub mod markdown;
 pub mod mcp;
 pub mod mounts;
+pub mod output;
 pub mod preferred;
 pub mod record;
 pub mod run;
 pub mod serve;
 pub mod settings;
+pub mod signals;
 pub mod snapshot;
 pub mod source;
 pub mod suggest;

@@ -19,6 +19,11 @@ fn main() -> ExitCode {
     if let Some(Command::Knobs { command }) =
         cli.command.take_if(|c| matches!(c, Command::Knobs { .. }))
     {
+        // The config file's schedulers are choices of the `scheduler` knob; a broken file
+        // never keeps `knobs restore` from putting things back.
+        if let Err(e) = llctop::settings::apply(&mut cli, &matches) {
+            eprintln!("llctop: {} (the config file is not used)", escape(&e));
+        }
         let root = KernelRoot::new(&cli.sysroot);
         let topo = topology::discover(&root).ok();
         // One-shot commands keep their changes: the journal remembers the originals.
@@ -74,10 +79,7 @@ fn main() -> ExitCode {
         eprintln!("llctop: stopped by signal {sig}");
         return ExitCode::from(128u8.saturating_add(u8::try_from(sig).unwrap_or(0)));
     }
-    match res {
-        Ok(()) => ExitCode::from(run::exit_status()),
-        Err(_) => ExitCode::FAILURE,
-    }
+    ExitCode::from(run::exit_code(&res))
 }
 
 fn dispatch(mut cli: Cli) -> Result<(), Error> {
@@ -101,10 +103,13 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             json,
             html,
         }) => {
+            if let Some(out) = &html {
+                llctop::output::check(out, &[&file])?;
+            }
             match (compare, html) {
                 (true, Some(out)) => {
                     let rec = record::reader::open(&file)?;
-                    record::html::write(&out, &record::html::compare(&rec)?)?;
+                    record::html::write(&out, &[&file], &record::html::compare(&rec)?)?;
                 }
                 (true, None) => {
                     let rec = record::reader::open(&file)?;
@@ -115,7 +120,9 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                     let stream = record::reader::Stream::open(&file, u64::MAX)?;
                     let sum = record::report::fold_stream(stream)?;
                     match html {
-                        Some(out) => record::html::write(&out, &record::html::report(&sum))?,
+                        Some(out) => {
+                            record::html::write(&out, &[&file], &record::html::report(&sum))?
+                        }
                         None => print!("{}", guard(&sum.render())),
                     }
                 }
@@ -123,37 +130,22 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             Ok(())
         }
         Some(Command::Diff { a, b, html }) => {
+            if let Some(out) = &html {
+                llctop::output::check(out, &[&a, &b])?;
+            }
+            let inputs = [a.clone(), b.clone()];
             let (a, b) = (record::reader::open(&a)?, record::reader::open(&b)?);
             match html {
-                Some(out) => record::html::write(&out, &record::html::diff(&a, &b))?,
+                Some(out) => record::html::write(
+                    &out,
+                    &[&inputs[0], &inputs[1]],
+                    &record::html::diff(&a, &b),
+                )?,
                 None => print!("{}", guard(&record::diff::render(&a, &b))),
             }
             Ok(())
         }
-        Some(Command::Ab {
-            spec,
-            profile,
-            window,
-            rounds,
-            warmup,
-            output,
-            json,
-            steady,
-            command,
-        }) => {
-            let plan = run::ab::Plan {
-                spec,
-                profile,
-                window,
-                warmup,
-                rounds,
-                output,
-                json,
-                steady,
-                command,
-            };
-            run::ab::run(&opts, &root, &topo, &plan)
-        }
+        Some(Command::Ab(plan)) => run::ab::run(&opts, &root, &topo, &plan),
         Some(Command::Record {
             output,
             duration,
@@ -205,10 +197,16 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
         }
         Some(Command::Mcp {
             allow_writes,
+            token_file,
             dir,
             listen,
             allow_remote,
         }) => {
+            let config = cli.mcp.check(cli.config_file.as_deref())?;
+            let token = match token_file.as_ref().or(config.token_file.as_ref()) {
+                Some(f) if listen.is_some() => Some(llctop::mcp::config::read_token(f)?),
+                _ => None,
+            };
             // The server's own collector never writes; `ab` runs `llctop ab` with the
             // global options given before `mcp`.
             let global: Vec<String> = std::env::args()
@@ -224,6 +222,8 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                 dir: dir.unwrap_or_else(llctop::mcp::default_dir),
                 global,
                 listen: listen.map(|a| (a, allow_remote)),
+                config,
+                token,
             };
             llctop::mcp::run(&opts, &root, &topo, m)
         }

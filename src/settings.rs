@@ -2,7 +2,9 @@
 //! FILE`) gives defaults for the global options — interval, theme, view, top, source —
 //! read and checked with the command line's own parsers, and a `[keys]` table that
 //! rebinds the TUI's actions (checked against the keymap), and a `[schedulers]` table that
-//! adds the `scheduler` knob's own choices (a sched_ext scheduler with its arguments). The command line wins over the
+//! adds the `scheduler` knob's own choices (a sched_ext scheduler with its arguments), and
+//! `llctop mcp`'s `[mcp]` table (mcp/config.rs: what a client may run, the server's
+//! bounds). The command line wins over the
 //! file, the file over the built-in defaults. `llctop config --print` shows the result
 //! and where each value came from, as TOML that can be saved as the file.
 
@@ -30,6 +32,8 @@ pub struct File {
     /// The `scheduler` knob's own choices: name → `[program, args…]`
     /// (`lowlat = ["scx_bpfland", "-m", "performance"]`).
     pub schedulers: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// `llctop mcp`'s allow-list and bounds (mcp/config.rs), checked when it runs.
+    pub mcp: Option<crate::mcp::config::Section>,
 }
 
 /// The options the file may set, in its order: (key, the clap argument id).
@@ -97,6 +101,10 @@ pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> Result<Vec<(&'static str, O
         crate::tui::keymap::with_overrides(k).map_err(|e| in_file(e.to_string()))?;
         cli.keys = k.clone();
     }
+    if let Some(m) = &file.mcp {
+        cli.mcp = m.clone();
+    }
+    cli.config_file = file_path.clone().filter(|p| p.exists());
     if let Some(t) = &file.schedulers {
         let path_var = std::env::var("PATH").unwrap_or_default();
         cli.schedulers = crate::knobs::scheduler::configured(t, &path_var).map_err(in_file)?;

@@ -7,7 +7,8 @@ compares as one JSON object on stdout. Any failed expectation exits non-zero.
 
 usage: mcp_client.py CASE LLCTOP [ARGS...]
   With $MCP_URL set, the client connects to a server already serving streamable HTTP
-  there (llctop mcp --listen) instead of starting LLCTOP on stdio.
+  there (llctop mcp --listen) instead of starting LLCTOP on stdio; $MCP_TOKEN, when set, is
+  sent as its bearer token.
   CASE: session  every resource, tool and prompt; bad input; 100 concurrent requests
         watch    watch(N) (N from $WATCH_SECONDS) while the caller records the same
                  seconds; prints the summary
@@ -15,6 +16,11 @@ usage: mcp_client.py CASE LLCTOP [ARGS...]
         cancel   starts ab and exits mid-experiment (the test checks the knob)
         cancel-request  starts ab, abandons the call (notifications/cancelled), stays
                  connected: prints the knob before, during and after
+        ab-command  ab with a command by name ($AB_COMMAND), one the server does not
+                 allow, and a program given as an argv (refused: the schema takes a name)
+        ping     initialize and list the tools (over HTTP: with $MCP_TOKEN)
+        trace-twice  two trace(3) calls at once: one runs, the other is told the server is
+                 busy
 """
 
 import asyncio
@@ -26,6 +32,7 @@ import time
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 TOOLS = {"snapshot", "top_processes", "process", "watch", "findings", "explain",
@@ -107,6 +114,9 @@ async def session_case(s, out):
     diff = structured(await s.call_tool("diff", {"a": rec["path"], "b": rec["path"]}), "diff")
     await expect_error(s, "compare", {"path": rec["path"]}, "experiment")
     await expect_error(s, "ab", {"knob": "numa_balancing", "a": "0", "b": "1"}, "read-only")
+    # A program is never an argument: the command is a name from the operator's list.
+    await expect_error(s, "ab", {"knob": "numa_balancing", "a": "0", "b": "1",
+                                 "command": ["/bin/sh", "-c", "id"]}, "invalid type")
     # trace: BPF, so root; without it the tool says why (an error result).
     tr = await s.call_tool("trace", {"seconds": 1})
     if os.geteuid() == 0:
@@ -123,8 +133,11 @@ async def session_case(s, out):
         "unknown field": await expect_error(s, "watch", {"secs": 2}, "secs"),
         "seconds 0": await expect_error(s, "watch", {"seconds": 0}, "seconds must be"),
         "no such pid": await expect_error(s, "process", {"pid": 4294967295}, "not among"),
-        "not a recording": await expect_error(s, "report", {"path": "/proc/self/status"}, "not a recording"),
-        "missing file": await expect_error(s, "report", {"path": "/nonexistent/r.jsonl"}, "No such file"),
+        # Only the server's own recordings are read; elsewhere, existing or not, gets one
+        # answer that says nothing of what is there.
+        "outside": await expect_error(s, "report", {"path": "/proc/self/status"}, "no recording of that name"),
+        "missing file": await expect_error(s, "report", {"path": "/nonexistent/r.jsonl"}, "no recording of that name"),
+        "shadow": await expect_error(s, "report", {"path": "/etc/shadow"}, "no recording of that name"),
         "corrupt": await expect_error(s, "report", {"path": os.environ["CORRUPT"]}, "not a recording"),
         "explain nothing": await expect_error(s, "explain", {"name": "zzzz-none"}, "nothing named"),
         "snapshot field": await expect_error(s, "snapshot", {"fields": ["nope"]}, "no field"),
@@ -135,6 +148,10 @@ async def session_case(s, out):
         for i in range(100)])
     if any(r.is_error for r in rs):
         fail("concurrent requests failed")
+    # A wrong argument is a tool result the model can read, not a protocol error.
+    r = await s.call_tool("top_processes", {"n": "ten"})
+    if not r.is_error or "invalid type" not in r.content[0].text:
+        fail(f"a wrong-typed argument: {r}")
     again = structured(await s.call_tool("snapshot", {"fields": ["system"]}), "snapshot after")
     out.update({
         "snapshot_seq": snap["seq"], "truncated": snap.get("truncated"),
@@ -144,18 +161,49 @@ async def session_case(s, out):
     })
 
 
+async def ab_command_case(s, out):
+    name = os.environ["AB_COMMAND"]
+    r = await s.call_tool("ab", {"knob": "numa_balancing", "a": "0", "b": "1",
+                                 "window": 1, "rounds": 1, "command": name})
+    out["ab"] = structured(r, "ab(command)")
+    out["text"] = r.content[0].text
+    out["not_allowed"] = await expect_error(
+        s, "ab", {"knob": "numa_balancing", "a": "0", "b": "1", "command": "sh"}, "no command")
+    out["argv"] = await expect_error(
+        s, "ab", {"knob": "numa_balancing", "a": "0", "b": "1",
+                  "command": ["/bin/sh", "-c", "id > /tmp/llctop-pwned"]}, "invalid type")
+
+
+async def trace_twice_case(s, out):
+    rs = await asyncio.gather(s.call_tool("trace", {"seconds": 3}),
+                              s.call_tool("trace", {"seconds": 3}))
+    ok = [r for r in rs if not r.is_error]
+    busy = [r.content[0].text for r in rs if r.is_error]
+    out["ran"] = [structured(r, "trace")["path"] for r in ok]
+    out["busy"] = busy
+
+
 async def main():
     case, exe, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     params = StdioServerParameters(command=exe, args=args, env=dict(os.environ))
     url = os.environ.get("MCP_URL")
+    token = os.environ.get("MCP_TOKEN")
     out = {}
-    async with (streamable_http_client(url) if url else stdio_client(params)) as (r, w):
+    http = (streamable_http_client(url, http_client=create_mcp_http_client(
+        headers={"Authorization": f"Bearer {token}"})) if token else streamable_http_client(url)) if url else None
+    async with (http if url else stdio_client(params)) as (r, w):
         async with ClientSession(r, w) as s:
             init = await s.initialize()
             out["protocol"] = init.protocol_version
             out["server"] = init.server_info.name
             if case == "session":
                 await session_case(s, out)
+            elif case == "ping":
+                out["tools"] = len((await s.list_tools()).tools)
+            elif case == "ab-command":
+                await ab_command_case(s, out)
+            elif case == "trace-twice":
+                await trace_twice_case(s, out)
             elif case == "watch":
                 n = int(os.environ.get("WATCH_SECONDS", "5"))
                 print("watching", flush=True, file=sys.stderr)

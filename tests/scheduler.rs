@@ -26,20 +26,31 @@ use llctop::kroot::KernelRoot;
 
 const SCX: &str = "sys/kernel/sched_ext";
 
-/// A fake scheduler: `scx_fake DIR OPS [never|exit]`.
+/// A fake scheduler: `scx_fake DIR OPS [never|exit|fork|chatty|sticky]` — `fork` starts
+/// the scheduler in the background and exits (the first process is not the one that
+/// attaches), `chatty` logs without pause, `sticky` ends on a stop signal without
+/// detaching (the kernel would still run it).
 const FAKE: &str = r#"#!/bin/sh
 d=$1
 case "$3" in
   exit) echo "fake: refusing to load"; exit 3 ;;
   never) exec sleep 60 ;;
+  fork) "$0" "$1" "$2" & exit 0 ;;
 esac
-trap 'echo "fake: unregistered from user space"; echo disabled > "$d/state"; rm -f "$d/root/ops"; exit 0' INT TERM
-trap 'echo "EXIT: runnable task stall (fake watchdog)"; echo disabled > "$d/state"; rm -f "$d/root/ops"; exit 1' USR1
+if [ "$3" = sticky ]; then
+  trap 'exit 0' INT TERM
+else
+  trap 'echo disabled > "$d/state"; rm -f "$d/root/ops"; echo "fake: unregistered from user space"; exit 0' INT TERM
+fi
+trap 'echo disabled > "$d/state"; rm -f "$d/root/ops"; echo "EXIT: runnable task stall (fake watchdog)"; exit 1' USR1
 sleep 0.2
 echo "$2" > "$d/root/ops"
 echo 1 > "$d/switch_all"
 echo enabled > "$d/state"
 echo "fake: attached"
+if [ "$3" = chatty ]; then
+  while :; do echo "fake: a scheduler that says a great deal about every decision it takes, all the time"; done
+fi
 while :; do sleep 0.05; done
 "#;
 
@@ -122,19 +133,50 @@ impl Fixture {
     }
 
     fn config(&self) -> PathBuf {
-        let f = self.configured("scx_fake", "");
-        let args: Vec<String> = f.args.iter().map(|a| format!("{a:?}")).collect();
-        let p = self.dir.path().join("config.toml");
-        fs::write(
-            &p,
-            format!(
-                "[schedulers]\nscx_fake = [{:?}, {}]\n",
+        self.config_with(&[("scx_fake", "")])
+    }
+
+    /// A config.toml with these schedulers (name, mode).
+    fn config_with(&self, modes: &[(&str, &str)]) -> PathBuf {
+        let mut text = String::from("[schedulers]\n");
+        for (name, mode) in modes {
+            let f = self.configured(name, mode);
+            let args: Vec<String> = f.args.iter().map(|a| format!("{a:?}")).collect();
+            text += &format!(
+                "{name} = [{:?}, {}]\n",
                 f.path.display().to_string(),
                 args.join(", ")
-            ),
-        )
-        .unwrap();
+            );
+        }
+        let p = self.dir.path().join("config.toml");
+        fs::write(&p, text).unwrap();
         p
+    }
+
+    /// The scheduler logs beside the journal.
+    fn logs(&self) -> Vec<(PathBuf, u64)> {
+        fs::read_dir(self.dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("scheduler-"))
+            .map(|e| (e.path(), e.metadata().map_or(0, |m| m.len())))
+            .collect()
+    }
+
+    /// Processes running a fake of this fixture's.
+    fn fakes(&self) -> usize {
+        let me = self.dir.path().to_string_lossy().into_owned();
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.parse::<u32>().is_ok_and(alive))
+            })
+            .filter_map(|e| fs::read_to_string(e.path().join("cmdline")).ok())
+            .filter(|c| c.contains(&me) && c.contains("scx_fake"))
+            .count()
     }
 }
 
@@ -338,42 +380,93 @@ fn an_ejection_spoils_the_window_with_the_schedulers_own_reason() {
     assert_eq!(f.journaled(), None, "nothing left to restore");
 }
 
+/// A run with `--set scheduler=NAME` (config from `cfg`), its output dropped.
+fn run_with(f: &Fixture, cfg: &std::path::Path, name: &str, extra: &[&str]) -> std::process::Child {
+    let set = format!("scheduler={name}");
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "live".as_ref(),
+        "--source".as_ref(),
+        "procfs".as_ref(),
+        "--interval".as_ref(),
+        "200ms".as_ref(),
+        "--set".as_ref(),
+        set.as_ref(),
+    ];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    llctop(&f.root, &f.journal, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 #[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
-fn after_a_sigkilled_llctop_knobs_restore_stops_the_scheduler_it_started() {
+fn a_sigkilled_llctop_takes_its_scheduler_with_it_and_knobs_restore_clears_the_rest() {
     require_root();
     let f = Fixture::new("disabled", None);
     let cfg = f.config();
-    let mut run = llctop(
-        &f.root,
-        &f.journal,
-        &[
-            "--config".as_ref(),
-            cfg.as_os_str(),
-            "live".as_ref(),
-            "--source".as_ref(),
-            "procfs".as_ref(),
-            "--interval".as_ref(),
-            "200ms".as_ref(),
-            "--set".as_ref(),
-            "scheduler=scx_fake".as_ref(),
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut run = run_with(&f, &cfg, "scx_fake", &[]);
     wait_for("started", || {
         f.state() == "enabled" && f.journaled().is_some()
     });
     let pid = pid_of(&f.journaled().unwrap());
     run.kill().unwrap(); // SIGKILL: no chance to stop it
     run.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Its parent-death signal stops it (SIGTERM: it detaches, as on any stop).
+    wait_for("stopped by its death signal", || {
+        !alive(pid) && f.state() == "disabled"
+    });
+    assert!(f.journaled().is_some(), "the journal still names it");
+    let out = llctop(
+        &f.root,
+        &f.journal,
+        &[
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "knobs".as_ref(),
+            "restore".as_ref(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("is gone; nothing stopped"), "{err}");
+    assert_eq!(f.journaled(), None);
+    assert!(f.logs().is_empty(), "its log removed: {:?}", f.logs());
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_kept_scheduler_outlives_a_one_shot_set_and_knobs_restore_stops_it() {
+    require_root();
+    let f = Fixture::new("disabled", None);
+    let cfg = f.config();
+    let out = llctop(
+        &f.root,
+        &f.journal,
+        &[
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "knobs".as_ref(),
+            "set".as_ref(),
+            "scheduler".as_ref(),
+            "scx_fake".as_ref(),
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(
-        alive(pid) && f.state() == "enabled",
-        "left running by the crash"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let pid = pid_of(&f.journaled().expect("journaled"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid) && f.state() == "enabled", "kept on purpose");
     let out = llctop(
         &f.root,
         &f.journal,
@@ -396,6 +489,78 @@ fn after_a_sigkilled_llctop_knobs_restore_stops_the_scheduler_it_started() {
     wait_for("stopped", || !alive(pid));
     assert_eq!(f.state(), "disabled");
     assert_eq!(f.journaled(), None);
+    assert!(f.logs().is_empty(), "its log removed: {:?}", f.logs());
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_scheduler_that_forks_is_followed_by_its_process_group() {
+    require_root();
+    let f = Fixture::new("disabled", None);
+    let cfg = f.config_with(&[("forker", "fork")]);
+    let run = run_with(&f, &cfg, "forker", &[]);
+    wait_for("the forked scheduler attached", || f.state() == "enabled");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(f.fakes(), 1, "the first process exited, its fork runs");
+    assert!(
+        f.journaled().is_some(),
+        "still the knob's while its group runs"
+    );
+    // SIGTERM: the run ends and stops the group, the fork included.
+    // SAFETY: kill(2) of our child.
+    unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
+    let out = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("restored scheduler"), "{err}");
+    wait_for("the fork stopped", || f.fakes() == 0);
+    assert_eq!(f.state(), "disabled");
+    assert_eq!(f.journaled(), None);
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_chatty_schedulers_log_is_capped_and_removed_with_it() {
+    require_root();
+    let f = Fixture::new("disabled", None);
+    let cfg = f.config_with(&[("chatty", "chatty")]);
+    let run = run_with(&f, &cfg, "chatty", &[]);
+    wait_for("attached", || f.state() == "enabled");
+    // Long enough to write several times the cap.
+    let t = Instant::now();
+    let mut most = 0;
+    while t.elapsed() < Duration::from_secs(4) {
+        most = most.max(f.logs().iter().map(|l| l.1).sum::<u64>());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let cap = llctop::knobs::session::scheduler::LOG_CAP;
+    assert!(most > cap / 2, "it logged ({most} bytes)");
+    assert!(
+        most <= 2 * cap + 128 * 1024,
+        "{most} bytes of log, cap {cap}"
+    );
+    // SAFETY: kill(2) of our child.
+    unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.code() == Some(143), "{:?}", out.status);
+    wait_for("the logs removed", || f.logs().is_empty());
+    assert_eq!(f.fakes(), 0);
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_restore_that_fails_ends_the_run_with_a_failing_status() {
+    require_root();
+    let f = Fixture::new("disabled", None);
+    let cfg = f.config_with(&[("sticky", "sticky")]);
+    let run = run_with(&f, &cfg, "sticky", &["--duration", "1s"]);
+    let out = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("could not restore"), "{err}");
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    // What it left: the kernel's state (the fake's) says it still runs; knobs restore
+    // says so too, and the journal keeps it for a later try.
+    assert_eq!(f.state(), "enabled");
+    fs::write(f.root.path(format!("/{SCX}/state")), "disabled\n").unwrap();
 }
 
 #[test]

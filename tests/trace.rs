@@ -404,6 +404,22 @@ fn a_full_disk_cuts_the_trace_at_a_whole_packet() {
     let d = common::perfetto_decode(&trace);
     assert_eq!(d["cut"], 0, "ends at a whole packet");
     assert!(d["packets"].as_u64().unwrap() > 10);
+    // The summary counts what the file holds, not what was traced before the disk filled.
+    let said: u64 = err
+        .lines()
+        .find_map(|l| {
+            l.split_once(": ")
+                .and_then(|(_, r)| r.split_once(" switches"))
+        })
+        .and_then(|(n, _)| n.rsplit(' ').next()?.parse().ok())
+        .expect("the summary's switches");
+    let held: u64 = d["switches"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(serde_json::Value::as_u64)
+        .sum();
+    assert_eq!(said, held, "the summary's switches against the file's");
 }
 
 #[test]

@@ -2,14 +2,13 @@
 //! docs/advisor.md, [`super::docs`]) and `report`, `diff`, `compare` over recordings a
 //! client names — opened as files, bounded in size, their text bounded too.
 
-use std::path::Path;
-
 use rmcp::ErrorData;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::docs::{self, Definition};
 use super::reply::{Outcome, value};
+use super::store::Store;
 
 /// Text returned by `report`/`diff`/`compare` at most, bytes.
 pub const MAX_TEXT: usize = 64 * 1024;
@@ -27,7 +26,8 @@ pub struct ExplainIn {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathIn {
-    /// A recording (`llctop record`, `.jsonl` or `.jsonl.gz`).
+    /// A recording of this server's: a name or path that `record` or `ab` returned (or
+    /// one in a directory the server's operator listed).
     pub path: String,
 }
 
@@ -79,14 +79,16 @@ pub fn explain(p: ExplainIn) -> Outcome {
     Ok((value(&out)?, text))
 }
 
-/// A recording the client named: a file of at most [`MAX_RECORDING`], read whole.
-fn open(p: &str) -> Result<crate::record::reader::Recording, ErrorData> {
-    let path = Path::new(p);
-    let meta = std::fs::metadata(path)
-        .map_err(|e| ErrorData::invalid_params(format!("{p}: {e}"), None))?;
-    if !meta.is_file() {
-        return Err(ErrorData::invalid_params(format!("{p}: not a file"), None));
-    }
+/// A recording the client named, among the server's (store.rs): a file of at most
+/// [`MAX_RECORDING`], read whole. A name the store does not resolve gets one answer,
+/// whatever is or is not at that path.
+fn open(store: &Store, p: &str) -> Result<crate::record::reader::Recording, ErrorData> {
+    let path = store
+        .resolve(p)
+        .ok_or_else(|| ErrorData::invalid_params(store.not_found(p), None))?;
+    let path = path.as_path();
+    let meta =
+        std::fs::metadata(path).map_err(|_| ErrorData::invalid_params(store.not_found(p), None))?;
     if meta.len() > MAX_RECORDING {
         return Err(ErrorData::invalid_params(
             format!(
@@ -116,18 +118,18 @@ fn text(t: String, what: &str) -> Outcome {
     Ok((value(&TextOut { text: t, truncated })?, head))
 }
 
-pub fn report(p: PathIn) -> Outcome {
-    let rec = open(&p.path)?;
+pub fn report(store: &Store, p: PathIn) -> Outcome {
+    let rec = open(store, &p.path)?;
     text(crate::record::report::render(&rec), "report")
 }
 
-pub fn diff(p: DiffIn) -> Outcome {
-    let (a, b) = (open(&p.a)?, open(&p.b)?);
+pub fn diff(store: &Store, p: DiffIn) -> Outcome {
+    let (a, b) = (open(store, &p.a)?, open(store, &p.b)?);
     text(crate::record::diff::render(&a, &b), "diff")
 }
 
-pub fn compare(p: PathIn) -> Outcome {
-    let rec = open(&p.path)?;
+pub fn compare(store: &Store, p: PathIn) -> Outcome {
+    let rec = open(store, &p.path)?;
     let t = crate::record::report::compare(&rec, false)
         .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", p.path), None))?;
     text(t, "compare")

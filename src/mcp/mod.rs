@@ -7,45 +7,61 @@
 //! `--allow-writes`) and prompts. docs/agents.md says how to register it.
 
 pub mod ab;
+pub mod config;
 pub mod docs;
 pub mod files;
+pub mod helper;
 mod http;
 pub mod live;
 pub mod reply;
+mod stdio;
+pub mod store;
 pub mod summary;
 pub mod tools;
 pub mod trace;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::kroot::KernelRoot;
 use crate::run::{Error, Options, Run};
 use crate::topology::Topology;
+use helper::Helpers;
 use live::Live;
 
 /// Snapshots between two reads of the knobs' values (as `serve`).
 const KNOBS_EVERY: u64 = 10;
+/// How long the server's end waits for its helpers to stop when a signal ended it (an
+/// `llctop ab` restores its knob first); when the client went away, a second at most in
+/// all (they go on restoring by themselves).
+const HELPERS_GRACE: Duration = Duration::from_secs(10);
+const GONE_GRACE: Duration = Duration::from_millis(700);
 
 pub struct McpOptions {
     pub allow_writes: bool,
-    /// Where `record` and `ab` write their recordings.
+    /// Where `record`, `trace` and `ab` write.
     pub dir: PathBuf,
-    /// The global options this server was started with (for `llctop ab` children).
+    /// The global options this server was started with (for `llctop` helpers).
     pub global: Vec<String>,
     /// Serve streamable HTTP on this address instead of stdio, and whether it may be one
     /// other machines reach.
     pub listen: Option<(std::net::SocketAddr, bool)>,
+    /// The config file's `[mcp]`, checked.
+    pub config: config::Config,
+    /// The bearer token HTTP requests must carry.
+    pub token: Option<String>,
 }
 
 /// The default directory of the server's recordings: the state directory's `mcp/`
@@ -63,31 +79,41 @@ pub fn default_dir() -> PathBuf {
 #[derive(Clone)]
 struct Server {
     tools: Arc<tools::Tools>,
-    ab: Arc<ab::Ab>,
+    helpers: Arc<Helpers>,
 }
 
 pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) -> Result<(), Error> {
+    if m.listen.is_some() && m.allow_writes && m.token.is_none() {
+        return Err("mcp: --listen with --allow-writes needs a bearer token (--token-file FILE, a 0600 file of root's): a loopback port is reachable by every local user".into());
+    }
+    let store = store::Store::new(
+        m.dir.clone(),
+        m.config.recordings.clone(),
+        m.config.max_dir_bytes,
+    );
+    store.ensure().map_err(|e| format!("mcp: {e}"))?;
     let mut run = Run::start(opts, root, topo, None)?;
     let live = Arc::new(Live::new(topo.clone()));
-    let children: ab::Children = Arc::new(Mutex::new(Vec::new()));
+    let helpers = Arc::new(Helpers::new(
+        m.allow_writes,
+        std::env::current_exe()?,
+        m.global,
+        store.clone(),
+        Arc::new(m.config.clone()),
+    ));
     let server = Server {
         tools: Arc::new(tools::Tools {
             live: Arc::clone(&live),
-            dir: m.dir.clone(),
+            store,
         }),
-        ab: Arc::new(ab::Ab {
-            allow_writes: m.allow_writes,
-            exe: std::env::current_exe()?,
-            global: m.global,
-            dir: m.dir.clone(),
-            children: Arc::clone(&children),
-        }),
+        helpers: Arc::clone(&helpers),
     };
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mode = if m.allow_writes {
-        "ab may write knobs"
-    } else {
-        "read-only"
+    // Set when the stdio client went away (the server then ends within a second).
+    let gone = Arc::new(AtomicBool::new(false));
+    let mode = match (m.allow_writes, m.config.commands.len()) {
+        (false, _) => "read-only".to_string(),
+        (true, 0) => "ab may write knobs; no commands allowed".into(),
+        (true, n) => format!("ab may write knobs and run {n} allowed commands"),
     };
     // Over HTTP: the listener is bound here, so a taken port or a refused address is
     // said before anything runs.
@@ -97,7 +123,16 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
             let listener = std::net::TcpListener::bind(addr)
                 .map_err(|e| format!("mcp: cannot listen on {addr}: {e}"))?;
             let at = listener.local_addr()?;
-            let (stop, fut) = http::serve(listener, server, allow_remote)?;
+            let (stop, fut) = http::serve(
+                listener,
+                server,
+                http::Http {
+                    allow_remote,
+                    token: m.token.clone(),
+                    allowed_origins: m.config.allowed_origins.clone(),
+                    max_sessions: m.config.max_sessions,
+                },
+            )?;
             (
                 Some(stop),
                 (
@@ -110,7 +145,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
     };
     let (on, proto) = serving;
     let proto = {
-        let done = Arc::clone(&done);
+        let gone = Arc::clone(&gone);
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -119,27 +154,26 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
             let res = match rt {
                 Ok(rt) => rt.block_on(async move {
                     match proto {
-                        Proto::Stdio(server) => {
-                            let service = server
-                                .serve(rmcp::transport::stdio())
-                                .await
-                                .map_err(|e| e.to_string())?;
-                            service.waiting().await.map_err(|e| e.to_string())?;
-                        }
-                        Proto::Http(fut) => fut.await?,
+                        Proto::Stdio(server) => stdio::serve(server, gone).await,
+                        Proto::Http(fut) => fut.await,
                     }
-                    Ok::<(), String>(())
                 }),
                 Err(e) => Err(e.to_string()),
             };
-            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            // The protocol side ended (rmcp's service closed): the server ends too.
+            crate::signals::request();
             res
         })
     };
     eprintln!(
-        "llctop mcp: serving on {on} ({}; {mode}, recordings in {})",
+        "llctop mcp: serving on {on} ({}; {mode}, recordings in {}{})",
         topo.summary(),
-        m.dir.display()
+        m.dir.display(),
+        if m.token.is_some() {
+            "; a bearer token required"
+        } else {
+            ""
+        }
     );
     let mut registry = crate::knobs::Registry::discover(root, Some(topo));
     let mut n = 0u64;
@@ -155,35 +189,58 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         });
         n += 1;
         live.push(snap, knobs);
-        !done.load(std::sync::atomic::Ordering::Relaxed)
+        true
     });
+    // Tools waiting on the collector return now.
     live.end();
-    // Over HTTP the server runs until a signal: its sessions end with the collector.
     if let Some(stop) = &http_stop {
         stop.now();
     }
-    // Experiments still running: stopped (each restores its knob), and waited for.
-    let pids: Vec<u32> = children.lock().map(|c| c.clone()).unwrap_or_default();
+    // Helpers still running are stopped (`llctop ab` restores its knob) and waited for —
+    // briefly when the client went away: they finish restoring by themselves.
+    let pids: Vec<u32> = helpers
+        .children
+        .lock()
+        .map(|c| c.clone())
+        .unwrap_or_default();
     for &p in &pids {
-        ab::stop(p);
+        helper::stop(p);
     }
-    for p in pids {
-        if let Ok(p) = i32::try_from(p) {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child; status is a valid pointer.
-            unsafe {
-                libc::waitpid(p, &mut status, 0);
-            }
-        }
+    let client_gone = gone.load(Ordering::Relaxed);
+    let limit = if client_gone {
+        GONE_GRACE
+    } else {
+        HELPERS_GRACE
+    };
+    let t0 = Instant::now();
+    while t0.elapsed() < limit
+        && pids
+            .iter()
+            .any(|&p| std::path::Path::new(&format!("/proc/{p}")).exists() && !zombie(p))
+    {
+        std::thread::sleep(Duration::from_millis(20));
     }
-    if done.load(std::sync::atomic::Ordering::Relaxed) || http_stop.is_some() {
-        match proto.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("mcp: {e}").into()),
-            Err(_) => return Err("mcp: the protocol thread panicked".into()),
-        }
+    drop(run);
+    if client_gone {
+        // rmcp may still hold a tool call (a report's read): the process ends without it.
+        return Ok(());
     }
-    Ok(())
+    match proto.join() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("mcp: {e}").into()),
+        Err(_) => Err("mcp: the protocol thread panicked".into()),
+    }
+}
+
+/// Whether process `pid` has ended and waits to be reaped.
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
 }
 
 /// What the protocol thread serves.
@@ -312,6 +369,10 @@ impl ServerHandler for Server {
                 .enable_prompts()
                 .build(),
         )
+        .with_server_info(
+            Implementation::new("llctop", env!("CARGO_PKG_VERSION"))
+                .with_title("llctop: scheduler cache and NUMA behaviour"),
+        )
         .with_instructions("llctop: Linux scheduler cache and NUMA behaviour, live. Resources: the topology, the newest snapshot, the findings, the knobs, metric definitions. Tools read the live machine and recordings; ab proves a knob with a guarded A/B (only with --allow-writes).")
     }
 
@@ -329,14 +390,32 @@ impl ServerHandler for Server {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = r.name.to_string();
+        // A wrong argument or a failed call is a tool result with isError and a sentence
+        // the model can act on (MCP asks it so: hosts often hide protocol errors from the
+        // model); only an unknown tool is a protocol error.
+        let as_result = |e: ErrorData| -> CallToolResponse {
+            CallToolResult::error(vec![Content::text(
+                crate::text::guard(&e.message).into_owned(),
+            )])
+            .into()
+        };
         if name == "ab" {
-            let p: ab::AbIn = reply::args("ab", r.arguments)?;
-            let ab = Arc::clone(&self.ab);
-            return ab.run(p, ctx).await.map(Into::into);
+            let p: ab::AbIn = match reply::args("ab", r.arguments) {
+                Ok(p) => p,
+                Err(e) => return Ok(as_result(e)),
+            };
+            return Ok(ab::run(&self.helpers, p, ctx)
+                .await
+                .map_or_else(as_result, Into::into));
         }
         if name == "trace" {
-            let p: trace::TraceIn = reply::args("trace", r.arguments)?;
-            return trace::run(&self.ab, p, ctx).await.map(Into::into);
+            let p: trace::TraceIn = match reply::args("trace", r.arguments) {
+                Ok(p) => p,
+                Err(e) => return Ok(as_result(e)),
+            };
+            return Ok(trace::run(&self.helpers, p, ctx)
+                .await
+                .map_or_else(as_result, Into::into));
         }
         let spec = tools::SPECS
             .iter()
@@ -346,14 +425,18 @@ impl ServerHandler for Server {
             })?;
         let t = Arc::clone(&self.tools);
         let args = r.arguments;
-        let (v, summary) = if spec.waits {
-            tokio::task::spawn_blocking(move || t.call(&name, args))
-                .await
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))??
+        let res = if spec.waits {
+            match tokio::task::spawn_blocking(move || t.call(&name, args)).await {
+                Ok(r) => r,
+                Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
+            }
         } else {
-            t.call(&name, args)?
+            t.call(&name, args)
         };
-        Ok(reply::result(v, crate::text::guard(&summary).into_owned()).into())
+        Ok(match res {
+            Ok((v, summary)) => reply::result(v, crate::text::guard(&summary).into_owned()).into(),
+            Err(e) => as_result(e),
+        })
     }
 
     async fn list_resources(
@@ -379,9 +462,7 @@ impl ServerHandler for Server {
         _c: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = r.uri.clone();
-        let me = Arc::clone(&self.tools);
-        let ab = Arc::clone(&self.ab);
-        let s = Server { tools: me, ab };
+        let s = self.clone();
         tokio::task::spawn_blocking(move || s.read(&uri))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?

@@ -4,7 +4,6 @@
 //! text summary; sizes are bounded and a cut says so (`truncated`). Bad input is a
 //! JSON-RPC invalid-params error naming the field and the limit.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::files::{self, DiffIn, ExplainIn, ExplainOut, PathIn, TextOut};
 use super::live::{Live, MAX_SECONDS};
-use super::reply::{Outcome, args, new_file, value};
+use super::reply::{Outcome, args, value};
 use super::summary::{self, FindingBrief, Watch};
 use crate::snapshot::{ProcessStats, Snapshot};
 
@@ -26,8 +25,8 @@ pub const SNAPSHOT_ROWS: usize = 20;
 
 pub struct Tools {
     pub live: Arc<Live>,
-    /// Where `record` writes (created on first use).
-    pub dir: PathBuf,
+    /// Where `record` writes, and the recordings `report`/`diff`/`compare` may read.
+    pub store: super::store::Store,
 }
 
 // ---- inputs ----
@@ -238,9 +237,9 @@ impl Tools {
             }
             "explain" => files::explain(args(name, a)?),
             "record" => self.record(args(name, a)?),
-            "report" => files::report(args(name, a)?),
-            "diff" => files::diff(args(name, a)?),
-            "compare" => files::compare(args(name, a)?),
+            "report" => files::report(&self.store, args(name, a)?),
+            "diff" => files::diff(&self.store, args(name, a)?),
+            "compare" => files::compare(&self.store, args(name, a)?),
             _ => Err(ErrorData::invalid_params(
                 format!("unknown tool {name}"),
                 None,
@@ -498,7 +497,10 @@ impl Tools {
     }
 
     fn record(&self, p: SecondsIn) -> Outcome {
-        let path = new_file(&self.dir, "record", "jsonl.gz")?;
+        let path = self
+            .store
+            .new_file("record", "jsonl.gz")
+            .map_err(|e| ErrorData::internal_error(format!("record: {e}"), None))?;
         let snaps = self.window(p.seconds, "record")?;
         let (first, last) = match (snaps.first(), snaps.last()) {
             (Some(a), Some(b)) => (a.seq, b.seq),
@@ -528,7 +530,7 @@ impl Tools {
                     w.write_finding(l)?;
                 }
             }
-            w.finish()
+            w.finish().map(|_| ())
         };
         write().map_err(|e| ErrorData::internal_error(format!("{}: {e}", path.display()), None))?;
         let out = RecordOut {

@@ -1,10 +1,12 @@
 //! `llctop mcp`'s `trace` tool: a Perfetto trace of the next seconds (every switch,
 //! waking, migration with its distance and cause, placement; docs/timeline.md), written
-//! by `llctop trace` itself (this binary, the server's global options) into the server's
-//! directory. It writes no knob, so it needs no `--allow-writes`; a client that cancels
+//! by `llctop trace` itself (helper.rs: this binary, the server's global options, one
+//! helper at a time) into the server's directory, whose oldest files go past its size cap
+//! (store.rs). It writes no knob, so it needs no `--allow-writes`; a client that cancels
 //! stops it (SIGTERM: the trace is finished with what it has).
 
-use std::process::Stdio;
+use std::collections::VecDeque;
+use std::ffi::OsString;
 
 use rmcp::ErrorData;
 use rmcp::RoleServer;
@@ -13,7 +15,7 @@ use rmcp::service::RequestContext;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ab::{Ab, stop};
+use super::helper::{self, Helpers};
 
 /// The longest trace a client may ask for, seconds (a busy machine writes tens of MB/s).
 pub const MAX_SECONDS: u64 = 60;
@@ -42,55 +44,73 @@ pub fn tool() -> Tool {
 }
 
 pub async fn run(
-    how: &Ab,
+    h: &Helpers,
     p: TraceIn,
     ctx: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
+    let refused = |t: String| {
+        Ok(CallToolResult::error(vec![Content::text(
+            crate::text::guard(&t).into_owned(),
+        )]))
+    };
     if p.seconds == 0 || p.seconds > MAX_SECONDS {
-        return Err(ErrorData::invalid_params(
-            format!("trace: seconds must be 1–{MAX_SECONDS}, not {}", p.seconds),
-            None,
+        return refused(format!(
+            "trace: seconds must be 1–{MAX_SECONDS}, not {}",
+            p.seconds
         ));
     }
-    let path = super::reply::new_file(&how.dir, "trace", "pftrace")?;
-    let mut child = tokio::process::Command::new(&how.exe)
-        .args(&how.global)
-        .args(["trace", "--duration", &format!("{}s", p.seconds), "-o"])
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| ErrorData::internal_error(format!("{}: {e}", how.exe.display()), None))?;
-    let pid = child.id().unwrap_or(0);
-    if let Ok(mut c) = how.children.lock() {
-        c.push(pid);
-    }
-    let mut err = child.stderr.take();
-    let out = tokio::select! {
-        s = child.wait() => s,
-        _ = ctx.ct.cancelled() => {
-            stop(pid);
-            child.wait().await
-        }
+    let _slot = match h.slot("trace") {
+        Ok(s) => s,
+        Err(e) => return refused(format!("trace: {e}")),
     };
-    if let Ok(mut c) = how.children.lock() {
-        c.retain(|&x| x != pid);
+    let path = match h.store.new_file("trace", "pftrace") {
+        Ok(p) => p,
+        Err(e) => return refused(format!("trace: {e}")),
+    };
+    let args: Vec<OsString> = vec![
+        "trace".into(),
+        "--duration".into(),
+        format!("{}s", p.seconds).into(),
+        "-o".into(),
+        path.as_os_str().to_owned(),
+    ];
+    let mut child = h
+        .spawn(&args)
+        .map_err(|e| ErrorData::internal_error(e, None))?;
+    let pid = child.id().unwrap_or(0);
+    let mut log: VecDeque<String> = VecDeque::new();
+    if let Some(o) = child.stdout.take() {
+        tokio::spawn(helper::bounded(o, 0));
     }
-    let mut log = String::new();
-    if let Some(e) = err.as_mut() {
-        let _ = tokio::io::AsyncReadExt::read_to_string(e, &mut log).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    if let Some(e) = child.stderr.take() {
+        tokio::spawn(helper::lines(e, move |l| {
+            let _ = tx.send(l);
+        }));
     }
-    let tail: String = log
-        .lines()
-        .rev()
-        .take(8)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
-    match out.map(|s| s.code()) {
+    let mut cancelled = false;
+    loop {
+        tokio::select! {
+            l = rx.recv() => match l {
+                Some(l) => {
+                    log.push_back(l);
+                    if log.len() > helper::TAIL_LINES {
+                        log.pop_front();
+                    }
+                }
+                None => break,
+            },
+            _ = ctx.ct.cancelled(), if !cancelled => {
+                cancelled = true;
+                helper::stop(pid);
+            }
+        }
+    }
+    let status = child.wait().await;
+    h.forget(pid);
+    h.store.prune();
+    let tail = helper::tail(&log, 8);
+    match status.map(|s| s.code()) {
         Ok(Some(0)) => {
             let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             let res = TraceOut {
@@ -108,9 +128,6 @@ pub async fn run(
                 ),
             ))
         }
-        _ => Ok(CallToolResult::error(vec![Content::text(format!(
-            "llctop trace failed:\n{}",
-            crate::text::guard(&tail)
-        ))])),
+        _ => refused(format!("llctop trace failed:\n{tail}")),
     }
 }

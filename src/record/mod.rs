@@ -9,7 +9,7 @@
 pub mod diff;
 pub mod html;
 mod l3;
-pub mod output;
+
 pub mod parallel;
 pub mod reader;
 pub mod report;
@@ -32,7 +32,7 @@ use crate::knobs::session::KnobEvent;
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::topology::Topology;
 
-use output::Output;
+use crate::output::{self, Committed, Output};
 pub use reader::Recording;
 
 pub const FORMAT: &str = "llctop-recording";
@@ -123,6 +123,13 @@ impl Sink {
             Sink::Gz(w) => w,
         }
     }
+
+    fn output(&mut self) -> &mut Output {
+        match self {
+            Sink::Plain(w) => w.get_mut(),
+            Sink::Gz(w) => w.get_mut().get_mut(),
+        }
+    }
 }
 
 /// Every line after the header: its `"type"` names the variant, the rest are the
@@ -173,7 +180,7 @@ impl Writer {
             stall: Some(std::time::Duration::from_secs(10)),
             ..output::Wait::default()
         };
-        let file = Output::open(path, wait).map_err(|source| RecordError::Io {
+        let file = Output::create(path, &[], wait).map_err(|source| RecordError::Io {
             path: path.to_path_buf(),
             source,
         })?;
@@ -199,8 +206,14 @@ impl Writer {
         Ok(w)
     }
 
+    /// A snapshot line. From the first, the recording is worth keeping: however the run
+    /// ends, the file is committed (output.rs), not discarded.
     pub fn write_snapshot(&mut self, snap: &Snapshot) -> Result<(), RecordError> {
-        self.write_json(&Line::<_, &KnobEvent, &Marker>::Snapshot(snap))
+        self.write_json(&Line::<_, &KnobEvent, &Marker>::Snapshot(snap))?;
+        if let Some(s) = self.sink.as_mut() {
+            s.output().keep();
+        }
+        Ok(())
     }
 
     /// A knob change (`"type":"knob"`), written when it happens.
@@ -250,23 +263,38 @@ impl Writer {
         Ok(())
     }
 
-    /// Finish the file (writes the gzip trailer).
-    pub fn finish(mut self) -> Result<(), RecordError> {
-        self.close()
+    /// Finish the file (writes the gzip trailer) and commit it: it takes its name (an
+    /// existing file there is kept as `.old`, said in what is returned).
+    pub fn finish(mut self) -> Result<Committed, RecordError> {
+        let path = self.path.clone();
+        let out = self.close()?;
+        match out {
+            Some(o) => o
+                .commit()
+                .map_err(|source| RecordError::Io { path, source }),
+            None => Ok(Committed::default()),
+        }
     }
 
-    fn close(&mut self) -> Result<(), RecordError> {
+    /// The stream ended (gzip trailer written, buffers flushed): the output, not yet
+    /// committed.
+    fn close(&mut self) -> Result<Option<Output>, RecordError> {
         let path = self.path.clone();
         let res = match self.sink.take() {
-            Some(Sink::Plain(mut w)) => w.flush(),
-            Some(Sink::Gz(w)) => w.finish().and_then(|mut b| b.flush()),
-            None => Ok(()),
+            Some(Sink::Plain(w)) => w.into_inner().map_err(|e| e.into_error()),
+            Some(Sink::Gz(w)) => w
+                .finish()
+                .and_then(|b| b.into_inner().map_err(|e| e.into_error())),
+            None => return Ok(None),
         };
-        res.map_err(|source| RecordError::Io { path, source })
+        res.map(Some)
+            .map_err(|source| RecordError::Io { path, source })
     }
 }
 
 impl Drop for Writer {
+    /// Ended without [`Writer::finish`] (an error, a panic): the stream is closed whole; the
+    /// file is committed if it holds a snapshot, else discarded (output.rs).
     fn drop(&mut self) {
         let _ = self.close();
     }

@@ -118,6 +118,31 @@ pub(super) struct Order {
     pub(super) last_seq: Option<u64>,
     /// Lines of types this reader does not know, skipped.
     pub(super) skipped: u64,
+    /// Lines of a type this reader knows.
+    pub(super) known: u64,
+    /// Blank lines (llctop writes none).
+    pub(super) blank: u64,
+}
+
+/// Blank lines a recording may hold (llctop writes none; a hand edit may leave a few).
+pub const MAX_BLANK: u64 = 1000;
+/// Lines of unknown types a recording may hold beyond this many per known line (a newer
+/// llctop's additions come a few per snapshot).
+pub const UNKNOWN_PER_KNOWN: u64 = 16;
+const MAX_UNKNOWN_FREE: u64 = 1000;
+
+impl Order {
+    /// A blank line: refused past [`MAX_BLANK`] (a file of newlines is no recording, and is
+    /// told so in the time its first thousand lines take).
+    pub(super) fn blank_line(&mut self, n: usize) -> Result<(), String> {
+        self.blank += 1;
+        if self.blank > MAX_BLANK {
+            return Err(format!(
+                "line {n}: more than {MAX_BLANK} blank lines: not an llctop recording"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The checks that need the lines before: snapshot numbers increase; lines of unknown
@@ -141,10 +166,17 @@ pub(super) fn in_order(
         }
         Line::Unknown => {
             o.skipped += 1;
+            if o.skipped > MAX_UNKNOWN_FREE + o.known * UNKNOWN_PER_KNOWN {
+                return Err(format!(
+                    "line {n}: {} lines of types this llctop does not know and {} it knows: not an llctop recording (or one from a much newer llctop)",
+                    o.skipped, o.known
+                ));
+            }
             return Ok(None);
         }
         _ => {}
     }
+    o.known += 1;
     Ok(Some(line))
 }
 
@@ -272,11 +304,31 @@ impl Stream {
         }
     }
 
-    /// The next complete line into `buf` (without its newline); `None` at the end (a
-    /// last line cut off sets `truncated`).
+    /// The next complete line that is not blank into `buf` (without its newline); `None`
+    /// at the end (a last line cut off sets `truncated`). Blank lines count against
+    /// [`MAX_BLANK`].
     pub(super) fn read_line(&mut self) -> Result<Option<()>, RecordError> {
+        loop {
+            let got = self.read_any_line()?;
+            if got.is_none() || !self.buf.iter().all(u8::is_ascii_whitespace) {
+                return Ok(got);
+            }
+            let n = self.line_no;
+            self.order.blank_line(n).map_err(|d| {
+                self.done = true;
+                self.fmt(d)
+            })?;
+        }
+    }
+
+    fn read_any_line(&mut self) -> Result<Option<()>, RecordError> {
         if self.done {
             return Ok(None);
+        }
+        // A stop signal (or an MCP client gone) ends a long read within a line.
+        if crate::signals::requested() {
+            self.done = true;
+            return Err(self.fmt("stopped by a signal while reading".into()));
         }
         self.buf.clear();
         let reader = &mut self.reader;

@@ -5,6 +5,7 @@
 //! `-o` is given — the experiment, the knob lines, each window, the verdict — and the
 //! knob is restored at the end, on a signal and on panic, as every knob session is.
 
+use std::os::fd::AsFd as _;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
@@ -21,19 +22,44 @@ use crate::record::{self, Header, Line, Writer};
 use crate::text::Esc;
 use crate::topology::Topology;
 
-/// What to compare and how (the command line of `llctop ab`).
-#[derive(Debug, Clone)]
+/// What to compare and how: the command line of `llctop ab`, as it is parsed.
+#[derive(clap::Args, Debug, Clone)]
 pub struct Plan {
-    /// `KNOB=A,B`; `None` with a profile.
+    /// KNOB=A,B (e.g. relax_domain_level=-1,1); or --profile.
+    #[arg(value_name = "KNOB=A,B", required_unless_present = "profile")]
     pub spec: Option<String>,
-    /// Compare the values before (A) with the profile applied (B).
+    /// Compare the current values (A) with this profile applied (B).
+    #[arg(long, value_name = "NAME", conflicts_with = "spec")]
     pub profile: Option<String>,
+    /// Measured time per window (with a command: at least one snapshot, until it ends).
+    #[arg(long, default_value = "10s", value_parser = crate::cli::parse_duration)]
     pub window: Duration,
-    pub warmup: Duration,
+    /// Windows per value.
+    #[arg(long, default_value_t = 6)]
     pub rounds: u32,
+    /// Not measured after each flip.
+    #[arg(long, default_value = "2s", value_parser = crate::cli::parse_duration_or_zero)]
+    pub warmup: Duration,
+    /// Record the experiment (snapshots, knob lines, findings, windows, verdict).
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The verdict as JSON on stdout (the command's own output then goes to stderr).
+    #[arg(long)]
     pub json: bool,
+    /// Keep the command running through all windows instead of once per window.
+    #[arg(long, requires = "command")]
     pub steady: bool,
+    /// End a window's command that runs longer than this (SIGTERM, then SIGKILL after
+    /// 5 s): that window is not counted.
+    #[arg(long, value_parser = crate::cli::parse_duration, requires = "command")]
+    pub timeout: Option<Duration>,
+    /// Run the command as this user (never root): its groups, gid and uid from the
+    /// password database, a clean environment, in /.
+    #[arg(long, value_name = "USER", requires = "command")]
+    pub user: Option<String>,
+    /// A command to run in each window (after `--`): its wall time and exit status
+    /// become metrics.
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -46,40 +72,64 @@ enum Flip {
 /// How a window's command ended: wall time (s) and exit code (None: by a signal).
 type Ended = (f64, Option<i32>);
 
-/// A command started for a window: when it ended and how (filled by its waiter thread).
+/// How the experiment's command is run: as whom, and where its output goes.
+struct Workload {
+    argv: Vec<String>,
+    user: Option<crate::child::RunAs>,
+    /// Its stdout to llctop's stderr (`--json`: stdout is the verdict's).
+    stdout_to_stderr: bool,
+}
+
+/// A command started (a window's, or the steady one): its process group, when it
+/// started, and how it ended (filled by its waiter thread).
 struct Running {
-    child_id: u32,
+    pgid: u32,
+    started: Instant,
     done: Arc<Mutex<Option<Ended>>>,
 }
 
-fn spawn(cmd: &[String]) -> Result<(Child, Instant), Error> {
-    let (prog, args) = cmd.split_first().ok_or("empty command")?;
-    let child = Command::new(prog)
-        .args(args)
-        .spawn()
-        .map_err(|e| format!("{prog}: {e}"))?;
-    Ok((child, Instant::now()))
+impl Running {
+    fn ended(&self) -> Option<Ended> {
+        self.done.lock().ok().and_then(|g| *g)
+    }
+
+    /// Stop it (SIGTERM to its group, SIGKILL after the grace or a second Ctrl-C).
+    fn stop(&self) {
+        crate::child::stop(self.pgid, crate::child::GRACE, || self.ended().is_some());
+    }
 }
 
-fn start_window_command(cmd: &[String]) -> Result<Running, Error> {
-    let (mut child, t0) = spawn(cmd)?;
-    let done = Arc::new(Mutex::new(None));
-    let d = Arc::clone(&done);
-    let child_id = child.id();
-    std::thread::spawn(move || {
-        let status = child.wait().ok();
-        let secs = t0.elapsed().as_secs_f64();
-        if let Ok(mut g) = d.lock() {
-            *g = Some((secs, status.and_then(|s| s.code())));
+impl Workload {
+    fn start(&self) -> Result<Running, Error> {
+        let (prog, args) = self.argv.split_first().ok_or("empty command")?;
+        let mut cmd = Command::new(prog);
+        cmd.args(args);
+        if self.stdout_to_stderr {
+            let err = std::io::stderr().as_fd().try_clone_to_owned()?;
+            cmd.stdout(std::process::Stdio::from(err));
         }
-    });
-    Ok(Running { child_id, done })
-}
-
-fn kill(pid: u32) {
-    // SAFETY: plain kill(2) of our own child.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+        crate::child::prepare(
+            &mut cmd,
+            crate::child::OnParentDeath::Kill,
+            self.user.as_ref(),
+        );
+        let started = Instant::now();
+        let mut child: Child = cmd.spawn().map_err(|e| format!("{}: {e}", Esc(prog)))?;
+        let done = Arc::new(Mutex::new(None));
+        let d = Arc::clone(&done);
+        let pgid = child.id();
+        std::thread::spawn(move || {
+            let status = child.wait().ok();
+            let secs = started.elapsed().as_secs_f64();
+            if let Ok(mut g) = d.lock() {
+                *g = Some((secs, status.and_then(|s| s.code())));
+            }
+        });
+        Ok(Running {
+            pgid,
+            started,
+            done,
+        })
     }
 }
 
@@ -123,6 +173,25 @@ fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), E
 
 /// Run the experiment; prints the verdict table (or JSON).
 pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> Result<(), Error> {
+    // The command and its user are checked before anything is opened or written.
+    let workload = match plan.command.first() {
+        Some(prog) => {
+            crate::child::check_program(prog)?;
+            Some(Workload {
+                argv: plan.command.clone(),
+                user: plan
+                    .user
+                    .as_deref()
+                    .map(crate::child::RunAs::lookup)
+                    .transpose()?,
+                stdout_to_stderr: plan.json,
+            })
+        }
+        None => None,
+    };
+    if let Some(out) = &plan.output {
+        crate::output::check(out, &[])?;
+    }
     let mut s = knob_session(opts, root, Some(topo), false);
     s.read_domains();
     // Everything is checked before anything is written: an unknown or read-only knob
@@ -181,8 +250,8 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     let stop = super::stop_flag()?;
     let out = match &plan.output {
         Some(path) => Some(
-            record::output::Output::open(path, super::output_wait(&stop, None))
-                .map_err(|e| format!("{}: {e}", path.display()))?,
+            crate::output::Output::create(path, &[], super::output_wait(&stop, None))
+                .map_err(|e| format!("{}: {e}", Esc(&path.display().to_string())))?,
         ),
         None => None,
     };
@@ -204,28 +273,24 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     };
     let mut runner = Runner::new(exp.clone(), opts.interval);
     let total = exp.order().len();
-    let steady = if plan.steady && !plan.command.is_empty() {
-        Some(spawn(&plan.command)?.0)
-    } else {
-        None
+    let steady = match (&workload, plan.steady) {
+        (Some(w), true) => Some(w.start()?),
+        _ => None,
     };
     flip(&mut s, &how, &exp, runner.first())?;
     run.knobs = Some(s);
-    let per_window_cmd = !plan.command.is_empty() && !plan.steady;
+    let per_window = workload.as_ref().filter(|_| !plan.steady);
     // The measured part of a window begins: its command starts.
-    let begin = || -> Result<Option<Running>, Error> {
-        if per_window_cmd {
-            Ok(Some(start_window_command(&plan.command)?))
-        } else {
-            Ok(None)
-        }
-    };
+    let begin =
+        || -> Result<Option<Running>, Error> { per_window.map(Workload::start).transpose() };
     let mut cmd: Option<Running> = if runner.measures_at_once() {
         begin()?
     } else {
         None
     };
     let mut error: Option<Error> = None;
+    // The running command was stopped for running past --timeout.
+    let mut timed_out = false;
     // The window whose changed knob was said already.
     let mut said: Option<usize> = None;
     run.each(|snap, knobs| {
@@ -253,19 +318,41 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                     runner.spoil(drift.join("; "));
                 }
             }
-            let ended = cmd
-                .as_ref()
-                .and_then(|c| c.done.lock().ok().and_then(|g| *g));
+            // A command past --timeout is stopped (SIGTERM, SIGKILL after the grace)
+            // without holding the loop; its window is not counted.
+            if let (Some(c), Some(limit)) = (cmd.as_ref(), plan.timeout)
+                && c.ended().is_none()
+            {
+                let over = c.started.elapsed().saturating_sub(limit);
+                if over > Duration::ZERO && !timed_out {
+                    timed_out = true;
+                    eprintln!(
+                        "llctop: window {}/{total}: the command ran past --timeout {}: stopped, not counted",
+                        runner.progress().window + 1,
+                        humantime::format_duration(limit)
+                    );
+                    runner.spoil(format!(
+                        "the command ran past --timeout {}",
+                        humantime::format_duration(limit)
+                    ));
+                    crate::child::signal_group(c.pgid, libc::SIGTERM);
+                } else if over >= crate::child::GRACE {
+                    crate::child::signal_group(c.pgid, libc::SIGKILL);
+                }
+            }
+            let ended = cmd.as_ref().and_then(Running::ended);
             let (win, next) = match runner.on_snapshot(snap, ended) {
                 Step::Continue => return Ok(true),
                 Step::Measure => {
                     cmd = begin()?;
+                    timed_out = false;
                     return Ok(true);
                 }
                 Step::Flip(w, next) => (w, Some(next)),
                 Step::Done(w) => (w, None),
             };
             cmd = None;
+            timed_out = false;
             eprintln!(
                 "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
                 win.index + 1,
@@ -301,15 +388,21 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
             }
         }
     });
-    if let Some(c) = cmd.take() {
-        kill(c.child_id);
-    }
-    if let Some(mut c) = steady {
-        kill(c.id());
-        let _ = c.wait();
+    // The commands are asked to stop; the knobs are restored and the BPF programs
+    // detached *before* any wait for them (a command that ignores SIGTERM holds nothing
+    // of the kernel's); then they are waited for, SIGKILL after the grace.
+    let running: Vec<Running> = cmd.take().into_iter().chain(steady).collect();
+    for c in &running {
+        if c.ended().is_none() {
+            crate::child::signal_group(c.pgid, libc::SIGTERM);
+        }
     }
     if let Some(s) = run.knobs.as_mut() {
         finish_session(s);
+    }
+    run.release_sources();
+    for c in &running {
+        c.stop();
     }
     let v: Verdict = runner.verdict();
     if let Some(mut wr) = writer {

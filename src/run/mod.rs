@@ -10,8 +10,8 @@ pub mod live;
 pub mod record;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::collect::Collector;
@@ -155,6 +155,37 @@ pub fn apply_changes(s: &mut Session, changes: &Changes) -> Result<(), Error> {
     Ok(())
 }
 
+/// Check a run's `--profile`/`--set` without writing anything: the syntax, that each knob
+/// exists here, is writable and takes the value. Done before a run opens its output or
+/// loads its sources, so a typo costs nothing (and no file).
+pub fn check_changes(
+    opts: &Options,
+    root: &KernelRoot,
+    topo: &Topology,
+    changes: &Changes,
+) -> Result<(), Error> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    // A one-shot session (nothing restored, nothing written).
+    let mut s = knob_session(opts, root, Some(topo), true);
+    s.read_domains();
+    if let Some(name) = &changes.profile {
+        let p = profile::find(name, profile::user_dir().as_deref())?;
+        let (steps, _) = p.plan(s.registry_mut());
+        for (id, value) in &steps {
+            s.check(id, value)?;
+        }
+    }
+    for kv in &changes.set {
+        let Some((id, value)) = kv.split_once('=') else {
+            return Err(format!("--set {kv:?}: expected ID=VALUE").into());
+        };
+        s.check(id.trim(), value.trim())?;
+    }
+    Ok(())
+}
+
 /// The knob session of a headless run with its changes applied; `None` when the run
 /// changes nothing. A failed change ends the run (what was applied is restored when the
 /// session drops).
@@ -184,6 +215,9 @@ pub fn finish_session(s: &mut Session) {
             "llctop: could not restore: {} (`llctop knobs restore` retries)",
             Esc(&e.to_string())
         );
+    }
+    if !failed.is_empty() {
+        RESTORE_FAILED.store(true, Ordering::Relaxed);
     }
     for n in s.take_notes() {
         eprintln!("llctop: {}", Esc(&n));
@@ -298,6 +332,11 @@ impl Run {
             });
     }
 
+    /// The sources released (BPF detached …): see [`Collector::release_sources`].
+    pub fn release_sources(&mut self) {
+        self.collector.release_sources();
+    }
+
     /// End the run's knob session (restore unless kept, say what happened); the
     /// session is returned for its last events.
     pub fn finish(&mut self) -> Option<&mut Session> {
@@ -307,35 +346,35 @@ impl Run {
     }
 }
 
-/// The signals that end a run the way `q` does (files finished, knobs restored): Ctrl-C,
-/// `kill`, a closed terminal or dropped ssh (SIGHUP), Ctrl-\\ (SIGQUIT).
-pub const STOP_SIGNALS: [i32; 4] = [
-    signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGTERM,
-    signal_hook::consts::SIGHUP,
-    signal_hook::consts::SIGQUIT,
-];
+pub use crate::signals::STOP_SIGNALS;
 
-/// The last of [`STOP_SIGNALS`] received (0: none).
-fn last_signal() -> &'static Arc<AtomicUsize> {
-    static LAST: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
-    LAST.get_or_init(|| Arc::new(AtomicUsize::new(0)))
-}
-
-/// A flag set by any of [`STOP_SIGNALS`] so that loops end cleanly; which signal came is
-/// kept for [`ended_by_signal`].
+/// The process's stop flag ([`crate::signals`]), the signals registered: set by any of
+/// [`STOP_SIGNALS`] so that loops end cleanly; which signal came is kept for
+/// [`ended_by_signal`].
 pub fn stop_flag() -> Result<Arc<AtomicBool>, Error> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in STOP_SIGNALS {
-        signal_hook::flag::register(sig, Arc::clone(&flag))?;
-        signal_hook::flag::register_usize(sig, Arc::clone(last_signal()), sig as usize)?;
-    }
-    Ok(flag)
+    Ok(crate::signals::install()?)
 }
 
 /// The exit status a run asks for when it ends without an error (`llctop trace -- CMD`:
 /// the command's); 0 when none set it.
 static EXIT_STATUS: AtomicUsize = AtomicUsize::new(0);
+
+/// A knob the run changed could not be restored at its end.
+static RESTORE_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The exit status of a command that ended with `res` (no signal): a refused knob
+/// change exits with its code (README "Exit codes", the same as `llctop knobs`'), a
+/// knob left unrestored 6, another error 1; else what the run asked for (`trace -- CMD`:
+/// the command's status).
+pub fn exit_code(res: &Result<(), Error>) -> u8 {
+    match res {
+        Err(e) => e
+            .downcast_ref::<knobs::session::KnobError>()
+            .map_or(1, knobs::session::KnobError::exit_code),
+        Ok(()) if RESTORE_FAILED.load(Ordering::Relaxed) => 6,
+        Ok(()) => exit_status(),
+    }
+}
 
 pub fn set_exit_status(code: u8) {
     EXIT_STATUS.store(usize::from(code), Ordering::Relaxed);
@@ -349,19 +388,13 @@ pub fn exit_status() -> u8 {
 /// shell reports a process killed by it, so that a script sees the run did not end
 /// normally (the knobs were restored all the same).
 pub fn ended_by_signal() -> Option<i32> {
-    match last_signal().load(Ordering::Relaxed) {
-        0 => None,
-        n => i32::try_from(n).ok(),
-    }
+    crate::signals::last()
 }
 
 /// How a headless run's output waits for its reader: until a stop signal, or the run's
 /// duration from now.
-pub fn output_wait(
-    stop: &Arc<AtomicBool>,
-    duration: Option<Duration>,
-) -> crate::record::output::Wait {
-    crate::record::output::Wait {
+pub fn output_wait(stop: &Arc<AtomicBool>, duration: Option<Duration>) -> crate::output::Wait {
+    crate::output::Wait {
         stop: Some(Arc::clone(stop)),
         until: duration.and_then(|d| std::time::Instant::now().checked_add(d)),
         stall: None,

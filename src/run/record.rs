@@ -11,6 +11,7 @@ use crate::findings::advisor::Trail;
 use crate::knobs::Session;
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, RecordError, Writer};
+use crate::text::Esc;
 use crate::topology::Topology;
 
 /// Write the session's new knob events to the recording.
@@ -29,11 +30,12 @@ pub fn run(
     duration: Option<Duration>,
     changes: &Changes,
 ) -> Result<(), Error> {
-    // The output first: a FIFO's reader is waited for (until a signal or the duration)
-    // before the sources load.
+    // The changes checked before anything is opened; then the output: a FIFO's reader is
+    // waited for (until a signal or the duration) before the sources load.
+    super::check_changes(opts, root, topo, changes)?;
     let stop = super::stop_flag()?;
-    let out = record::output::Output::open(output, super::output_wait(&stop, duration))
-        .map_err(|e| format!("{}: {e}", output.display()))?;
+    let out = crate::output::Output::create(output, &[], super::output_wait(&stop, duration))
+        .map_err(|e| format!("{}: {e}", Esc(&output.display().to_string())))?;
     let mut run = Run::start_with(opts, root, topo, duration, stop)?;
     let header = Header::new(
         record::host_and_kernel(root),
@@ -81,10 +83,13 @@ pub fn run(
         }
     });
     write_knob_events(run.finish(), &mut writer)?;
-    writer.finish()?;
+    let committed = writer.finish()?;
     if let Some(e) = error {
         return Err(e.into());
     }
-    eprintln!("llctop: wrote {n} snapshots to {}", output.display());
+    eprintln!(
+        "llctop: wrote {n} snapshots to {}{committed}",
+        Esc(&output.display().to_string())
+    );
     Ok(())
 }

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use super::perfetto::Arg;
 use super::timeline::Timeline;
+use crate::output::Output;
 use crate::record::Line;
-use crate::record::output::Output;
 use crate::record::reader::Stream;
 use crate::snapshot::{EventKind, SourceStatus};
 
@@ -137,11 +137,23 @@ pub fn export<W: std::io::Write>(
 
 /// `llctop export --perfetto REC -o OUT`.
 pub fn run(rec: &Path, output: &Path, cpu_counters: bool) -> Result<(), crate::run::Error> {
+    crate::output::check(output, &[rec])?;
     let stream = Stream::open(rec, u64::MAX)?;
     let stop = crate::run::stop_flag()?;
-    let out = Output::open(output, crate::run::output_wait(&stop, None))
-        .map_err(|e| format!("{}: {e}", output.display()))?;
-    let (e, _) = export(stream, out, cpu_counters)?;
+    let out =
+        Output::create(output, &[rec], crate::run::output_wait(&stop, None)).map_err(|e| {
+            format!(
+                "{}: {e}",
+                crate::text::escape(&output.display().to_string())
+            )
+        })?;
+    let (e, out) = export(stream, out, cpu_counters)?;
+    let committed = out.commit().map_err(|e| {
+        format!(
+            "{}: {e}",
+            crate::text::escape(&output.display().to_string())
+        )
+    })?;
     eprintln!(
         "llctop: exported {} snapshots, {} migrations, {} placements, {} knob changes, {} findings to {} ({} bytes)",
         e.snapshots,
@@ -152,5 +164,11 @@ pub fn run(rec: &Path, output: &Path, cpu_counters: bool) -> Result<(), crate::r
         crate::text::escape(&output.display().to_string()),
         e.bytes
     );
+    if committed.old.is_some() {
+        eprintln!(
+            "llctop: {}{committed}",
+            crate::text::escape(&output.display().to_string())
+        );
+    }
     Ok(())
 }

@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -19,7 +19,7 @@ use super::timeline::Timeline;
 use crate::findings::advisor::{FindingLine, Trail};
 use crate::knobs::session::KnobEvent;
 use crate::kroot::KernelRoot;
-use crate::record::output::Output;
+use crate::output::Output;
 use crate::run::{self, Changes, Error, Options, Run};
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::source::bpf::tracing::TraceTap;
@@ -53,6 +53,12 @@ enum Msg {
     },
     Finding(u64, Box<FindingLine>),
     Source(u64, SourceStatus),
+    /// `-- CMD`'s lifetime (to the trace's end when it outlived it).
+    Command {
+        start: u64,
+        end: u64,
+        argv: Vec<String>,
+    },
 }
 
 /// (CLOCK_BOOTTIME, CLOCK_MONOTONIC) now.
@@ -72,6 +78,8 @@ fn boot_and_mono() -> (u64, u64) {
 
 /// How the trace ended on the writer's side.
 struct Written {
+    /// The trace, finished but not yet committed (a run whose set-up failed discards it).
+    out: Option<Output>,
     error: Option<String>,
     switches: u64,
     wakings: u64,
@@ -91,6 +99,7 @@ fn writer_thread(
     done: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     cut: Option<std::fs::File>,
+    keep: Arc<AtomicBool>,
 ) -> Written {
     let error: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
     let tl_cell = std::cell::RefCell::new(&mut tl);
@@ -123,6 +132,7 @@ fn writer_thread(
                     }
                     Msg::Finding(mono, l) => t.finding(mono, &l),
                     Msg::Source(mono, s) => t.source_state(mono, &s),
+                    Msg::Command { start, end, argv } => t.command(start, end, &argv),
                 };
                 if let Err(e) = res {
                     fail(e);
@@ -164,29 +174,46 @@ fn writer_thread(
     {
         error = Some(e.to_string());
     }
-    let (switches, wakings, counts) = (tl.switches(), tl.wakings(), tl.counts.clone());
-    let bytes = if error.is_none() {
-        match tl.finish(crate::clock::mono_ns(), &lost) {
-            Ok(out) => {
-                drop(out);
-                0
-            }
-            Err(e) => {
-                error = Some(e.to_string());
-                0
-            }
-        }
-    } else {
-        // Cut a regular file back to its last whole packet: it decodes to there.
-        let committed = tl.committed();
+    // Once the run's set-up succeeded the trace is worth keeping however it ends (a full
+    // disk included); a failed set-up discards it.
+    if keep.load(Ordering::Relaxed) {
+        tl.output_mut().keep();
+    }
+    // What the summary counts: all of it, or — once a write failed — what the file
+    // holds, cut at the last flush that reached it.
+    let (mut switches, mut wakings, mut counts) = (tl.switches(), tl.wakings(), tl.counts.clone());
+    let cut_at = |committed: u64| {
         if let Some(f) = cut.as_ref()
             && f.metadata().is_ok_and(|m| m.is_file())
         {
             let _ = f.set_len(committed);
         }
-        committed
+    };
+    // A failed write: the file is cut back to the last flush that reached it — whole
+    // packets, and exactly what the summary then counts.
+    let mut held = |d: super::timeline::OnDisk| {
+        cut_at(d.bytes);
+        (switches, wakings, counts) = (d.switches, d.wakings, d.counts);
+        d.bytes
+    };
+    let mut out = None;
+    let bytes = if error.is_none() {
+        let flushed = tl.on_disk().clone();
+        match tl.finish(crate::clock::mono_ns(), &lost) {
+            Ok(o) => {
+                out = Some(o);
+                0
+            }
+            Err(e) => {
+                error = Some(e.to_string());
+                held(flushed)
+            }
+        }
+    } else {
+        held(tl.on_disk().clone())
     };
     Written {
+        out,
         error,
         switches,
         wakings,
@@ -198,23 +225,21 @@ fn writer_thread(
     }
 }
 
-/// The command, started once the trace is being written; a thread waits for it and stops
-/// the run when it exits.
-fn start_command(
-    cmd: &[String],
-    stop: &Arc<AtomicBool>,
-) -> Result<
-    (
-        u32,
-        std::thread::JoinHandle<Option<std::process::ExitStatus>>,
-    ),
-    Error,
-> {
+/// The command, started once the trace is being written, as a child that cannot outlive
+/// llctop (child.rs); a thread waits for it and stops the run when it exits.
+struct Command {
+    pid: u32,
+    started_mono: u64,
+    waiter: std::thread::JoinHandle<Option<std::process::ExitStatus>>,
+}
+
+fn start_command(cmd: &[String], stop: &Arc<AtomicBool>) -> Result<Command, Error> {
     let (prog, args) = cmd.split_first().ok_or("empty command")?;
-    let mut child: Child = Command::new(prog)
-        .args(args)
-        .spawn()
-        .map_err(|e| format!("{}: {e}", Esc(prog)))?;
+    let mut c = std::process::Command::new(prog);
+    c.args(args);
+    crate::child::prepare(&mut c, crate::child::OnParentDeath::Kill, None);
+    let started_mono = crate::clock::mono_ns();
+    let mut child: Child = c.spawn().map_err(|e| format!("{}: {e}", Esc(prog)))?;
     let pid = child.id();
     let stop = Arc::clone(stop);
     let waiter = std::thread::spawn(move || {
@@ -222,7 +247,11 @@ fn start_command(
         stop.store(true, Ordering::Relaxed);
         st
     });
-    Ok((pid, waiter))
+    Ok(Command {
+        pid,
+        started_mono,
+        waiter,
+    })
 }
 
 pub fn run(
@@ -232,9 +261,18 @@ pub fn run(
     plan: &Plan,
     changes: &Changes,
 ) -> Result<(), Error> {
+    // Everything that can be checked first is: the changes and the command.
+    run::check_changes(opts, root, topo, changes)?;
+    if let Some(prog) = plan.command.first() {
+        crate::child::check_program(prog)?;
+    }
     let stop = run::stop_flag()?;
-    let out = Output::open(&plan.output, run::output_wait(&stop, plan.duration))
-        .map_err(|e| format!("{}: {e}", plan.output.display()))?;
+    // The output next (a FIFO's reader is waited for before anything loads); until the
+    // first snapshot reaches it, a failure discards it (an existing file is left whole).
+    let named =
+        |e: &dyn std::fmt::Display| format!("{}: {e}", Esc(&plan.output.display().to_string()));
+    let out = Output::create(&plan.output, &[], run::output_wait(&stop, plan.duration))
+        .map_err(|e| named(&e))?;
     let cut = out.try_clone_file().ok();
     let (sources, tap) = crate::source::select_traced(
         opts.top,
@@ -253,23 +291,48 @@ pub fn run(
     let mut tl = Timeline::new(out, topo, offset, plan.cpu_counters);
     let (release, machine) = uname();
     let (procs, threads) = super::procs::scan(root);
+    // The preamble flushed: a trace cut by a full disk keeps at least it.
     tl.start(&release, &machine, Some((boot, mono)))
         .and_then(|()| tl.process_tree(mono, &procs, &threads))
         .and_then(|()| tl.start_stats(mono, topo.nr_cpu_ids()))
-        .map_err(|e| format!("{}: {e}", plan.output.display()))?;
+        .and_then(|()| tl.flush_sched())
+        .map_err(|e| named(&e))?;
     let (tx, rx) = mpsc::channel::<Msg>();
     let done = Arc::new(AtomicBool::new(false));
+    let keep = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (done, stop) = (Arc::clone(&done), Arc::clone(&stop));
+        let (done, stop, keep) = (Arc::clone(&done), Arc::clone(&stop), Arc::clone(&keep));
         std::thread::Builder::new()
             .name("llctop-trace".into())
-            .spawn(move || writer_thread(tap, tl, rx, done, stop, cut))?
+            .spawn(move || writer_thread(tap, tl, rx, done, stop, cut, keep))?
     };
     for s in &run.sources {
         if s.reason.is_some() {
             let _ = tx.send(Msg::Source(mono, s.clone()));
         }
     }
+    // The knobs and the command: a failure ends the run before its first snapshot, and
+    // the trace is discarded with it.
+    let setup = run.change_knobs(opts, root, topo, changes).and_then(|()| {
+        if plan.command.is_empty() {
+            Ok(None)
+        } else {
+            start_command(&plan.command, &stop).map(Some)
+        }
+    });
+    let command = match setup {
+        Ok(c) => {
+            keep.store(true, Ordering::Relaxed);
+            c
+        }
+        Err(e) => {
+            done.store(true, Ordering::Relaxed);
+            drop(tx);
+            drop(run);
+            let _ = writer.join();
+            return Err(e);
+        }
+    };
     eprintln!(
         "llctop: tracing to {} ({}; Ctrl-C stops)",
         Esc(&plan.output.display().to_string()),
@@ -279,12 +342,6 @@ pub fn run(
             _ => "until stopped".to_string(),
         }
     );
-    run.change_knobs(opts, root, topo, changes)?;
-    let command = if plan.command.is_empty() {
-        None
-    } else {
-        Some(start_command(&plan.command, &stop)?)
-    };
     let mut registry = crate::knobs::Registry::discover(root, Some(topo));
     let mut values = crate::record::Header::knob_values(&registry);
     let mut advisor = Trail::new();
@@ -323,28 +380,56 @@ pub fn run(
         prev.clone_from(&snap.sources);
         go
     });
-    // The command first: a signal ended the trace before it, so it is stopped.
-    let status = match command {
-        Some((pid, waiter)) => {
-            if !waiter.is_finished() {
-                // SAFETY: kill(2) of our own child.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-            }
-            waiter.join().ok().flatten()
-        }
-        None => None,
-    };
+    // The run is over (its duration, a signal, the command's end). The command is asked
+    // to stop; the knobs are restored and the BPF programs detached *before* any wait for
+    // it, so a command that ignores SIGTERM holds nothing of the kernel's.
+    if let Some(c) = &command
+        && !c.waiter.is_finished()
+    {
+        crate::child::signal_group(c.pid, libc::SIGTERM);
+    }
     if let Some(s) = run.knobs.as_mut() {
         run::finish_session(s);
         for ev in s.take_events() {
             let _ = tx.send(Msg::Knob(ev));
         }
     }
+    if let Some(c) = &command {
+        let _ = tx.send(Msg::Command {
+            start: c.started_mono,
+            end: crate::clock::mono_ns(),
+            argv: plan.command.clone(),
+        });
+    }
+    drop(run);
     done.store(true, Ordering::Relaxed);
     drop(tx);
     let w = writer
         .join()
         .map_err(|_| "the trace writer thread panicked")?;
+    // The programs are gone with the writer's tap: now the command may be waited for,
+    // SIGKILL after the grace (at once on a second Ctrl-C).
+    let status = match command {
+        Some(c) => {
+            let how = crate::child::stop(c.pid, crate::child::GRACE, || c.waiter.is_finished());
+            if how == crate::child::Stopped::Killed {
+                eprintln!(
+                    "llctop: {} did not end on SIGTERM: killed",
+                    Esc(&plan.command[0])
+                );
+            }
+            if c.waiter.is_finished() {
+                c.waiter.join().ok().flatten()
+            } else {
+                None
+            }
+        }
+        None => None,
+    };
+    let committed = match w.out {
+        Some(out) if w.error.is_none() => Some(out.commit().map_err(|e| named(&e))?),
+        _ => None,
+    };
     let lost: u64 = w.lost.iter().sum();
     let mut line = format!(
         "llctop: trace {}: {} switches, {} wakings, {} migrations ({}), {} placements, {} forks",
@@ -386,14 +471,13 @@ pub fn run(
     if w.undecoded > 0 {
         line.push_str(&format!(", {} undecodable", w.undecoded));
     }
+    if let Some(c) = committed.filter(|c| c.old.is_some()) {
+        line.push_str(&c.to_string());
+    }
     eprintln!("{line}");
     let _ = std::io::stderr().flush();
     if let Some(e) = w.error {
-        return Err(format!(
-            "{}: {e} (the trace is cut at its last whole packet)",
-            plan.output.display()
-        )
-        .into());
+        return Err(named(&format!("{e} (the trace is cut at its last whole packet)")).into());
     }
     if let Some(st) = status {
         use std::os::unix::process::ExitStatusExt as _;

@@ -158,6 +158,11 @@ impl<W: Write> Writer<W> {
         self.out.flush()
     }
 
+    /// The output (what reached it ends at a packet's end).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// The output, flushed.
     pub fn into_inner(mut self) -> io::Result<W> {
         self.flush()?;

@@ -82,6 +82,15 @@ pub struct Counts {
     pub unseen_switches: u64,
 }
 
+/// A trace as far as it reached its output, at a flush.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OnDisk {
+    pub bytes: u64,
+    pub switches: u64,
+    pub wakings: u64,
+    pub counts: Counts,
+}
+
 /// The trace being written.
 pub struct Timeline<W: Write> {
     w: Writer<W>,
@@ -99,6 +108,8 @@ pub struct Timeline<W: Write> {
     /// Every thread's name as known so far (the switches and wakings carry none).
     names: HashMap<u32, Comm>,
     pub counts: Counts,
+    /// What reached the output at the last [`Timeline::flush_sched`].
+    on_disk: OnDisk,
 }
 
 /// The label of LLC `l` as llctop's topology shows it: `node 0 · LLC 3 [24-31] L3 32 MiB`.
@@ -136,7 +147,14 @@ impl<W: Write> Timeline<W> {
             cpu_counters,
             names: HashMap::new(),
             counts: Counts::default(),
+            on_disk: OnDisk::default(),
         }
+    }
+
+    /// What reached the output at the last [`Timeline::flush_sched`]: a trace cut at its
+    /// `bytes` after a failed write holds exactly its counts.
+    pub fn on_disk(&self) -> &OnDisk {
+        &self.on_disk
     }
 
     fn ts(&self, mono: u64) -> u64 {
@@ -444,7 +462,14 @@ impl<W: Write> Timeline<W> {
         for (cpu, cs) in self.sched.take_all() {
             self.w.compact_sched(cpu, cs)?;
         }
-        self.w.flush()
+        self.w.flush()?;
+        self.on_disk = OnDisk {
+            bytes: self.w.committed(),
+            switches: self.switches(),
+            wakings: self.wakings(),
+            counts: self.counts.clone(),
+        };
+        Ok(())
     }
 
     /// A migration: an instant on the thread named by its distance, and a flow from an
@@ -563,6 +588,11 @@ impl<W: Write> Timeline<W> {
             args,
             ..Event::default()
         })
+    }
+
+    /// The output being written.
+    pub fn output_mut(&mut self) -> &mut W {
+        self.w.get_mut()
     }
 
     /// Close what is open (findings still held), write the lost records per CPU, and

@@ -6,6 +6,15 @@
 //! checked (the kernel's `state` must say `enabled` and `root/ops` name it, within a
 //! time limit, else it is stopped and the error says why, with the tail of its log);
 //! restored when the session ends. A scheduler llctop did not start is never stopped.
+//!
+//! It is a child that cannot outlive llctop (child.rs) — unless kept on purpose
+//! (`--keep-changes`, a one-shot `llctop knobs set`): its own process group, which a stop
+//! signals whole (a scheduler that forks and lets its first process exit is followed: the
+//! knob is its group's, and `knobs restore` stops the group), SIGTERM when llctop dies.
+//! Its output goes to a log beside the journal that llctop writes itself, capped and
+//! rotated ([`LOG_CAP`], one older part kept), and removed with the scheduler; a kept
+//! scheduler writes its log file directly (no llctop is left to read a pipe), and
+//! `knobs restore` removes it.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -27,16 +36,92 @@ const STOP: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(50);
 /// Bytes of a scheduler's log an error quotes from (its end).
 const TAIL: u64 = 4096;
+/// A scheduler's log is rotated past this many bytes (the part before kept as `.1`).
+pub const LOG_CAP: u64 = 1 << 20;
 
 /// The scheduler this session started.
 pub struct Started {
     pub name: String,
     pub path: PathBuf,
+    /// Its first process, whose id is its process group's.
     pub pid: u32,
     /// `/proc/PID/stat` starttime (clock ticks since boot): a reused pid is not it.
     pub start_ticks: u64,
     pub log: PathBuf,
     child: Child,
+    /// Set when the scheduler is stopped: the log pump writes no more.
+    pump_done: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Started {
+    /// Whether anything of the scheduler's process group runs (its first process reaped
+    /// first: a zombie still counts as a member).
+    fn running(&mut self) -> bool {
+        let _ = self.child.try_wait();
+        crate::child::group_alive(self.pid)
+    }
+}
+
+/// The log's older part.
+fn log_old(log: &Path) -> PathBuf {
+    let mut p = log.as_os_str().to_owned();
+    p.push(".1");
+    PathBuf::from(p)
+}
+
+/// Remove a scheduler's log and its older part.
+pub fn remove_log(log: &Path) {
+    let _ = std::fs::remove_file(log);
+    let _ = std::fs::remove_file(log_old(log));
+}
+
+/// A log file made anew, never through a link.
+fn create_log(log: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(log)
+}
+
+/// Copy the scheduler's output from `r` to `log`, rotating past [`LOG_CAP`] (the part
+/// before goes to `.1`); ends at the end of the output or when `done` is set.
+fn pump_log(
+    mut r: impl std::io::Read,
+    log: PathBuf,
+    mut f: File,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut size = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if done.load(Ordering::Relaxed) {
+            return;
+        }
+        if size + n as u64 > LOG_CAP {
+            if std::fs::rename(&log, log_old(&log)).is_err() {
+                return;
+            }
+            match create_log(&log) {
+                Ok(g) => f = g,
+                Err(_) => return,
+            }
+            size = 0;
+        }
+        if f.write_all(&buf[..n]).is_err() {
+            return;
+        }
+        size += n as u64;
+    }
 }
 
 pub fn attach_limit() -> Duration {
@@ -66,26 +151,40 @@ fn parse_stop(s: &str) -> Option<(u32, u64)> {
     Some((pid, ticks))
 }
 
-fn signal(pid: u32, sig: i32) {
-    if let Ok(p) = i32::try_from(pid)
-        && p > 0
-    {
-        // SAFETY: kill(2) of one process id (never 0 or negative: no group).
-        unsafe { libc::kill(p, sig) };
+/// Whether the scheduler's process group still runs: its first process (`pgid`, started
+/// at `ticks`) or, once that one has exited, a process of its group started no earlier.
+/// The kernel gives no new process an id that a live group still uses, so a live process
+/// `pgid` started at another time means the group is gone and the id was reused.
+fn group_started_since(pgid: u32, ticks: u64) -> bool {
+    if let Some(t) = start_ticks(pgid) {
+        return t == ticks;
     }
+    crate::child::group_members(pgid)
+        .iter()
+        .any(|&(_, start)| start >= ticks)
 }
 
 /// The last few lines of a scheduler's log, one line (why it failed, in its own words:
 /// scx schedulers print the kernel's exit reason as `EXIT: …`).
 pub fn log_tail(log: &Path) -> String {
-    // Only the file's last 4 KiB are read: a scheduler that ran for hours logs a lot.
-    let text = {
+    // Only the last 4 KiB are read (from the older part too, just after a rotation): a
+    // scheduler that ran for hours logs a lot.
+    let end = |p: &Path, want: u64| {
         use std::io::{Read as _, Seek as _, SeekFrom};
         let mut buf = Vec::new();
-        if let Ok(mut f) = File::open(log) {
+        if let Ok(mut f) = File::open(p) {
             let len = f.metadata().map_or(0, |m| m.len());
-            let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL)));
-            let _ = f.take(TAIL).read_to_end(&mut buf);
+            let _ = f.seek(SeekFrom::Start(len.saturating_sub(want)));
+            let _ = f.take(want).read_to_end(&mut buf);
+        }
+        buf
+    };
+    let text = {
+        let mut buf = end(log, TAIL);
+        if (buf.len() as u64) < TAIL {
+            let mut older = end(&log_old(log), TAIL - buf.len() as u64);
+            older.extend_from_slice(&buf);
+            buf = older;
         }
         String::from_utf8_lossy(&buf).to_string()
     };
@@ -155,10 +254,10 @@ impl Session {
     /// Why the scheduler this session started is no longer in charge, if it is not.
     pub fn scheduler_gone(&self) -> Option<String> {
         let c = self.sched_child.as_ref()?;
-        if start_ticks(c.pid) == Some(c.start_ticks) && self.sched_attached(&c.path) {
+        let alive = crate::child::group_alive(c.pid);
+        if alive && self.sched_attached(&c.path) {
             return None;
         }
-        let alive = start_ticks(c.pid) == Some(c.start_ticks);
         Some(format!(
             "{} ({}) {}; the kernel says {}; {}",
             c.name,
@@ -200,8 +299,8 @@ impl Session {
         }
         let ours = self
             .sched_child
-            .as_ref()
-            .is_some_and(|c| c.name == old && start_ticks(c.pid) == Some(c.start_ticks));
+            .as_mut()
+            .is_some_and(|c| c.name == old && c.running());
         if old != EEVDF && !ours {
             return Err(KnobError::Refused(format!(
                 "{ID}: {old} runs and llctop did not start it: llctop never stops a scheduler it did not start (stop it where it was started, then set {ID} again)"
@@ -274,33 +373,46 @@ impl Session {
             written: format!("start {cmdline}"),
             cause,
         };
-        let out = File::create(&log).map_err(|e| write_err(format!("{}: {e}", log.display())))?;
-        let err = out.try_clone().map_err(|e| write_err(e.to_string()))?;
-        // Its own process group: the terminal's ^C reaches llctop, which stops it in order.
-        // The stop signals at their defaults whatever llctop inherited: a shell starting
-        // llctop in the background (`&`) ignores SIGINT for it, and an ignored signal stays
-        // ignored across exec (a scheduler that is a script could not trap it).
+        let file = create_log(&log).map_err(|e| write_err(format!("{}: {e}", log.display())))?;
+        let kept = self.opts.keep_changes;
+        // Its output: through a pipe llctop copies to the log, capped and rotated — or,
+        // kept past llctop's end, straight to the file (no llctop will read a pipe).
+        let (out, err, pump) = if kept {
+            let err = file.try_clone().map_err(|e| write_err(e.to_string()))?;
+            (Stdio::from(file), Stdio::from(err), None)
+        } else {
+            let (r, w) = std::io::pipe().map_err(|e| write_err(e.to_string()))?;
+            let w2 = w.try_clone().map_err(|e| write_err(e.to_string()))?;
+            (Stdio::from(w), Stdio::from(w2), Some((r, file)))
+        };
+        // Its own process group (the terminal's ^C reaches llctop, which stops it in
+        // order), the stop signals at their defaults, and — unless kept — stopped when
+        // llctop dies (child.rs).
         let child = {
-            use std::os::unix::process::CommandExt as _;
             let mut cmd = Command::new(&bin.path);
             cmd.args(&bin.args)
                 .stdin(Stdio::null())
                 .stdout(out)
-                .stderr(err)
-                .process_group(0);
-            // SAFETY: between fork and exec only signal(2) runs, which is
-            // async-signal-safe, on the child's own dispositions.
-            unsafe {
-                cmd.pre_exec(|| {
-                    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP] {
-                        libc::signal(sig, libc::SIG_DFL);
-                    }
-                    Ok(())
-                });
-            }
+                .stderr(err);
+            let on_death = if kept {
+                crate::child::OnParentDeath::Keep
+            } else {
+                crate::child::OnParentDeath::Term
+            };
+            crate::child::prepare(&mut cmd, on_death, None);
             cmd.spawn()
                 .map_err(|e| write_err(format!("cannot run it: {e}")))?
         };
+        // The pipe's writing ends went with `cmd`: the pump sees its end when the
+        // scheduler's group has closed them all.
+        let pump_done = pump.map(|(r, file)| {
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (d, l) = (std::sync::Arc::clone(&done), log.clone());
+            let _ = std::thread::Builder::new()
+                .name("llctop-sched-log".into())
+                .spawn(move || pump_log(r, l, file, d));
+            done
+        });
         let pid = child.id();
         let ticks = start_ticks(pid).unwrap_or(0);
         let root = self.registry.root().root().to_path_buf();
@@ -321,6 +433,7 @@ impl Session {
             start_ticks: ticks,
             log: log.clone(),
             child,
+            pump_done,
         });
         self.registry.sched_started = Some(bin.name.clone());
         if let Err(e) = journaled {
@@ -337,21 +450,22 @@ impl Session {
                 .sched_child
                 .as_mut()
                 .and_then(|c| c.child.try_wait().ok().flatten());
+            // A first process that exited is not the end while its group lives (it
+            // forked: the scheduler may still attach).
+            let exited = exited.filter(|_| !crate::child::group_alive(pid));
             if let Some(status) = exited {
-                let state = self.sched_state();
+                let (state, tail) = (self.sched_state(), log_tail(&log));
                 let _ = self.sched_stop();
                 return Err(write_err(format!(
-                    "it exited ({status}) before the kernel ran it ({state}): not a sched_ext scheduler, or the kernel refused it; {}",
-                    log_tail(&log)
+                    "it exited ({status}) before the kernel ran it ({state}): not a sched_ext scheduler, or the kernel refused it; {tail}"
                 )));
             }
             if t0.elapsed() >= limit {
-                let state = self.sched_state();
+                let (state, tail) = (self.sched_state(), log_tail(&log));
                 let _ = self.sched_stop();
                 return Err(write_err(format!(
-                    "not attached within {:.1} s ({state}): not a sched_ext scheduler, or stuck loading; stopped; {}",
-                    limit.as_secs_f64(),
-                    log_tail(&log)
+                    "not attached within {:.1} s ({state}): not a sched_ext scheduler, or stuck loading; stopped; {tail}",
+                    limit.as_secs_f64()
                 )));
             }
             std::thread::sleep(POLL);
@@ -359,36 +473,42 @@ impl Session {
     }
 
     /// Forget a started scheduler that has exited (ejected, crashed): its journal entry
-    /// goes, the knob reads what the kernel says.
+    /// goes, the knob reads what the kernel says. One whose first process exited while
+    /// its group still runs the kernel's scheduler (it forked) is still in charge.
     pub(super) fn sched_reap(&mut self) {
-        let gone = self
-            .sched_child
-            .as_mut()
-            .is_some_and(|c| matches!(c.child.try_wait(), Ok(Some(_))));
+        let gone = self.sched_child.as_mut().is_some_and(|c| !c.running());
         if gone {
             let _ = self.sched_stop();
         }
     }
 
-    /// Stop the scheduler this session started: SIGINT, then SIGTERM, then SIGKILL, each
-    /// given [`STOP`]; then wait for the kernel to let it go. The journal entry goes.
+    /// Stop the scheduler this session started: its whole process group, SIGINT, then
+    /// SIGTERM, then SIGKILL, each given [`STOP`]; then wait for the kernel to let it go.
+    /// The journal entry and the log go.
     pub(super) fn sched_stop(&mut self) -> Result<(), KnobError> {
         let Some(mut c) = self.sched_child.take() else {
             return Ok(());
         };
         self.registry.sched_started = None;
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
-            if matches!(c.child.try_wait(), Ok(Some(_))) {
+            if !c.running() {
                 break;
             }
-            signal(c.pid, sig);
+            crate::child::signal_group(c.pid, sig);
             let t0 = Instant::now();
-            while t0.elapsed() < STOP && matches!(c.child.try_wait(), Ok(None)) {
+            while t0.elapsed() < STOP && c.running() {
                 std::thread::sleep(POLL);
             }
         }
         let _ = c.child.wait();
-        self.sched_forget(&c.path)
+        if let Some(d) = &c.pump_done {
+            d.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let res = self.sched_forget(&c.path);
+        if res.is_ok() {
+            remove_log(&c.log);
+        }
+        res
     }
 
     /// After the process ended: wait for the kernel to drop its scheduler, then drop the
@@ -422,20 +542,27 @@ impl Session {
         };
         let knob = self.registry.get(ID).cloned();
         let before = knob.as_ref().and_then(|k| self.registry.read_value(k).ok());
-        let ours = start_ticks(pid) == Some(ticks);
+        // Its group: the first process, or what it forked (same group, started no earlier).
+        let ours = group_started_since(pid, ticks);
         if ours {
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
-                signal(pid, sig);
+                crate::child::signal_group(pid, sig);
                 let t0 = Instant::now();
-                while t0.elapsed() < STOP && start_ticks(pid) == Some(ticks) {
+                while t0.elapsed() < STOP && group_started_since(pid, ticks) {
                     std::thread::sleep(POLL);
                 }
-                if start_ticks(pid) != Some(ticks) {
+                if !group_started_since(pid, ticks) {
                     break;
                 }
             }
         }
         self.sched_forget(&entry.path)?;
+        remove_log(
+            &self
+                .journal
+                .path()
+                .with_file_name(format!("scheduler-{}.log", entry.pid)),
+        );
         let root = self.registry.root().root().to_path_buf();
         self.owners.release(&root, ID);
         let after = knob.as_ref().and_then(|k| self.registry.read_value(k).ok());

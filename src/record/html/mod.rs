@@ -169,18 +169,18 @@ fn busy_heatmap(sum: &Summary, anns: &[Annotation]) -> String {
     ))
 }
 
-/// Write `page` to `path` (beside it first, then renamed: a reader never sees half a
-/// page) and say where and how big on stdout.
-pub fn write(path: &std::path::Path, page: &str) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other(format!("{}: not a file name", path.display())))?;
-    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
-    std::fs::write(&tmp, page)?;
-    std::fs::rename(&tmp, path)?;
+/// Write `page` to `path` through the one output path (crate::output: no link followed,
+/// an existing page kept as `.old`, never one of `inputs`) and say where and how big on
+/// stdout.
+pub fn write(
+    path: &std::path::Path,
+    inputs: &[&std::path::Path],
+    page: &str,
+) -> std::io::Result<()> {
+    let committed = crate::output::write_whole(path, inputs, page.as_bytes())?;
     println!(
-        "wrote {} ({} KiB)",
-        path.display(),
+        "wrote {} ({} KiB){committed}",
+        crate::text::escape(&path.display().to_string()),
         page.len().div_ceil(1024)
     );
     Ok(())

@@ -327,13 +327,14 @@ fn read_event(
                 Value::Not(Unread::Unreadable)
             };
             if v == Value::Not(Unread::Unreadable) {
-                let text = String::from_utf8_lossy(&buf[..n.min(24)]);
+                // Its content is never quoted: a tree handed to llctop could make it any
+                // file's (kroot.rs refuses links out of the tree; this is the second line).
                 note(
                     trouble,
                     format!(
-                        "{}: not a count ({:?})",
+                        "{}: not a count ({} bytes that are neither a number nor one of the kernel's words)",
                         root.path(ev.file.path()).display(),
-                        text.trim()
+                        n
                     ),
                 );
             }

@@ -67,6 +67,19 @@ impl<W: Write> Timeline<W> {
         })
     }
 
+    /// The lifetime of the command a trace ran (`llctop trace -- CMD`), on llctop's track.
+    pub fn command(&mut self, start_mono: u64, end_mono: u64, argv: &[String]) -> io::Result<()> {
+        let (a, b) = (self.ts(start_mono), self.ts(end_mono.max(start_mono)));
+        self.w.slice_begin(Event {
+            ts: a,
+            track: T_LLCTOP,
+            name: format!("command: {}", argv.join(" ")),
+            categories: vec!["command".into()],
+            ..Event::default()
+        })?;
+        self.w.slice_end(b, T_LLCTOP)
+    }
+
     /// A note from llctop itself on its own track (e.g. records lost).
     pub fn note(&mut self, mono: u64, text: &str) -> io::Result<()> {
         let ts = self.ts(mono);

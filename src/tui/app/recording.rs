@@ -18,7 +18,7 @@ pub struct Recorder {
 impl Recorder {
     /// Finish the file (gzip trailer).
     pub fn finish(self) -> Result<(), record::RecordError> {
-        self.writer.finish()
+        self.writer.finish().map(|_| ())
     }
 }
 

@@ -81,9 +81,13 @@ impl App {
         log.push(".log");
         let log = PathBuf::from(log);
         let spawned = std::env::current_exe().and_then(|exe| {
-            let err = std::fs::File::create(&log)?;
-            Command::new(exe)
-                .arg("--interval")
+            let err = crate::output::Output::create(&log, &[], crate::output::Wait::default())
+                .and_then(crate::output::Output::into_file)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", log.display())))?;
+            let mut cmd = Command::new(exe);
+            // Stopped with the TUI whatever ends it (SIGTERM: it finishes its file).
+            crate::child::prepare(&mut cmd, crate::child::OnParentDeath::Term, None);
+            cmd.arg("--interval")
                 .arg(humantime::format_duration(self.interval).to_string())
                 .args(["trace", "--duration"])
                 .arg(humantime::format_duration(MAX).to_string())
