@@ -58,6 +58,25 @@ pub fn guard(s: &str) -> Cow<'_, str> {
     escape_unless(s, |c| c == '\n' || c == '\t')
 }
 
+/// A table cell: `s` escaped, then cut to `width` columns of the terminal (a wide
+/// character counts two) and padded to exactly `width` — measured after escaping, so an
+/// escaped name never pushes the next column.
+pub fn cell(s: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar as _;
+    let mut out = String::with_capacity(width + 4);
+    let mut used = 0;
+    for c in escape(s).chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.extend(std::iter::repeat_n(' ', width - used));
+    out
+}
+
 /// [`escape`] as a `Display` argument: `format!("{}", Esc(&comm))`, with no copy when
 /// there is nothing to escape. Width and alignment apply to the escaped text.
 #[derive(Clone, Copy)]
@@ -78,6 +97,25 @@ impl fmt::Debug for Esc<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cells_are_measured_after_escaping() {
+        use unicode_width::UnicodeWidthStr as _;
+        for s in [
+            "short",
+            "\x1b]2;PWN\x07name",
+            "数据库服务器进程名称很长",
+            "a\tb\nc",
+            "",
+        ] {
+            let c = cell(s, 16);
+            assert_eq!(c.width(), 16, "{s:?} -> {c:?}");
+            assert!(!c.chars().any(|ch| ch.is_control()), "{c:?}");
+        }
+        assert_eq!(cell("abc", 5), "abc  ");
+        assert_eq!(cell("abcdefgh", 5), "abcde");
+        assert_eq!(cell("\x1babcdefgh", 6), "\\x1bab");
+    }
 
     /// Every character a terminal acts on.
     fn controls() -> impl Iterator<Item = char> {

@@ -167,6 +167,22 @@ fn text_output_of_a_hostile_recording_escapes_every_control_character() {
             text.contains("\\x1b]2;PWN\\x07"),
             "{what}: the poisoned strings are shown, escaped:\n{text}"
         );
+        // The process table's columns are measured after escaping: every row as wide
+        // as its header.
+        if let Some(i) = text.find("Top processes by CPU time") {
+            let rows: Vec<&str> = text[i..]
+                .lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .collect();
+            let w = |l: &str| l.chars().count();
+            assert!(rows.len() > 1, "{what}: the table");
+            assert!(
+                rows.iter().all(|r| w(r) == w(rows[0])),
+                "{what}: columns pushed by an escaped name:\n{}",
+                rows.join("\n")
+            );
+        }
     }
 }
 
@@ -562,4 +578,366 @@ fn recording_to_a_fifo_never_outlives_its_duration_or_a_signal() {
     drop(reader);
     assert!(!st.success(), "{err}");
     assert!(err.contains("takes nothing more"), "{err}");
+}
+
+// ---- Reliability III (issue 47): outputs, bombs, signals, stubborn children ----
+
+/// What a command run with `args` said and how it ended.
+fn attempt(args: &[&std::ffi::OsStr]) -> (bool, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
+    )
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every command that writes a file: a link planted at its output (or at the names an
+/// older llctop used for its temporary file) is never written through, `/dev/stdout`
+/// and the command's own input are refused, and a run that fails (a bad `--set`) over an
+/// existing file leaves it byte for byte — while a run that succeeds keeps it as `.old`.
+#[test]
+fn no_output_follows_a_link_replaces_an_input_or_loses_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/qemu-lab-2s2llc");
+    let rec = d.join("rec.jsonl");
+    std::fs::write(&rec, fixture("numa-6.1-procfs.jsonl")).unwrap();
+    let other = d.join("other.jsonl");
+    std::fs::write(&other, fixture("newidle-6.1-procfs.jsonl")).unwrap();
+    let victim = d.join("victim");
+    std::fs::write(&victim, "root's own\n").unwrap();
+    let o = |s: &str| d.join(s);
+    let os = |p: &Path| p.as_os_str().to_owned();
+    let record = |out: &Path, extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "--sysroot".into(),
+            topo.clone().into(),
+            "--source".into(),
+            "procfs".into(),
+            "--interval".into(),
+            "200ms".into(),
+            "record".into(),
+            "-o".into(),
+            out.into(),
+            "--duration".into(),
+            "1s".into(),
+        ];
+        a.extend(extra.iter().map(Into::into));
+        a
+    };
+    let call = |a: Vec<std::ffi::OsString>| {
+        let refs: Vec<&std::ffi::OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        attempt(&refs)
+    };
+    // Links at the output's name, for every command.
+    std::os::unix::fs::symlink(&victim, o("link")).unwrap();
+    let cases: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+        ("record", record(&o("link"), &[])),
+        (
+            "export",
+            vec![
+                "export".into(),
+                "--perfetto".into(),
+                os(&rec),
+                "-o".into(),
+                os(&o("link")),
+            ],
+        ),
+        (
+            "report --html",
+            vec!["report".into(), "--html".into(), os(&o("link")), os(&rec)],
+        ),
+        (
+            "diff --html",
+            vec![
+                "diff".into(),
+                "--html".into(),
+                os(&o("link")),
+                os(&rec),
+                os(&other),
+            ],
+        ),
+    ];
+    for (what, a) in cases {
+        let (ok, said) = call(a);
+        assert!(!ok && said.contains("symbolic link"), "{what}: {said}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "root's own\n",
+            "{what}"
+        );
+    }
+    // /dev/stdout (a link too), and the command's own input.
+    let (ok, said) = call(record(Path::new("/dev/stdout"), &[]));
+    assert!(!ok && said.contains("symbolic link"), "record: {said}");
+    let before = std::fs::read(&rec).unwrap();
+    for (what, a) in [
+        (
+            "export",
+            vec![
+                "export".into(),
+                "--perfetto".into(),
+                os(&rec),
+                "-o".into(),
+                os(&rec),
+            ],
+        ),
+        (
+            "report --html",
+            vec!["report".into(), "--html".into(), os(&rec), os(&rec)],
+        ),
+        (
+            "diff --html",
+            vec![
+                "diff".into(),
+                "--html".into(),
+                os(&rec),
+                os(&rec),
+                os(&other),
+            ],
+        ),
+    ] {
+        let (ok, said) = call(a);
+        assert!(
+            !ok && said.contains("which this command reads"),
+            "{what}: {said}"
+        );
+        assert_eq!(
+            std::fs::read(&rec).unwrap(),
+            before,
+            "{what}: the input is whole"
+        );
+    }
+    // A link planted at the name an older llctop used for the page's temporary file.
+    let page = o("report.html");
+    std::os::unix::fs::symlink(&victim, o(".report.html.tmp")).unwrap();
+    let (ok, said) = call(vec!["report".into(), "--html".into(), os(&page), os(&rec)]);
+    assert!(ok, "{said}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's own\n");
+    // A run that fails over an existing recording leaves it as it was, nothing beside it.
+    let kept = o("kept.jsonl.gz");
+    let (ok, said) = call(record(&kept, &[]));
+    assert!(ok, "{said}");
+    let first = std::fs::read(&kept).unwrap();
+    let listing = names(d);
+    let (ok, said) = call(record(&kept, &["--set", "nosuchknob=1"]));
+    assert!(!ok && said.contains("nosuchknob"), "{said}");
+    assert_eq!(
+        std::fs::read(&kept).unwrap(),
+        first,
+        "the recording is whole"
+    );
+    assert_eq!(names(d), listing, "nothing left beside it");
+    // One that succeeds replaces it and keeps the old one as .old.
+    let (ok, said) = call(record(&kept, &[]));
+    assert!(ok && said.contains("kept as"), "{said}");
+    assert_eq!(std::fs::read(o("kept.jsonl.gz.old")).unwrap(), first);
+    let again = llctop::record::reader::open(&kept).unwrap();
+    assert!(!again.snapshots.is_empty());
+}
+
+/// A gzip of `n` bytes of `line` repeated (compressed as it is made: a few MB at most).
+fn gz_of(path: &Path, head: &str, line: &[u8], n: usize) {
+    use std::io::Write as _;
+    let f = std::fs::File::create(path).unwrap();
+    let mut z = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    z.write_all(head.as_bytes()).unwrap();
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(1 << 20).collect();
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(chunk.len());
+        z.write_all(&chunk[..k]).unwrap();
+        left -= k;
+    }
+    z.finish().unwrap();
+}
+
+/// A recording of nothing but newlines (256 MiB of them in a few hundred KB of gzip), or
+/// of a header and a flood of lines of unknown types, is refused in about the time its
+/// first thousand lines take — by report, report --html, diff and export.
+#[test]
+fn a_flood_of_blank_or_unknown_lines_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = fixture("numa-6.1-procfs.jsonl")
+        .lines()
+        .next()
+        .unwrap()
+        .to_string()
+        + "\n";
+    let blank = dir.path().join("blank.jsonl.gz");
+    gz_of(&blank, &header, b"\n", 256 << 20);
+    let unknown = dir.path().join("unknown.jsonl.gz");
+    gz_of(
+        &unknown,
+        &header,
+        b"{\"type\":\"from-the-future\"}\n",
+        64 << 20,
+    );
+    let bare = dir.path().join("bare.jsonl.gz");
+    gz_of(&bare, "", b"\n", 256 << 20);
+    let out = dir.path().join("out");
+    for (f, why) in [
+        (&blank, "blank lines"),
+        (&unknown, "does not know"),
+        (&bare, "blank lines"),
+    ] {
+        for args in [
+            vec!["report".as_ref(), f.as_os_str()],
+            vec![
+                "report".as_ref(),
+                "--html".as_ref(),
+                out.as_os_str(),
+                f.as_os_str(),
+            ],
+            vec![
+                "export".as_ref(),
+                "--perfetto".as_ref(),
+                f.as_os_str(),
+                "-o".as_ref(),
+                out.as_os_str(),
+            ],
+            vec!["diff".as_ref(), f.as_os_str(), f.as_os_str()],
+        ] {
+            let t0 = std::time::Instant::now();
+            let (ok, said) = attempt(&args);
+            let took = t0.elapsed();
+            assert!(!ok && said.contains(why), "{args:?}: {said}");
+            assert!(
+                took < std::time::Duration::from_secs(10),
+                "{args:?} took {took:?}"
+            );
+            println!(
+                "{:?} {}: refused in {took:?}",
+                f.file_name().unwrap(),
+                args[0].to_string_lossy()
+            );
+        }
+        assert!(!out.exists(), "no output left by a refused read");
+    }
+}
+
+/// A long export is stopped by SIGINT within a second or so, and leaves no file.
+#[test]
+fn export_stops_on_a_signal_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A long recording: the fixture's snapshots again and again, numbered on.
+    let text = fixture("numa-6.1-procfs.jsonl");
+    let mut lines = text.lines();
+    let mut out = lines.next().unwrap().to_string() + "\n";
+    let snaps: Vec<Value> = lines
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "snapshot")
+        .collect();
+    let mut seq = 0u64;
+    let mut mono = 1_000_000_000u64;
+    while out.len() < 200 << 20 {
+        for s in &snaps {
+            let mut s = s.clone();
+            s["seq"] = seq.into();
+            mono += 1_000_000_000;
+            s["time"]["mono_ns"] = mono.into();
+            out.push_str(&serde_json::to_string(&s).unwrap());
+            out.push('\n');
+            seq += 1;
+        }
+    }
+    let rec = dir.path().join("long.jsonl");
+    std::fs::write(&rec, out).unwrap();
+    let trace = dir.path().join("long.pftrace");
+    let mut child = Command::new(BIN)
+        .args(["export", "--perfetto"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&trace)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still exporting ({seq} snapshots)"
+    );
+    // SAFETY: kill(2) of our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "SIGINT ignored"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    println!(
+        "export of {seq} snapshots stopped {:?} after SIGINT",
+        t0.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    assert!(!trace.exists(), "a stopped export leaves no file");
+}
+
+/// `llctop ab -- CMD` where CMD ignores SIGTERM: the experiment ends, the knob is put back,
+/// and the command (and what it started) is killed after the grace — nothing orphaned.
+#[test]
+fn ab_leaves_no_command_running_that_ignored_sigterm() {
+    let (dir, root) = knob_fixture();
+    let j = dir.path().join("journal.json");
+    let marker = format!("llctop-stubborn-{}", std::process::id());
+    let out = common::llctop(
+        &root,
+        &j,
+        &[
+            "--interval",
+            "200ms",
+            "--source",
+            "procfs",
+            "ab",
+            "sched.migration_cost_ns=500000,0",
+            "--window",
+            "1s",
+            "--warmup",
+            "0s",
+            "--rounds",
+            "1",
+            "--steady",
+            "--",
+            "bash",
+            "-c",
+            &format!("trap '' TERM; exec -a {marker} sleep 600"),
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(COST))
+            .unwrap()
+            .trim(),
+        "500000",
+        "the knob as it began"
+    );
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(&marker));
+    assert!(!left, "the command was left running: {err}");
 }

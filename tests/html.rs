@@ -411,3 +411,68 @@ fn pages_of_bad_recordings_say_what_they_cannot_draw() {
         assert!(b.dom.contains("<h1>"), "{name}");
     }
 }
+
+/// A page grows with the recording's time, not with its events: 200,000 markers (the
+/// recording's 13 snapshots each followed by some 15,000) make a page the size of one
+/// without them (the first 500 listed and drawn, lines a few pixels apart merged, the rest
+/// counted); the text report says the same.
+#[test]
+fn a_page_grows_with_time_not_with_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("numa-6.1-procfs.jsonl")).unwrap();
+    let mut lines = text.lines();
+    let mut out = lines.next().unwrap().to_string() + "\n";
+    let mut k = 0u64;
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["type"] != "snapshot" {
+            continue;
+        }
+        let (seq, mono) = (
+            v["seq"].as_u64().unwrap(),
+            v["time"]["mono_ns"].as_u64().unwrap(),
+        );
+        for j in 0..16_000u64 {
+            out.push_str(&format!(
+                "{{\"type\":\"marker\",\"after_seq\":{seq},\"unix_ns\":1,\"mono_ns\":{},\"label\":\"m{k}\"}}\n",
+                mono + j * 1000
+            ));
+            k += 1;
+        }
+    }
+    assert!(k >= 200_000);
+    let rec = dir.path().join("markers.jsonl");
+    std::fs::write(&rec, out).unwrap();
+    let plain = dir.path().join("plain.html");
+    let page = dir.path().join("markers.html");
+    llctop(&[
+        os("report"),
+        os("--html"),
+        plain.as_os_str(),
+        fixture("numa-6.1-procfs.jsonl").as_os_str(),
+    ]);
+    llctop(&[
+        os("report"),
+        os("--html"),
+        page.as_os_str(),
+        rec.as_os_str(),
+    ]);
+    let (a, b) = (
+        std::fs::metadata(&plain).unwrap().len(),
+        std::fs::metadata(&page).unwrap().len(),
+    );
+    println!("{k} markers: page {b} bytes, without them {a} bytes");
+    assert!(b < 4 * a, "{b} bytes against {a}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!("and {} more markers", k - 500)),
+        "said on the page"
+    );
+    let report = llctop(&[os("report"), rec.as_os_str()]);
+    assert!(
+        report.contains(&format!("… and {} more markers", k - 500)),
+        "{report}"
+    );
+}

@@ -1214,3 +1214,79 @@ fn resctrl_mount_on_this_kernel_is_undone_or_refused_cleanly() {
     let left = llctop::knobs::journal::Journal::new(&j).entries().unwrap();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A tree handed to llctop (`--sysroot`) cannot make it read what is not the tree's: a
+/// counter that is a link to a secret outside, one that is a FIFO, an info file linked to
+/// /dev/zero. The run ends on time, no byte of the secret is in the recording or its
+/// report, and the files are said to be refused.
+#[test]
+fn links_out_fifos_and_devices_in_a_tree_are_refused_never_read() {
+    let t = Tree::new(Spec::intel_snc2());
+    let secret = t.path().join("outside-secret");
+    std::fs::write(&secret, "root:*:20228:0:99999:7:::\n").unwrap();
+    let leaf = "mon_L3_00/mon_sub_L3_00";
+    let occ = t.counter("", leaf, "llc_occupancy");
+    std::fs::remove_file(&occ).unwrap();
+    // Outside the tree (--sysroot is the tree's `root`): its parent dir is the tree's top.
+    let outside = tempfile::tempdir().unwrap();
+    let far = outside.path().join("shadow");
+    std::fs::write(&far, "root:*:20228:0:99999:7:::\n").unwrap();
+    std::os::unix::fs::symlink(&far, &occ).unwrap();
+    let total = t.counter("", leaf, "mbm_total_bytes");
+    std::fs::remove_file(&total).unwrap();
+    let c = std::ffi::CString::new(total.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let rmids = t.mount().join("info/L3_MON/num_rmids");
+    std::fs::remove_file(&rmids).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &rmids).unwrap();
+    let out = t.path().join("run.jsonl");
+    let j = t.path().join("journal.json");
+    let started = std::time::Instant::now();
+    let mut child = common::llctop(
+        &t.root,
+        &j,
+        &[
+            "--source",
+            "procfs",
+            "--interval",
+            "200ms",
+            "record",
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "2s",
+        ],
+    )
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "hung on the tree"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_llctop"))
+        .arg("report")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&report.stdout);
+    for what in [&text, &err, &report.to_string()] {
+        assert!(!what.contains("20228"), "the secret leaked: {what}");
+    }
+    assert!(
+        text.contains("outside --sysroot") || text.contains("not a regular file"),
+        "the refusal is said in the recording"
+    );
+    println!("ended in {:?}", started.elapsed());
+}

@@ -606,3 +606,133 @@ fn an_exported_recording_holds_its_figures() {
         println!("{name}: {checked} counter values checked, {recorded_migs} migrations");
     }
 }
+
+/// The BPF programs process `pid` holds (its descriptors' fdinfo naming a program type).
+fn programs_held(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("prog_type:"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn numa_balancing() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// `trace -- CMD` where CMD ignores SIGTERM: after SIGINT the knob `--set` changed is put
+/// back and the BPF programs are let go *at once*, while llctop gives the command its
+/// grace; then it is killed (with what it started) and llctop exits — never a wait for ever.
+#[test]
+#[ignore = "needs root"]
+fn a_command_that_ignores_sigterm_holds_neither_knob_nor_programs() {
+    require_root();
+    let before = numa_balancing();
+    let other = if before == "0" { "1" } else { "0" };
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("llctop-stubborn-trace-{}", std::process::id());
+    let mut child = Command::new(BIN)
+        .args(["--journal"])
+        .arg(dir.path().join("journal.json"))
+        .args(["trace", "-o"])
+        .arg(dir.path().join("t.pftrace"))
+        .args([
+            "--set",
+            &format!("numa_balancing={other}"),
+            "--",
+            "bash",
+            "-c",
+        ])
+        .arg(format!("trap '' TERM; exec -a {marker} sleep 600"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while numa_balancing() == before || programs_held(child.id()) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the trace never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) of our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let mut freed = None;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if freed.is_none() && numa_balancing() == before && programs_held(child.id()) == 0 {
+            freed = Some(t0.elapsed());
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "still running 10 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let ended = t0.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    println!(
+        "{err}knob and programs let go {freed:?} after SIGINT; llctop ended after {ended:?} ({status:?})"
+    );
+    let freed =
+        freed.expect("knob restored and programs released while the command was given its grace");
+    assert!(freed < ended, "released before the wait");
+    assert!(err.contains("did not end on SIGTERM: killed"), "{err}");
+    assert_eq!(numa_balancing(), before);
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(&marker));
+    assert!(!left, "the command outlived llctop");
+    assert_eq!(status.code(), Some(130));
+}
+
+/// `trace -o EXISTING` whose run never starts — a knob that does not exist, a value the
+/// knob refuses, a command that is not there — leaves the file as it was.
+#[test]
+fn a_trace_that_never_starts_leaves_an_existing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("old.pftrace");
+    std::fs::write(&f, b"an old trace").unwrap();
+    for (args, why) in [
+        (vec!["--set", "nosuchknob=1"], "nosuchknob"),
+        (vec!["--set", "numa_balancing=banana"], "numa_balancing"),
+        (vec!["--", "/no/such/program"], "no such program"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["--journal"])
+            .arg(dir.path().join("j.json"))
+            .args(["trace", "--duration", "1s", "-o"])
+            .arg(&f)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("tracing to"), "{args:?}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"an old trace", "{args:?}");
+        let others: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "old.pftrace" && n != "j.json")
+            .collect();
+        assert!(others.is_empty(), "{args:?}: {others:?}");
+    }
+}

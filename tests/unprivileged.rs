@@ -117,3 +117,40 @@ fn file_capabilities_bpf_and_perfmon_give_the_bpf_source_to_a_user() {
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "a user never writes a knob: {err}");
 }
+
+/// A `trace` refused for want of BPF, over a file the user had: the file is as it was
+/// (nothing truncated, nothing said as if tracing had begun).
+#[test]
+fn a_trace_refused_for_bpf_leaves_the_users_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: no arguments.
+    if unsafe { libc::geteuid() } == 0 {
+        // nobody must be able to reach and write the directory.
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        )
+        .unwrap();
+    }
+    let f = dir.path().join("mine.pftrace");
+    std::fs::write(&f, b"the user's old trace").unwrap();
+    // SAFETY: no arguments.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&f, Some(65534), Some(65534)).unwrap();
+    }
+    let out = unprivileged()
+        .args(["trace", "--duration", "1s", "-o"])
+        .arg(&f)
+        .output()
+        .expect("run llctop");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("needs the BPF source"), "{err}");
+    assert!(!err.contains("tracing to"), "{err}");
+    assert_eq!(std::fs::read(&f).unwrap(), b"the user's old trace");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing beside it"
+    );
+}

@@ -257,6 +257,43 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any bytes a client sends: split into lines within the bound (never a panic,
+        /// never more kept than the bound), and each line either passed on as a JSON-RPC
+        /// message or answered with a JSON-RPC error object.
+        #[test]
+        fn any_bytes_are_split_and_answered(
+            input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4096),
+            max in 1usize..512,
+        ) {
+            let mut count = 0;
+            split_lines(&input[..], max, |m| {
+                if let Input::Line(l) = &m {
+                    assert!(l.len() <= max);
+                    if let Some(a) = check(l) {
+                        assert_eq!(a["jsonrpc"], "2.0");
+                        let code = a["error"]["code"].as_i64().unwrap();
+                        assert!(code == -32700 || code == -32600, "{a}");
+                        assert!(a["id"].is_null() || a["id"].is_number() || a["id"].is_string());
+                    } else if !l.iter().all(u8::is_ascii_whitespace) {
+                        let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                        assert_eq!(v["jsonrpc"], "2.0");
+                    }
+                }
+                count += 1;
+                true
+            });
+            proptest::prop_assert!(count >= 1, "at least the end");
+        }
+
+        /// JSON-RPC-shaped messages with any id and method are passed on.
+        #[test]
+        fn well_formed_messages_pass(id in 0u64..u64::MAX, method in "[a-z/]{1,30}") {
+            let m = json!({"jsonrpc": "2.0", "id": id, "method": method}).to_string();
+            proptest::prop_assert!(check(m.as_bytes()).is_none());
+        }
+    }
+
     #[test]
     fn what_is_not_json_rpc_gets_its_error() {
         let code = |l: &[u8]| check(l).map(|v| v["error"]["code"].as_i64().unwrap());

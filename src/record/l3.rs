@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::snapshot::{CacheMon, Snapshot, Unread};
-use crate::text::Esc;
 use crate::topology::Topology;
 use crate::units::{bytes, bytes_per_sec};
 
@@ -197,7 +196,7 @@ impl L3 {
                             100.0 * *v as f64 / total as f64
                         )
                     });
-                let name: String = format!("{pid} {}", Esc(&p.comm)).chars().take(12).collect();
+                let name = crate::text::cell(&format!("{pid} {}", p.comm), 12);
                 writeln!(out, "  {name:<12} {}{most}", p.fold.columns(None))?;
             }
         }

@@ -86,6 +86,14 @@ impl Summary {
                         .unwrap_or_default()
                 );
             }
+            if self.knobs_total > self.knobs.len() {
+                let _ = writeln!(
+                    out,
+                    "  … and {} more knob changes (the first {} are listed)",
+                    self.knobs_total - self.knobs.len(),
+                    self.knobs.len()
+                );
+            }
         }
         if !self.markers.is_empty() {
             let _ = writeln!(out, "\nMarkers (seconds from the start)");
@@ -96,6 +104,14 @@ impl Summary {
                     |s| format!("after #{s}"),
                 );
                 let _ = writeln!(out, "  {at:+7.1}s {:<24} {after}", Esc(&m.label));
+            }
+            if self.markers_total > self.markers.len() {
+                let _ = writeln!(
+                    out,
+                    "  … and {} more markers (the first {} are listed, and the split below is at them)",
+                    self.markers_total - self.markers.len(),
+                    self.markers.len()
+                );
             }
         }
         if self.snapshots == 0 {
@@ -238,9 +254,9 @@ impl Summary {
                 };
                 let _ = writeln!(
                     out,
-                    "  {:>8} {:<16} {:>9.2} {:>7} {:>6} {:>6}",
+                    "  {:>8} {} {:>9.2} {:>7} {:>6} {:>6}",
                     pid,
-                    Esc(&p.comm.chars().take(16).collect::<String>()),
+                    crate::text::cell(&p.comm, 16),
                     p.cpu as f64 / 1e9,
                     hit,
                     p.migs,
@@ -277,8 +293,7 @@ impl Summary {
         let mut from = "start".to_string();
         for i in 0..=cuts.len() {
             let to = cuts.get(i).map_or("end".to_string(), |c| c.to_string());
-            let name: String = format!("{from} → {to}").chars().take(28).collect();
-            let name = crate::text::escape(&name);
+            let name = crate::text::cell(&format!("{from} → {to}"), 28);
             from = to;
             let Some(part) = self.stretches.get(i).filter(|p| p.snapshots > 0) else {
                 let _ = writeln!(out, "  {name:<28} no snapshots");

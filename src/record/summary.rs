@@ -8,6 +8,9 @@ use crate::findings::pileup;
 use crate::snapshot::{ByDistance, EventKind, Precision, Snapshot, SourceState};
 use crate::topology::Distance;
 
+/// Knob changes and markers a report lists (and splits at), at most, each.
+pub const LISTED: usize = 500;
+
 /// Per-process totals over the recording.
 #[derive(Default)]
 pub(super) struct ProcTotal {
@@ -39,8 +42,13 @@ pub(super) struct Stretch {
 /// grow with the recording's length), rendered at the end.
 pub struct Summary {
     pub(super) header: super::Header,
+    /// The first [`LISTED`] knob changes and markers, and how many there were: a
+    /// recording of a million markers is reported in the memory and time of its first
+    /// ones (the page and the text say how many more there were).
     pub(super) knobs: Vec<crate::knobs::session::KnobEvent>,
+    pub(super) knobs_total: usize,
     pub(super) markers: Vec<super::Marker>,
+    pub(super) markers_total: usize,
     pub(super) recorded_findings: Vec<crate::findings::advisor::FindingLine>,
     pub(super) truncated: bool,
     pub(super) skipped_lines: u64,
@@ -79,7 +87,9 @@ impl Summary {
             busy_llc: vec![(0.0, 0); header.topology.llcs.len()],
             header,
             knobs: Vec::new(),
+            knobs_total: 0,
             markers: Vec::new(),
+            markers_total: 0,
             recorded_findings: Vec::new(),
             truncated: false,
             skipped_lines: 0,
@@ -115,8 +125,18 @@ impl Summary {
                 self.snapshot(&s);
                 self.trail.push_owned(&self.header.topology, s);
             }
-            Line::Knob(k) => self.knobs.push(k),
-            Line::Marker(m) => self.markers.push(m),
+            Line::Knob(k) => {
+                self.knobs_total += 1;
+                if self.knobs.len() < LISTED {
+                    self.knobs.push(k);
+                }
+            }
+            Line::Marker(m) => {
+                self.markers_total += 1;
+                if self.markers.len() < LISTED {
+                    self.markers.push(m);
+                }
+            }
             Line::KnobValues(k) => {
                 if self.header.knobs.is_empty() {
                     self.header.knobs = k;

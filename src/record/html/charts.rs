@@ -75,23 +75,77 @@ fn overlay(svg: String, layer: &str) -> String {
     }
 }
 
+/// Annotations closer than this many pixels are drawn as one line.
+const MERGE_PX: i32 = 3;
+/// Texts one merged line's title lists before "and N more".
+const MERGED_TEXTS: usize = 5;
+
+/// One drawn annotation line: where, its kind (the first's, or "many" when kinds mix),
+/// how many events it stands for and the first few texts.
+struct Drawn<'a> {
+    px: i32,
+    kind: &'a str,
+    n: usize,
+    texts: Vec<&'a str>,
+}
+
+/// The annotations as drawn lines: those within [`MERGE_PX`] of each other merged, so a
+/// chart holds at most one line every few pixels however many events a recording has
+/// (its title says how many it stands for).
+fn merge<'a>(anns: &'a [Annotation], xs: &[i32]) -> Vec<Drawn<'a>> {
+    let mut order: Vec<(i32, &Annotation)> = xs.iter().copied().zip(anns).collect();
+    order.sort_by_key(|(px, _)| *px);
+    let mut out: Vec<Drawn> = Vec::new();
+    for (px, a) in order {
+        match out.last_mut() {
+            Some(d) if px - d.px <= MERGE_PX => {
+                d.n += 1;
+                if d.kind != a.kind {
+                    d.kind = "many";
+                }
+                if d.texts.len() < MERGED_TEXTS {
+                    d.texts.push(&a.text);
+                }
+            }
+            _ => out.push(Drawn {
+                px,
+                kind: a.kind,
+                n: 1,
+                texts: vec![&a.text],
+            }),
+        }
+    }
+    out
+}
+
 /// Annotation lines at their pixel x over the plotting area's vertical span.
 fn annotations(anns: &[Annotation], xs: &[i32], y: (i32, i32)) -> String {
     let mut out = String::from("<g class=\"annotations\">");
-    for (a, &px) in anns.iter().zip(xs) {
-        let colour = match a.kind {
+    for d in merge(anns, xs) {
+        let colour = match d.kind {
             "knob" => "#1f77b4",
             "finding" => "#d62728",
+            "many" => "#7f3fbf",
             _ => "#555",
         };
+        let mut title = d.texts.join("\n");
+        if d.n > d.texts.len() {
+            title = format!(
+                "{} events here:\n{title}\n… and {} more",
+                d.n,
+                d.n - d.texts.len()
+            );
+        }
+        let px = d.px;
         out.push_str(&format!(
-            "<g class=\"annotation\" data-kind=\"{}\"><line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"transparent\" stroke-width=\"9\"><title>{}</title></line></g>",
-            a.kind,
+            "<g class=\"annotation\" data-kind=\"{}\" data-events=\"{}\"><line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"transparent\" stroke-width=\"9\"><title>{}</title></line></g>",
+            d.kind,
+            d.n,
             y.0,
             y.1,
             y.0,
             y.1,
-            esc(&a.text)
+            esc(&title)
         ));
     }
     out.push_str("</g>");

@@ -374,6 +374,18 @@ fn events(body: &mut String, sum: &Summary) {
             esc(&m.label)
         );
     }
+    for (what, listed, total) in [
+        ("knob changes", sum.knobs.len(), sum.knobs_total),
+        ("markers", sum.markers.len(), sum.markers_total),
+    ] {
+        if total > listed {
+            let _ = write!(
+                rows,
+                "<tr class=\"more\"><td></td><td></td><td>… and {} more {what} (the first {listed} are listed and drawn)</td></tr>",
+                total - listed
+            );
+        }
+    }
     if !rows.is_empty() {
         section(
             body,
@@ -414,8 +426,8 @@ pub(super) fn data(sum: &Summary, anns: &[Annotation]) -> serde_json::Value {
         "snapshots_per_column": sum.series.width,
         "llcs": llcs,
         "migrations": migs,
-        "knob_changes": sum.knobs.len(),
-        "markers": sum.markers.len(),
+        "knob_changes": sum.knobs_total,
+        "markers": sum.markers_total,
         "findings": sum.problems().len(),
         "annotations": anns.len(),
     })

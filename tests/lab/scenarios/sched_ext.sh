@@ -4,7 +4,8 @@
 #    knobs marked, `knobs set scheduler` refused, and it is left running;
 #  - the knob: `--set scheduler=scx_bpfland` for a recording, stopped at its end;
 #    `knobs set scheduler scx_lavd` (kept), then `knobs restore`;
-#  - a SIGKILLed llctop's scheduler stopped by `knobs restore`;
+#  - a SIGKILLed llctop's scheduler stopped by its parent-death signal, `knobs restore`
+#    clearing the journal;
 #  - bad input: an unknown name, a program that is not a scheduler (exits; never attaches);
 #  - `ab scheduler=eevdf,scx_bpfland -- CMD`, CMD two threads sharing a working set.
 # Each step's state is read from /sys/kernel/sched_ext, not from llctop.
@@ -62,12 +63,14 @@ rc=0; llctop knobs restore >/tmp/lavd_restore.out 2>&1 || rc=$?
 lab lavd_restore_rc $rc
 lab state_after_lavd_restore "$(cat $S/state)"
 
-# 3. A SIGKILLed llctop: its scheduler keeps running until `knobs restore`.
+# 3. A SIGKILLed llctop: its scheduler is told by its parent-death signal (SIGTERM) and
+#    detaches; `knobs restore` finds it gone and clears the journal.
 llctop --interval 500ms --source procfs live --set scheduler=scx_bpfland >/dev/null 2>&1 &
 victim=$!
 wait_state enabled
 kill -KILL $victim
 wait $victim || true
+wait_state disabled
 usleep 500000
 lab state_after_kill "$(cat $S/state)"
 lab scx_alive_after_kill "$(pidof scx_bpfland || echo none)"
