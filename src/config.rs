@@ -97,7 +97,7 @@ fn warn_once(var: &'static str, why: &str) {
         && !w.contains(&var)
     {
         w.push(var);
-        eprintln!(
+        crate::say!(
             "llctop: ${var} {why}: ignored (the XDG base directory spec asks for an absolute directory)",
         );
     }

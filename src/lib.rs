@@ -36,6 +36,7 @@ pub mod settings;
 pub mod signals;
 pub mod snapshot;
 pub mod source;
+pub mod stdout;
 pub mod suggest;
 pub mod text;
 pub mod topology;

@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         // The config file's schedulers are choices of the `scheduler` knob; a broken file
         // never keeps `knobs restore` from putting things back.
         if let Err(e) = llctop::settings::apply(&mut cli, &matches) {
-            eprintln!("llctop: {} (the config file is not used)", escape(&e));
+            llctop::say!("llctop: {} (the config file is not used)", escape(&e));
         }
         let root = KernelRoot::new(&cli.sysroot);
         let topo = topology::discover(&root).ok();
@@ -33,18 +33,26 @@ fn main() -> ExitCode {
     // Generated from the command line's definitions: no kernel, topology or theme needed.
     match &cli.command {
         Some(Command::Completions { shell }) => {
-            llctop::cli::completions(*shell, &mut std::io::stdout());
+            // Rendered first, then written the one way (a reader that goes away is no error).
+            let mut text = Vec::new();
+            llctop::cli::completions(*shell, &mut text);
+            llctop::stdout::write_bytes(&text);
             return ExitCode::SUCCESS;
         }
         Some(Command::Man { out_dir }) => {
             let res = match out_dir {
                 Some(d) => llctop::cli::man_pages(d),
-                None => llctop::cli::man_page(&mut std::io::stdout()),
+                None => {
+                    let mut page = Vec::new();
+                    llctop::cli::man_page(&mut page).map(|()| {
+                        llctop::stdout::write_bytes(&page);
+                    })
+                }
             };
             return match res {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("llctop: man: {}", escape(&e.to_string()));
+                    llctop::say!("llctop: man: {}", escape(&e.to_string()));
                     ExitCode::FAILURE
                 }
             };
@@ -55,16 +63,16 @@ fn main() -> ExitCode {
     let origins = match llctop::settings::apply(&mut cli, &matches) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("llctop: {}", escape(&e.to_string()));
+            llctop::say!("llctop: {}", escape(&e.to_string()));
             return ExitCode::from(2);
         }
     };
     if let Some(Command::Config { print }) = &cli.command {
         if *print {
-            print!("{}", llctop::settings::render(&cli, &origins));
+            llctop::out!("{}", llctop::settings::render(&cli, &origins));
         } else {
             let path = llctop::settings::path(cli.config.as_deref());
-            println!(
+            llctop::outln!(
                 "{} (llctop config --print shows the settings in effect)",
                 path.map_or_else(|| "no config directory".into(), |p| p.display().to_string())
             );
@@ -73,10 +81,10 @@ fn main() -> ExitCode {
     }
     let res = dispatch(cli);
     if let Err(e) = &res {
-        eprintln!("llctop: {}", escape(&e.to_string()));
+        llctop::say!("llctop: {}", escape(&e.to_string()));
     }
     if let Some(sig) = run::ended_by_signal() {
-        eprintln!("llctop: stopped by signal {sig}");
+        llctop::say!("llctop: stopped by signal {sig}");
         return ExitCode::from(128u8.saturating_add(u8::try_from(sig).unwrap_or(0)));
     }
     ExitCode::from(run::exit_code(&res))
@@ -90,11 +98,11 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
     let opts = cli.options();
     match cli.command.take() {
         Some(Command::Topology { json: true }) => {
-            println!("{}", serde_json::to_string_pretty(&topo)?);
+            llctop::outln!("{}", serde_json::to_string_pretty(&topo)?);
             Ok(())
         }
         Some(Command::Topology { json: false }) => {
-            print!("{}", guard(&topology::render::tree(&topo)));
+            llctop::out!("{}", guard(&topology::render::tree(&topo)));
             Ok(())
         }
         Some(Command::Report {
@@ -113,7 +121,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                 }
                 (true, None) => {
                     let rec = record::reader::open(&file)?;
-                    print!("{}", guard(&record::report::compare(&rec, json)?));
+                    llctop::out!("{}", guard(&record::report::compare(&rec, json)?));
                 }
                 (false, html) => {
                     // Read as a stream: no bound on the recording's length.
@@ -123,7 +131,9 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                         Some(out) => {
                             record::html::write(&out, &[&file], &record::html::report(&sum))?
                         }
-                        None => print!("{}", guard(&sum.render())),
+                        None => {
+                            llctop::out!("{}", guard(&sum.render()));
+                        }
                     }
                 }
             }
@@ -141,7 +151,9 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                     &[&inputs[0], &inputs[1]],
                     &record::html::diff(&a, &b),
                 )?,
-                None => print!("{}", guard(&record::diff::render(&a, &b))),
+                None => {
+                    llctop::out!("{}", guard(&record::diff::render(&a, &b)));
+                }
             }
             Ok(())
         }
@@ -228,7 +240,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             llctop::mcp::run(&opts, &root, &topo, m)
         }
         Some(Command::Keys) => {
-            print!("{}", tui::keymap::markdown_table());
+            llctop::out!("{}", tui::keymap::markdown_table());
             Ok(())
         }
         None if tui::launch::need_terminal().is_ok() => {

@@ -394,7 +394,7 @@ impl Output {
                         ));
                     }
                     if !said {
-                        eprintln!(
+                        crate::say!(
                             "llctop: {} is a FIFO no one reads yet: waiting for a reader (Ctrl-C stops)",
                             crate::text::escape(&path.display().to_string())
                         );
@@ -567,12 +567,12 @@ impl Drop for Output {
         }
         if self.keep {
             match self.commit_in_place() {
-                Ok(c) if c.old.is_some() => eprintln!(
+                Ok(c) if c.old.is_some() => crate::say!(
                     "llctop: {}{c}",
                     crate::text::escape(&self.path.display().to_string())
                 ),
                 Ok(_) => {}
-                Err(e) => eprintln!(
+                Err(e) => crate::say!(
                     "llctop: {}: {}",
                     crate::text::escape(&self.path.display().to_string()),
                     crate::text::escape(&e.to_string())

@@ -64,7 +64,7 @@ pub fn load(path: &Path, explicit: bool) -> Result<File, String> {
             return Ok(File::default());
         }
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && !explicit => {
-            eprintln!(
+            crate::say!(
                 "llctop: {}: {e}; the config file is not read",
                 path.display()
             );

@@ -169,8 +169,30 @@ fn stamped_waits_are_the_kernels_run_delay_too() {
     waits_match_run_delay(topo, bpf);
 }
 
+/// The kernel's final `run_delay` and runtime of child `c` once it has exited: read from
+/// /proc/PID/schedstat while it is a zombie (waitid WNOWAIT: not yet reaped), so the
+/// waits after its last own read — its print and exit — are in it too. Then reaped.
+fn final_schedstat(c: &mut Child) -> (u64, u64) {
+    let pid = c.id();
+    // SAFETY: siginfo_t is plain data waitid fills.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child with a valid siginfo_t.
+    let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+    assert_eq!(rc, 0, "waitid");
+    let s =
+        std::fs::read_to_string(format!("/proc/{pid}/schedstat")).expect("a zombie's schedstat");
+    let f: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    c.wait().expect("reap");
+    (f[1], f[0])
+}
+
 /// Two spinners pinned to one CPU, started and ended inside one window: each one's wait
-/// as llctop counts it against the kernel's run_delay the spinner read before it exited.
+/// as llctop counts it against the kernel's run_delay at its exit (read from the zombie:
+/// the run_delay the spinner read itself before printing misses the waits after it — on a
+/// loaded machine up to 12.6 ms of 525 ms were seen, 2.4%, past the 2% band).
 /// Some kernels (this VM's vendor 6.18) switch to a task now and then without the
 /// sched_switch tracepoint; where waits are summed at switch-in the wait that switch-in
 /// ended is then missing, and llctop says so in the row (`switches_unseen`). A spinner
@@ -195,18 +217,14 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
             .collect();
         let delays: Vec<(u32, u64, u64)> = spinners
             .into_iter()
-            .map(|c| {
+            .map(|mut c| {
                 let pid = c.id();
-                let out = c.wait_with_output().expect("spin output");
-                let said = String::from_utf8_lossy(&out.stdout).into_owned();
-                assert!(out.status.success(), "spin: {said}");
-                let field = |name: &str| -> u64 {
-                    said.lines()
-                        .find_map(|l| l.strip_prefix(name))
-                        .and_then(|d| d.trim().parse().ok())
-                        .unwrap_or_else(|| panic!("spin said no {name}: {said:?}"))
-                };
-                (pid, field("run_delay_ns "), field("runtime_ns "))
+                let mut said = String::new();
+                std::io::Read::read_to_string(&mut c.stdout.take().expect("stdout"), &mut said)
+                    .expect("spin output");
+                assert!(said.contains("run_delay_ns "), "spin: {said}");
+                let (run_delay, runtime) = final_schedstat(&mut c);
+                (pid, run_delay, runtime)
             })
             .collect();
         let s = sample(&topo, &mut bpf);
@@ -220,9 +238,8 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
                 r.cpu_time_ns
             );
             if bpf.settles_tasks() {
-                // Its last slice, after it read its schedstat, is llctop's only.
                 assert!(
-                    r.cpu_time_ns >= kernel_ran && r.cpu_time_ns - kernel_ran <= kernel_ran / 50,
+                    r.cpu_time_ns.abs_diff(kernel_ran) <= kernel_ran / 50,
                     "spinner {pid}: llctop runtime {} ns vs the kernel's {kernel_ran} ns",
                     r.cpu_time_ns
                 );
@@ -232,8 +249,7 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
                 kernel > 100_000_000,
                 "the spinners must wait for each other"
             );
-            // After reading its run_delay the spinner prints and exits: a last wait of a
-            // slice at most may follow, counted by llctop only.
+            // Both are the spinner's whole life: the same sum, to the band.
             let close = (ours as f64 - kernel as f64).abs() <= 0.02 * kernel as f64;
             if unseen == 0 {
                 assert!(

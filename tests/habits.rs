@@ -206,3 +206,76 @@ fn the_config_file_sets_defaults_the_command_line_overrides() {
     let err = String::from_utf8_lossy(&run(&["config", "--print"]).stderr).to_string();
     assert!(err.contains(&at) && err.contains("tehme"), "{err}");
 }
+
+/// A reader that goes away — `llctop … | head -c 1` — never makes llctop panic: every
+/// subcommand that prints ends quietly with status 0 (as `ripgrep | head` does), with
+/// stdout and with stderr closed under it; a run's knobs are still restored (a live run
+/// whose line cannot be written ends as on `q`).
+#[test]
+fn every_subcommand_piped_into_head_ends_quietly() {
+    let rec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recordings/numa-6.1-procfs.jsonl"
+    );
+    let ab = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recordings/ab-7.2.jsonl"
+    );
+    let cases: Vec<String> = vec![
+        "--source procfs --interval 200ms live --duration 3s".into(),
+        "--source procfs --interval 200ms".into(),
+        "topology".into(),
+        "topology --json".into(),
+        format!("report {rec}"),
+        format!("report --compare {ab}"),
+        format!("report --compare --json {ab}"),
+        format!("diff {rec} {rec}"),
+        "knobs list".into(),
+        "knobs list --json".into(),
+        "knobs describe numa_balancing".into(),
+        "knobs profiles".into(),
+        "keys".into(),
+        "config --print".into(),
+        "config".into(),
+        "completions bash".into(),
+        "completions zsh".into(),
+        "completions fish".into(),
+        "man".into(),
+        "--help".into(),
+        "--version".into(),
+    ];
+    for args in &cases {
+        // Stdout into the pipe (stderr kept to look for a panic), then stderr into it (the
+        // run without a subcommand and a duration would print to /dev/null for ever).
+        let endless = !args.contains("--duration") && args.contains("--interval");
+        for what in ["stdout", "stderr"] {
+            if what == "stderr" && endless {
+                continue;
+            }
+            let shell = if what == "stdout" {
+                format!("set -o pipefail; {BIN} {args} | head -c 1 >/dev/null")
+            } else {
+                format!("set -o pipefail; {BIN} {args} 2>&1 >/dev/null | head -c 1 >/dev/null")
+            };
+            let out = Command::new("bash")
+                .args(["-c", &shell])
+                .env("XDG_CONFIG_HOME", "/nonexistent")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !err.contains("panicked"),
+                "llctop {args} ({what} closed): {err}"
+            );
+            assert!(
+                !err.contains("Broken pipe"),
+                "llctop {args} ({what} closed): {err}"
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "llctop {args} ({what} closed): {err}"
+            );
+        }
+    }
+}

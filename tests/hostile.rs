@@ -941,3 +941,42 @@ fn ab_leaves_no_command_running_that_ignored_sigterm() {
         .any(|c| String::from_utf8_lossy(&c).contains(&marker));
     assert!(!left, "the command was left running: {err}");
 }
+
+/// `llctop live --set … | head -1`: the reader goes away after a line; llctop ends as on
+/// `q` — the knob restored, status 0, no panic — and its status lines are on stderr only.
+#[test]
+fn a_live_run_whose_reader_goes_away_restores_its_knob() {
+    let (dir, root) = knob_fixture();
+    let j = dir.path().join("journal.json");
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "set -o pipefail; {BIN} --sysroot {} --journal {} --source procfs --interval 200ms live --set sched.migration_cost_ns=0 | head -1",
+                root.root().display(),
+                j.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("restored sched.migration_cost_ns"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("read back"),
+        "the change is said on stderr: {stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(COST))
+            .unwrap()
+            .trim(),
+        "500000"
+    );
+}

@@ -37,14 +37,14 @@ pub enum KnobsCommand {
 }
 
 fn fail(e: &dyn std::fmt::Display, code: u8) -> u8 {
-    eprintln!("llctop: {}", Esc(&e.to_string()));
+    crate::say!("llctop: {}", Esc(&e.to_string()));
     code
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> u8 {
     match serde_json::to_string_pretty(v) {
         Ok(t) => {
-            println!("{t}");
+            crate::outln!("{t}");
             0
         }
         Err(e) => fail(&e, 1),
@@ -67,7 +67,7 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
             if json {
                 return print_json(s.registry());
             }
-            print!("{}", crate::text::guard(&render::list(s.registry())));
+            crate::out!("{}", crate::text::guard(&render::list(s.registry())));
             0
         }
         KnobsCommand::Get { id, json } => {
@@ -82,13 +82,13 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
             }
             match reg.read_value(&knob) {
                 Ok(v) => {
-                    println!("{}", Esc(&v));
+                    crate::outln!("{}", Esc(&v));
                     0
                 }
                 Err(e) => match &knob.value {
                     // The lockdown fallback knows the value without opening the file.
                     Some(v) if knob.value_source.is_some() => {
-                        println!("{}", Esc(v));
+                        crate::outln!("{}", Esc(v));
                         0
                     }
                     _ => fail(&e, 6),
@@ -99,7 +99,7 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
             s.read_domains();
             match s.registry_mut().resolve(&id) {
                 Ok(k) => {
-                    print!("{}", crate::text::guard(&render::describe(k)));
+                    crate::out!("{}", crate::text::guard(&render::describe(k)));
                     0
                 }
                 Err(e) => fail(&e, 3),
@@ -142,7 +142,9 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
                 Err(e) => return fail(&e, 3),
             };
             s.read_domains();
-            match apply_profile(s, &profile) {
+            match apply_profile(s, &profile, &|l| {
+                crate::outln!("{l}");
+            }) {
                 Ok(()) => 0,
                 Err(e) => fail(&e, e.exit_code()),
             }
@@ -151,12 +153,12 @@ pub fn run(s: &mut Session, command: KnobsCommand) -> u8 {
         KnobsCommand::Profiles { json } => {
             let (all, errors) = profile::load_all(profile::user_dir().as_deref());
             for e in &errors {
-                eprintln!("llctop: {}", Esc(&e.to_string()));
+                crate::say!("llctop: {}", Esc(&e.to_string()));
             }
             if json {
                 return print_json(&all).max(u8::from(!errors.is_empty()));
             }
-            print!("{}", crate::text::guard(&render::profiles(&all)));
+            crate::out!("{}", crate::text::guard(&render::profiles(&all)));
             u8::from(!errors.is_empty())
         }
     }
@@ -166,7 +168,7 @@ fn restore(s: &mut Session, ids: &[String]) -> u8 {
     match s.restore_journal(ids) {
         Ok((ok, failed)) => {
             for e in s.take_events() {
-                println!(
+                crate::outln!(
                     "{}: {} -> {} (restored)",
                     Esc(&e.id),
                     Esc(&e.old),
@@ -183,10 +185,10 @@ fn restore(s: &mut Session, ids: &[String]) -> u8 {
                 } else {
                     "removed"
                 };
-                println!("{}: {what} (restored)", Esc(id));
+                crate::outln!("{}: {what} (restored)", Esc(id));
             }
             if ok.is_empty() && failed.is_empty() {
-                println!(
+                crate::outln!(
                     "nothing to restore (journal {})",
                     Esc(&s.journal().path().display().to_string())
                 );
@@ -201,30 +203,40 @@ fn restore(s: &mut Session, ids: &[String]) -> u8 {
     }
 }
 
-/// Tell the operator what a change did: the values, and whether it stays or is
-/// restored on exit.
-pub fn print_change(s: &Session, c: &session::Change) {
+/// What a change did, for the operator: the values, and whether it stays or is restored
+/// on exit (escaped).
+pub fn describe_change(s: &Session, c: &session::Change) -> String {
     let (id, old, new) = (Esc(&c.id), Esc(&c.old), Esc(&c.new));
     if c.old == c.new {
-        println!("{id}: already {new}");
+        format!("{id}: already {new}")
     } else if s.options().keep_changes {
-        println!(
+        format!(
             "{id}: {old} -> {new} (read back; journaled in {}: `llctop knobs restore` puts back the original)",
             Esc(&s.journal().path().display().to_string())
-        );
+        )
     } else {
-        println!("{id}: {old} -> {new} (read back; restored on exit)");
+        format!("{id}: {old} -> {new} (read back; restored on exit)")
     }
 }
 
-/// Apply a profile as one step, saying what was skipped and what changed.
-pub fn apply_profile(s: &mut Session, p: &profile::Profile) -> Result<(), session::KnobError> {
+/// `llctop knobs`' output: what a change did, on stdout (the command's result).
+pub fn print_change(s: &Session, c: &session::Change) {
+    crate::outln!("{}", describe_change(s, c));
+}
+
+/// Apply a profile as one step, telling what was skipped and what changed (each line to
+/// `tell`: stdout for `llctop knobs`, stderr for a run's `--profile`).
+pub fn apply_profile(
+    s: &mut Session,
+    p: &profile::Profile,
+    tell: &dyn Fn(&str),
+) -> Result<(), session::KnobError> {
     let (plan, skipped) = p.plan(s.registry_mut());
     for sk in skipped {
-        println!("{}: skipped {}", Esc(&p.name), Esc(&sk));
+        tell(&format!("{}: skipped {}", Esc(&p.name), Esc(&sk)));
     }
     for c in s.apply(&p.name, &plan)? {
-        print_change(s, &c);
+        tell(&describe_change(s, &c));
     }
     Ok(())
 }

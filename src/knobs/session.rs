@@ -302,7 +302,7 @@ impl Session {
             Some("read sched domains"),
         );
         if let Err(e) = back {
-            eprintln!("llctop: putting sched/verbose back failed: {e}");
+            crate::say!("llctop: putting sched/verbose back failed: {e}");
         }
         match info {
             Some(info) => {
@@ -538,16 +538,16 @@ impl Drop for Session {
     fn drop(&mut self) {
         let (restored, failed) = self.finish();
         if !restored.is_empty() {
-            eprintln!("llctop: restored {}", Esc(&restored.join(", ")));
+            crate::say!("llctop: restored {}", Esc(&restored.join(", ")));
         }
         for e in failed {
-            eprintln!(
+            crate::say!(
                 "llctop: could not restore: {} (llctop knobs restore retries)",
                 Esc(&e.to_string())
             );
         }
         for n in self.take_notes() {
-            eprintln!("llctop: {}", Esc(&n));
+            crate::say!("llctop: {}", Esc(&n));
         }
     }
 }

@@ -283,7 +283,7 @@ mod tests {
     fn commands_are_programs_from_a_file_only_the_operator_writes() {
         let user = RunAs::lookup("nobody").ok().map(|_| "nobody");
         let Some(user) = user else {
-            eprintln!("skipped: no user nobody here");
+            crate::say!("skipped: no user nobody here");
             return;
         };
         let (_d, good) = file_with(0o644);

@@ -452,7 +452,7 @@ pub(super) fn serve(
                 // 10 s, back off, and keep serving the connections already open.
                 Err(e) => {
                     if said.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                        eprintln!("llctop mcp: accept: {e} (retrying)");
+                        crate::say!("llctop mcp: accept: {e} (retrying)");
                         said = Some(Instant::now());
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;

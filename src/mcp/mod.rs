@@ -165,7 +165,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
             res
         })
     };
-    eprintln!(
+    crate::say!(
         "llctop mcp: serving on {on} ({}; {mode}, recordings in {}{})",
         topo.summary(),
         m.dir.display(),

@@ -137,9 +137,9 @@ impl Workload {
 fn say(c: &Change) {
     let (id, old, new) = (Esc(&c.id), Esc(&c.old), Esc(&c.new));
     if c.old == c.new {
-        eprintln!("llctop: {id} already {new}");
+        crate::say!("llctop: {id} already {new}");
     } else {
-        eprintln!("llctop: {id}: {old} -> {new} (read back)");
+        crate::say!("llctop: {id}: {old} -> {new} (read back)");
     }
 }
 
@@ -157,7 +157,7 @@ fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), E
             Arm::A => {
                 if let Some(step) = s.undo()? {
                     for c in &step.changes {
-                        eprintln!(
+                        crate::say!(
                             "llctop: {}: {} -> {} (undone)",
                             Esc(&c.id),
                             Esc(&c.new),
@@ -308,7 +308,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 if !drift.is_empty() {
                     let w = runner.progress().window;
                     if said != Some(w) {
-                        eprintln!(
+                        crate::say!(
                             "llctop: window {}/{total} not counted: {}",
                             w + 1,
                             Esc(&drift.join("; "))
@@ -326,7 +326,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 let over = c.started.elapsed().saturating_sub(limit);
                 if over > Duration::ZERO && !timed_out {
                     timed_out = true;
-                    eprintln!(
+                    crate::say!(
                         "llctop: window {}/{total}: the command ran past --timeout {}: stopped, not counted",
                         runner.progress().window + 1,
                         humantime::format_duration(limit)
@@ -353,7 +353,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
             };
             cmd = None;
             timed_out = false;
-            eprintln!(
+            crate::say!(
                 "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
                 win.index + 1,
                 total,
@@ -415,12 +415,12 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         wr.finish()?;
     }
     if plan.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({"experiment": exp, "verdict": v}))?
         );
     } else {
-        print!("{}", crate::text::guard(&verdict::render(&exp, &v)));
+        crate::out!("{}", crate::text::guard(&verdict::render(&exp, &v)));
     }
     match error {
         Some(e) => Err(e),

@@ -20,7 +20,7 @@ pub fn run(
     duration: Option<Duration>,
     changes: &Changes,
 ) -> Result<(), Error> {
-    eprintln!("{}", topo.summary());
+    crate::say!("{}", topo.summary());
     let mut run = Run::start(opts, root, topo, duration)?;
     run.change_knobs(opts, root, topo, changes)?;
     let mut first = true;
@@ -29,15 +29,15 @@ pub fn run(
         if first {
             for s in &snap.sources {
                 if let Some(r) = &s.reason {
-                    eprintln!("  {} {:?}: {}", s.name, s.state, Esc(r));
+                    crate::say!("  {} {:?}: {}", s.name, s.state, Esc(r));
                 }
             }
             first = false;
         }
-        println!("{}", summary_line(snap));
+        crate::outln!("{}", summary_line(snap));
         for l in advisor.push(topo, snap) {
             if l.finding.kind != Kind::BlindSpots {
-                println!("{}", finding_line(&l));
+                crate::outln!("{}", finding_line(&l));
             }
         }
         true

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::collect::Collector;
-use crate::knobs::{self, Session, cli::print_change, journal, journal::Journal, profile, session};
+use crate::knobs::{self, Session, journal, journal::Journal, profile, session};
 use crate::kroot::KernelRoot;
 use crate::source;
 use crate::text::Esc;
@@ -104,13 +104,13 @@ pub fn knob_session(
 fn restore_orphans(s: &mut Session) {
     let (restored, failed) = s.restore_orphans();
     if !restored.is_empty() {
-        eprintln!(
+        crate::say!(
             "llctop: restored {} (left changed by an llctop run that ended without restoring)",
             Esc(&restored.join(", "))
         );
     }
     for e in failed {
-        eprintln!(
+        crate::say!(
             "llctop: could not restore a knob a killed run left changed: {}",
             Esc(&e.to_string())
         );
@@ -143,14 +143,15 @@ pub fn apply_changes(s: &mut Session, changes: &Changes) -> Result<(), Error> {
     s.read_domains();
     if let Some(name) = &changes.profile {
         let p = profile::find(name, profile::user_dir().as_deref())?;
-        knobs::cli::apply_profile(s, &p)?;
+        knobs::cli::apply_profile(s, &p, &|l| crate::say!("llctop: {l}"))?;
     }
     for kv in &changes.set {
         let Some((id, value)) = kv.split_once('=') else {
             return Err(format!("--set {kv:?}: expected ID=VALUE").into());
         };
         let c = s.set(id.trim(), value.trim())?;
-        print_change(s, &c);
+        // A run's status, on stderr: stdout is the run's output (`live`'s lines).
+        crate::say!("llctop: {}", knobs::cli::describe_change(s, &c));
     }
     Ok(())
 }
@@ -208,10 +209,10 @@ pub fn run_session(
 pub fn finish_session(s: &mut Session) {
     let (restored, failed) = s.finish();
     if !restored.is_empty() {
-        eprintln!("llctop: restored {}", Esc(&restored.join(", ")));
+        crate::say!("llctop: restored {}", Esc(&restored.join(", ")));
     }
     for e in &failed {
-        eprintln!(
+        crate::say!(
             "llctop: could not restore: {} (`llctop knobs restore` retries)",
             Esc(&e.to_string())
         );
@@ -220,11 +221,11 @@ pub fn finish_session(s: &mut Session) {
         RESTORE_FAILED.store(true, Ordering::Relaxed);
     }
     for n in s.take_notes() {
-        eprintln!("llctop: {}", Esc(&n));
+        crate::say!("llctop: {}", Esc(&n));
     }
     let kept = s.pending();
     if s.options().keep_changes && !kept.is_empty() {
-        eprintln!(
+        crate::say!(
             "llctop: kept {} (--keep-changes); `llctop knobs restore` puts the originals back",
             Esc(&kept.join(", "))
         );

@@ -87,7 +87,7 @@ pub fn run(
     if let Some(e) = error {
         return Err(e.into());
     }
-    eprintln!(
+    crate::say!(
         "llctop: wrote {n} snapshots to {}{committed}",
         Esc(&output.display().to_string())
     );

@@ -137,7 +137,7 @@ impl Server {
                 rt.block_on(async move {
                     match tokio::net::TcpListener::from_std(std_listener) {
                         Ok(l) => accept_loop(l, handler, h, stopped).await,
-                        Err(e) => eprintln!("llctop serve: listener: {e}"),
+                        Err(e) => crate::say!("llctop serve: listener: {e}"),
                     }
                 });
             })?;
@@ -216,7 +216,7 @@ async fn accept_loop(
                 }
                 let out = exhausted(&e);
                 if said.is_none_or(|t| t.elapsed() >= SAY_EVERY) {
-                    eprintln!(
+                    crate::say!(
                         "llctop serve: accept failed: {e}{}{}; still listening",
                         if unsaid > 0 {
                             format!(" ({unsaid} more since the last line)")

@@ -71,7 +71,7 @@ pub fn run(
     let mut server = http::Server::start(listen, handler)
         .map_err(|e| Error::from(format!("listen on {listen}: {e}")))?;
     let _ = health.set(Arc::clone(&server.health));
-    eprintln!(
+    crate::say!(
         "llctop serve: http://{}/metrics every {} ({}; at most {} connections)",
         server.local_addr(),
         humantime::format_duration(opts.interval),
@@ -112,7 +112,7 @@ pub fn run(
         }
     });
     server.stop();
-    eprintln!("llctop serve: stopped");
+    crate::say!("llctop serve: stopped");
     Ok(())
 }
 
@@ -124,7 +124,7 @@ fn log_sources(prev: &[SourceStatus], now: &[SourceStatus]) {
             continue;
         }
         let from = before.map_or("start".to_string(), |b| format!("{b:?}").to_lowercase());
-        eprintln!(
+        crate::say!(
             "llctop serve: source {} {from} → {}{}",
             s.name,
             format!("{:?}", s.state).to_lowercase(),

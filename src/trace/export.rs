@@ -154,7 +154,7 @@ pub fn run(rec: &Path, output: &Path, cpu_counters: bool) -> Result<(), crate::r
             crate::text::escape(&output.display().to_string())
         )
     })?;
-    eprintln!(
+    crate::say!(
         "llctop: exported {} snapshots, {} migrations, {} placements, {} knob changes, {} findings to {} ({} bytes)",
         e.snapshots,
         e.counts.migrations,
@@ -165,7 +165,7 @@ pub fn run(rec: &Path, output: &Path, cpu_counters: bool) -> Result<(), crate::r
         e.bytes
     );
     if committed.old.is_some() {
-        eprintln!(
+        crate::say!(
             "llctop: {}{committed}",
             crate::text::escape(&output.display().to_string())
         );

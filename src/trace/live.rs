@@ -333,7 +333,7 @@ pub fn run(
             return Err(e);
         }
     };
-    eprintln!(
+    crate::say!(
         "llctop: tracing to {} ({}; Ctrl-C stops)",
         Esc(&plan.output.display().to_string()),
         match (&plan.command, plan.duration) {
@@ -413,7 +413,7 @@ pub fn run(
         Some(c) => {
             let how = crate::child::stop(c.pid, crate::child::GRACE, || c.waiter.is_finished());
             if how == crate::child::Stopped::Killed {
-                eprintln!(
+                crate::say!(
                     "llctop: {} did not end on SIGTERM: killed",
                     Esc(&plan.command[0])
                 );
@@ -474,7 +474,7 @@ pub fn run(
     if let Some(c) = committed.filter(|c| c.old.is_some()) {
         line.push_str(&c.to_string());
     }
-    eprintln!("{line}");
+    crate::say!("{line}");
     let _ = std::io::stderr().flush();
     if let Some(e) = w.error {
         return Err(named(&format!("{e} (the trace is cut at its last whole packet)")).into());

@@ -36,7 +36,7 @@ pub fn themes(first: &str) -> Result<Vec<Theme>, Error> {
     }
     let (mut all, errors) = theme::load_all(theme::user_dir().as_deref());
     for e in errors {
-        eprintln!("llctop: theme: {e}");
+        crate::say!("llctop: theme: {e}");
     }
     let Some(i) = all.iter().position(|t| t.name == first) else {
         let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
@@ -149,8 +149,8 @@ pub fn live(
         let n = r.snapshots;
         let path = r.path.clone();
         match r.finish() {
-            Ok(()) => eprintln!("llctop: recorded {n} snapshots to {}", path.display()),
-            Err(e) => eprintln!("llctop: recording: {e}"),
+            Ok(()) => crate::say!("llctop: recorded {n} snapshots to {}", path.display()),
+            Err(e) => crate::say!("llctop: recording: {e}"),
         }
     }
     if let Some(mut s) = app.session.take() {

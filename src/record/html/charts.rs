@@ -75,7 +75,9 @@ fn overlay(svg: String, layer: &str) -> String {
     }
 }
 
-/// Annotations closer than this many pixels are drawn as one line.
+/// Up to this many annotations a chart draws each on its own line; past it, those closer
+/// than [`MERGE_PX`] pixels are drawn as one.
+const OWN_LINES: usize = 200;
 const MERGE_PX: i32 = 3;
 /// Texts one merged line's title lists before "and N more".
 const MERGED_TEXTS: usize = 5;
@@ -89,16 +91,17 @@ struct Drawn<'a> {
     texts: Vec<&'a str>,
 }
 
-/// The annotations as drawn lines: those within [`MERGE_PX`] of each other merged, so a
-/// chart holds at most one line every few pixels however many events a recording has
-/// (its title says how many it stands for).
+/// The annotations as drawn lines: each its own up to [`OWN_LINES`]; past that, those
+/// within [`MERGE_PX`] of each other merged, so a chart holds at most one line every few
+/// pixels however many events a recording has (its title says how many it stands for).
 fn merge<'a>(anns: &'a [Annotation], xs: &[i32]) -> Vec<Drawn<'a>> {
     let mut order: Vec<(i32, &Annotation)> = xs.iter().copied().zip(anns).collect();
     order.sort_by_key(|(px, _)| *px);
     let mut out: Vec<Drawn> = Vec::new();
+    let merge_px = if anns.len() > OWN_LINES { MERGE_PX } else { -1 };
     for (px, a) in order {
         match out.last_mut() {
-            Some(d) if px - d.px <= MERGE_PX => {
+            Some(d) if px - d.px <= merge_px => {
                 d.n += 1;
                 if d.kind != a.kind {
                     d.kind = "many";

@@ -178,7 +178,7 @@ pub fn write(
     page: &str,
 ) -> std::io::Result<()> {
     let committed = crate::output::write_whole(path, inputs, page.as_bytes())?;
-    println!(
+    crate::outln!(
         "wrote {} ({} KiB){committed}",
         crate::text::escape(&path.display().to_string()),
         page.len().div_ceil(1024)

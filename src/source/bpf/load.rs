@@ -22,7 +22,7 @@ static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn libbpf_print(_level: libbpf_rs::PrintLevel, msg: String) {
     if std::env::var_os("LLCTOP_LIBBPF_DEBUG").is_some() {
-        eprint!("{msg}");
+        crate::say!("{}", msg.trim_end_matches('\n'));
     }
     if let Ok(mut log) = LIBBPF_LOG.lock() {
         if log.len() > 200 {
@@ -143,11 +143,18 @@ impl BpfSource {
                             features: feats,
                         });
                     }
-                    Err(e) if is_permission(&e) && settle.is_some() => {
+                    // A walker refused for any reason (EPERM before the verifier runs, the
+                    // verifier itself): the program loads without it, and the source says why.
+                    Err(e) if settle.is_some() => {
                         refused = settle.map(|w| {
                             format!(
-                                "the kernel refused the task walker ({}: {e}): per-process runtime and waits summed at context switches",
-                                w.label()
+                                "the kernel refused the task walker ({}: {e}{}): per-process runtime and waits summed at context switches",
+                                w.label(),
+                                if is_permission(&e) {
+                                    String::new()
+                                } else {
+                                    format!("; libbpf: {}", last_libbpf_lines(2))
+                                }
                             )
                         });
                     }
