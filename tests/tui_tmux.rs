@@ -258,3 +258,28 @@ fn replay_of_a_recording_in_a_real_terminal() {
     t.keys(&["q"]);
     check_sane(&t);
 }
+
+/// The Overview's CPU cell at 100% busy: `  0 100%`, the CPU number and its busy apart
+/// (it read `0100%` when the figure took the cell's last column). A spinner pinned to
+/// CPU 0 makes it busy; procfs is enough (no root).
+#[test]
+fn a_cpu_at_full_busy_reads_apart_from_its_number() {
+    let t = Tmux::new("full");
+    let mut spin = Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+        .args(["spin", "0", "30"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    t.start(&format!(
+        "{BIN} --source procfs tui --interval 500ms; {AFTER}"
+    ));
+    let s = t.wait_until(|s| s.contains("  0 100%"), "CPU 0 at 100%");
+    assert!(
+        !s.contains("0100%"),
+        "the figure runs into the CPU number:\n{s}"
+    );
+    t.keys(&["q"]);
+    check_sane(&t);
+    spin.kill().unwrap();
+    spin.wait().unwrap();
+}

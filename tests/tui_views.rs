@@ -429,7 +429,7 @@ fn overview_shows_every_llc_with_cells_then_summaries() {
         has(&s, &format!("LLC {last}"), name);
         // CPU 3's cell (or CPU 1 on 2 CPUs) is hot with run-queue wait.
         let hot = 3 % topo.cpus.len();
-        has(&s, &format!("{hot:>3} 97%*"), name);
+        has(&s, &format!("{hot:>3}  97%*"), name);
         has(&s, "wait p50", name);
         has(&s, "MPKI 1.0", name);
     }
@@ -494,10 +494,10 @@ fn processes_view_sorts_filters_and_drills_into_a_pile_up() {
         // By name, then reversed.
         key(&mut app, KeyCode::Char('s'));
         assert_eq!(app.process_rows()[0].comm, "postgres", "{name}: by COMM");
-        has(&screen(&app, 160, 50), "COMM▼", name);
+        has(&screen(&app, 160, 50), "COMM▲", name);
         key(&mut app, KeyCode::Char('S'));
         assert_eq!(app.process_rows()[0].comm, "stream", "{name}: reversed");
-        has(&screen(&app, 160, 50), "COMM▲", name);
+        has(&screen(&app, 160, 50), "COMM▼", name);
         key(&mut app, KeyCode::Char('S'));
         // Sort by IPC: lowest first; filter; drill.
         for _ in 0..7 {
@@ -1322,4 +1322,68 @@ fn the_scheduler_in_charge_is_in_the_header_and_each_process_class_in_processes(
     has(&s, "CLS", "processes");
     has(&s, " ext ", "processes");
     has(&s, " fair ", "processes");
+}
+
+/// Replay's Knobs view lists the knobs the recording began with and their values at the
+/// position shown — at 120×30 too, where the change log does not fit (it said "listed
+/// below" and listed nothing).
+#[test]
+fn replay_knobs_view_lists_the_values_at_the_start_and_here() {
+    let topo = topology::synthetic(1, 2, 2);
+    let snaps: Vec<Snapshot> = (0..4).map(|i| fixture_snapshot(&topo, i)).collect();
+    let at = snaps[2].time.mono_ns - 1;
+    let mut header = llctop::record::Header::new(
+        (Some("h".into()), Some("7.2".into())),
+        Duration::from_secs(1),
+        topo.clone(),
+        Vec::new(),
+    );
+    header.knobs = [
+        ("numa_balancing".to_string(), "1".to_string()),
+        ("relax_domain_level".to_string(), "-1".to_string()),
+    ]
+    .into();
+    let mut rec = llctop::record::reader::Recording::of(header, snaps);
+    rec.knobs.push(llctop::knobs::session::KnobEvent {
+        id: "numa_balancing".into(),
+        path: "/proc/sys/kernel/numa_balancing".into(),
+        action: llctop::knobs::session::KnobAction::Set,
+        old: "1".into(),
+        new: "0".into(),
+        written: "0".into(),
+        read_back: "0".into(),
+        unix_ns: 1,
+        mono_ns: at,
+        label: None,
+    });
+    let mut app = App::replay(rec, "r.jsonl", themes());
+    key(&mut app, KeyCode::Char(' '));
+    key(&mut app, KeyCode::Char('7'));
+    app.pos = Some(0);
+    let s = screen(&app, 120, 30);
+    has(&s, "AT START", "replay knobs");
+    has(&s, "relax_domain_level", "replay knobs");
+    assert!(!s.contains("listed below"), "{s}");
+    has(&s, "0 changed by this point", "before the change");
+    app.pos = Some(3);
+    let s = screen(&app, 120, 30);
+    has(&s, "1 changed by this point", "after the change");
+    has(&s, "0 *", "the changed value marked");
+}
+
+/// `i` shows each reason whole, wrapped over the rows it needs (it was cut at the screen's
+/// width mid-sentence with rows free).
+#[test]
+fn i_shows_every_reason_whole() {
+    let topo = topology::synthetic(1, 2, 2);
+    let long = "this CPU reports no cache or memory-bandwidth monitoring (no cqm_occup_llc, cqm_mbm_total or cqm_mbm_local in /proc/cpuinfo; virtual machines rarely pass Intel RDT or AMD PQoS through, and the kernel offers resctrl only where the hardware has it) THE-LAST-WORDS";
+    let mut app = live_app_with(&topo, 2, |s| {
+        s.sources.push(SourceStatus::absent("resctrl", long));
+    });
+    key(&mut app, KeyCode::Char('i'));
+    for (w, h) in [(200, 50), (100, 40), (80, 24)] {
+        let s = screen(&app, w, h);
+        has(&s, "THE-LAST-WORDS", &format!("{w}×{h}"));
+        has(&s, "cqm_mbm_local", &format!("{w}×{h}"));
+    }
 }

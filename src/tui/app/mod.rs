@@ -210,6 +210,9 @@ pub struct App {
     pub status: Option<Status>,
     /// Knob changes: this session's (live) or the recording's (replay).
     pub knob_log: Vec<KnobEvent>,
+    /// Replay: the knob values the recording began with (its header, or its knob-values
+    /// line), by id.
+    pub start_knobs: std::collections::BTreeMap<String, String>,
     pub markers: Vec<Marker>,
     pub recording: Option<Recorder>,
     /// A trace running beside the TUI (`T`).
@@ -269,6 +272,7 @@ impl App {
             finding_sel: 0,
             status: None,
             knob_log: Vec::new(),
+            start_knobs: Default::default(),
             markers: Vec::new(),
             recording: None,
             tracing: None,
@@ -312,6 +316,7 @@ impl App {
         app.host = header.host.clone();
         app.kernel = header.kernel.clone();
         app.early_sources = header.sources.clone();
+        app.start_knobs = header.knobs.clone();
         app.replay = Some(Replay {
             file: file.to_string(),
             speed: 1.0,

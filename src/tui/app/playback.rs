@@ -127,6 +127,8 @@ impl App {
             }
             Line::Knob(k) => self.knob_log.push(k),
             Line::Marker(m) => self.markers.push(m),
+            // Written after the first interval by `record`: the values it began with.
+            Line::KnobValues(v) if self.start_knobs.is_empty() => self.start_knobs = v,
             _ => {}
         }
     }

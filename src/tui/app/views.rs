@@ -110,6 +110,15 @@ impl SortKey {
         }
     }
 
+    /// Whether its rows go up unreversed: names A→Z, the lowest hit and IPC first (the
+    /// processes in trouble), pids in order; every other figure goes high → low.
+    pub fn ascending(self) -> bool {
+        matches!(
+            self,
+            SortKey::Comm | SortKey::Hit | SortKey::Ipc | SortKey::Pid
+        )
+    }
+
     pub(super) fn next(self) -> SortKey {
         let i = SortKey::ALL.iter().position(|k| *k == self).unwrap_or(0);
         SortKey::ALL[(i + 1) % SortKey::ALL.len()]

@@ -17,9 +17,73 @@ use crate::findings::{Kind, Severity};
 use crate::snapshot::SourceState;
 use crate::tui::app::App;
 
-/// Problem lines shown for a terminal `height` rows high (the rest are summarised).
-fn max_problems(height: u16) -> usize {
-    (height as usize / 6).clamp(1, 6)
+/// Rows the expanded reasons may take on a terminal `height` rows high (what does not fit
+/// is counted on one more row).
+fn max_rows(height: u16) -> usize {
+    (height as usize / 3).clamp(2, 24)
+}
+
+/// `text` broken at spaces into lines of at most `width` columns (a word longer than a
+/// line is cut).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let (cw, ww) = (cur.chars().count(), word.chars().count());
+        if cw > 0 && cw + 1 + ww > width {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        while cur.chars().count() > width {
+            let head: String = cur.chars().take(width).collect();
+            let rest: String = cur.chars().skip(width).collect();
+            out.push(head);
+            cur = rest;
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The expanded header's reasons, each whole — wrapped over as many rows as it needs — as
+/// many as fit [`max_rows`], then one row saying how many more.
+fn problem_lines(app: &App, width: u16, screen_height: u16) -> Vec<Line<'static>> {
+    if !app.header_expanded {
+        return Vec::new();
+    }
+    let t = app.theme();
+    let probs = problems(app);
+    let budget = max_rows(screen_height);
+    let mut lines = Vec::new();
+    for (i, (state, text)) in probs.iter().enumerate() {
+        let (mark, style) = match state {
+            SourceState::Absent => ("✗ ", t.bad()),
+            _ => ("◐ ", t.warn()),
+        };
+        let wrapped = wrap(text, usize::from(width).saturating_sub(2));
+        let left = probs.len() - i;
+        // Room for this one whole, and for the "more" row if others follow.
+        if lines.len() + wrapped.len() + usize::from(left > 1) > budget {
+            lines.push(Line::styled(
+                format!("… {left} more (see the views; 7 Knobs for knobs)"),
+                t.dim(),
+            ));
+            break;
+        }
+        for (j, w) in wrapped.into_iter().enumerate() {
+            lines.push(Line::from(vec![
+                Span::styled(if j == 0 { mark } else { "  " }, style),
+                Span::raw(w),
+            ]));
+        }
+    }
+    lines
 }
 
 fn problems(app: &App) -> Vec<(SourceState, String)> {
@@ -74,15 +138,9 @@ fn findings_line(app: &App) -> Option<Line<'static>> {
     ]))
 }
 
-/// Rows the header takes on a terminal `screen_height` rows high.
-pub fn height(app: &App, screen_height: u16) -> u16 {
-    let n = problems(app).len();
-    let max = max_problems(screen_height);
-    let p = match (app.header_expanded, n > max) {
-        (false, _) => 0,
-        (true, true) => max + 1,
-        (true, false) => n,
-    };
+/// Rows the header takes on a terminal `width`×`screen_height`.
+pub fn height(app: &App, width: u16, screen_height: u16) -> u16 {
+    let p = problem_lines(app, width, screen_height).len();
     2 + p as u16 + u16::from(app.replay.is_some()) + u16::from(findings_line(app).is_some())
 }
 
@@ -149,7 +207,6 @@ fn sources_line(app: &App, with_reasons: bool) -> Vec<Span<'static>> {
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
-    let max = max_problems(screen_height);
     let t = app.theme();
     let mut lines = Vec::new();
 
@@ -253,30 +310,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     if let Some(l) = findings_line(app) {
         lines.push(l);
     }
-    let probs = if app.header_expanded {
-        problems(app)
-    } else {
-        Vec::new()
-    };
-    for (state, text) in probs.iter().take(max) {
-        let (mark, style) = match state {
-            SourceState::Absent => ("✗ ", t.bad()),
-            _ => ("◐ ", t.warn()),
-        };
-        lines.push(Line::from(vec![
-            Span::styled(mark, style),
-            Span::raw(text.clone()),
-        ]));
-    }
-    if probs.len() > max {
-        lines.push(Line::styled(
-            format!(
-                "… {} more (see the views; 7 Knobs for knobs)",
-                probs.len() - max
-            ),
-            t.dim(),
-        ));
-    }
+    lines.extend(problem_lines(app, area.width, screen_height));
     if app.replay.is_some() {
         lines.push(timeline(app, area.width as usize));
     }

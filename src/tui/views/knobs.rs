@@ -2,8 +2,9 @@
 //! kernel's reason when read-only); `x` toggles, Enter edits, `u` undoes, `p` applies a
 //! profile. Below: the selected knob's description and what its values mean here, and
 //! the log of changes with what was written and read back; while an A/B experiment runs
-//! (`a`), its windows and then its verdict take the description's place. In replay, the
-//! recording's knob changes up to the position shown.
+//! (`a`), its windows and then its verdict take the description's place. In replay: every
+//! knob's value when the recording began and at the position shown, and (on a tall
+//! terminal) the changes up to there.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -20,7 +21,6 @@ use crate::tui::app::{App, ViewId};
 const LOG_FROM: u16 = 30;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
-    let t = app.theme();
     // The list first: the change log only on a terminal tall enough for both.
     let log_h = if area.height >= LOG_FROM { 7 } else { 0 };
     let [list_area, detail_area, log_area] = Layout::vertical([
@@ -30,19 +30,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     match &app.session {
-        None => {
-            f.render_widget(
-                Paragraph::new(vec![
-                    Line::styled(
-                        "replay: the recording's knob changes are listed below",
-                        t.dim(),
-                    ),
-                    Line::styled("(knobs are changed only in a live session)", t.dim()),
-                ])
-                .block(block(app, "Knobs")),
-                list_area,
-            );
-        }
+        None => draw_replayed(f, list_area, app),
         Some(s) => draw_list(f, list_area, app, s, log_h > 0),
     }
     match &app.experiment {
@@ -55,6 +43,73 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     if let Some(i) = app.profile_pick {
         draw_picker(f, area, app, i);
     }
+}
+
+/// Replay: every knob the recording knows — its value when the recording began and at the
+/// position shown (the changes up to there applied), the changed ones first and marked.
+fn draw_replayed(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme();
+    let events = app.knob_events_so_far();
+    let mut now = app.start_knobs.clone();
+    for e in &events {
+        now.insert(e.id.clone(), e.read_back.clone());
+    }
+    let mut ids: Vec<&String> = now.keys().collect();
+    ids.sort_by_key(|id| (app.start_knobs.get(*id) == now.get(*id), *id));
+    let changed = ids
+        .iter()
+        .filter(|id| app.start_knobs.get(**id) != now.get(**id))
+        .count();
+    let title = format!(
+        "Knobs of the recording — {} at its start, {changed} changed by this point, {} changes in all (knobs are changed only in a live session)",
+        app.start_knobs.len(),
+        app.knob_log.len()
+    );
+    if ids.is_empty() {
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                "this recording holds no knob values (made before llctop recorded them, or by a command that does not)",
+                t.dim(),
+            ))
+            .wrap(Wrap { trim: true })
+            .block(block(app, title)),
+            area,
+        );
+        return;
+    }
+    let id_w = widths(area.width)[0];
+    let value_w = (area.width.saturating_sub(id_w + 6) / 2).clamp(8, 40);
+    let header = Row::new(["KNOB", "AT START", "HERE"].map(Cell::from))
+        .style(t.accent().add_modifier(Modifier::BOLD));
+    let rows: Vec<Row> = ids
+        .iter()
+        .take(area.height.saturating_sub(3) as usize)
+        .map(|id| {
+            let start = app.start_knobs.get(*id).map_or("–", String::as_str);
+            let here = now.get(*id).map_or("–", String::as_str);
+            let moved = app.start_knobs.get(*id) != now.get(*id);
+            Row::new(vec![
+                Cell::from(fit(id, id_w as usize)),
+                Cell::from(fit(start, value_w as usize)),
+                Cell::from(fit(
+                    &format!("{here}{}", if moved { " *" } else { "" }),
+                    value_w as usize,
+                ))
+                .style(if moved { t.warn() } else { t.base() }),
+            ])
+        })
+        .collect();
+    let tbl = Table::new(
+        rows,
+        [
+            Constraint::Length(id_w),
+            Constraint::Length(value_w),
+            Constraint::Length(value_w),
+        ],
+    )
+    .header(header)
+    .block(block(app, title));
+    f.render_widget(tbl, area);
 }
 
 /// Column widths (KNOB, VALUE, DEFAULT, TYPE) on a terminal `width` wide; ACCESS takes

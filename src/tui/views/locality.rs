@@ -213,7 +213,11 @@ fn draw_graph(f: &mut Frame, area: Rect, app: &App, series: &Series, m: Metric) 
     };
     let now_ns = now.time.mono_ns;
     let age = |s: &Snapshot| -(now_ns.saturating_sub(s.time.mono_ns) as f64 / 1e9);
-    let span = hist.first().map_or(1.0, |s| -age(s)).max(1.0);
+    // The axis covers the history the graph can hold (SPAN snapshots at the interval),
+    // never just the samples there are: two samples are a short stroke at its right end,
+    // not a ramp across the whole chart.
+    let full = SPAN as f64 * app.interval.as_secs_f64();
+    let span = hist.first().map_or(1.0, |s| -age(s)).max(full).max(1.0);
     let points: Vec<Vec<(f64, f64)>> = series
         .ids
         .iter()

@@ -39,7 +39,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
         return;
     }
-    let head = header::height(app, area.height);
+    let head = header::height(app, area.width, area.height);
     let [h, tabs, body, foot] = Layout::vertical([
         Constraint::Length(head),
         Constraint::Length(1),
@@ -121,13 +121,13 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
 /// "not available: why" in the view's area.
 pub fn unavailable(f: &mut Frame, area: Rect, app: &App, title: &str, why: &str) {
     let t = app.theme();
-    let p = Paragraph::new(vec![
+    // A reason of several paragraphs keeps its line breaks (a Line drops them).
+    let mut lines = vec![
         Line::styled(format!("{title}: not available"), t.warn()),
         Line::raw(""),
-        Line::raw(why.to_string()),
-    ])
-    .wrap(Wrap { trim: true })
-    .block(
+    ];
+    lines.extend(why.split('\n').map(|l| Line::raw(l.to_string())));
+    let p = Paragraph::new(lines).wrap(Wrap { trim: true }).block(
         Block::bordered()
             .title(title.to_string())
             .border_style(t.dim()),

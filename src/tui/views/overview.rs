@@ -23,7 +23,7 @@ use crate::tui::app::App;
 use crate::tui::theme::Theme;
 
 /// Cell widths tried, widest first: `cpu busy%`, `busy%`, colour only.
-const CELL_WIDTHS: [usize; 3] = [8, 4, 2];
+const CELL_WIDTHS: [usize; 3] = [9, 4, 2];
 
 /// The layout chosen for an area: a cell width, or summary lines in `columns`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,8 +240,8 @@ fn cpu_cell(
         .is_some_and(|w| secs > 0.0 && w as f64 / 1e9 / secs > 0.10);
     let mark = if waiting { '*' } else { ' ' };
     let text = match width {
-        8 if !online => format!("{cpu:>3} off "),
-        8 => format!("{cpu:>3}{:>4}{mark}", or_dash(busy, pct)),
+        9 if !online => format!("{cpu:>3}  off "),
+        9 => format!("{cpu:>3} {:>4}{mark}", or_dash(busy, pct)),
         4 if !online => "off ".to_string(),
         4 => format!(
             "{:>3}{mark}",

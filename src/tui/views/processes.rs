@@ -94,9 +94,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let room = area.width.saturating_sub(2);
     let mut shown = columns_that_fit(&cols, room);
     shown.retain(|&i| has_cls || COLS[i].0 != "CLS");
+    // COMM grows into the room left (a kernel thread's name runs to 64), up to its longest.
+    let used: u16 = shown.iter().map(|&i| cols[i].0 + 1).sum();
+    let longest = rows
+        .iter()
+        .map(|r| unicode_width::UnicodeWidthStr::width(r.comm.as_str()))
+        .max()
+        .unwrap_or(0);
+    let comm_w = COLS[1].2
+        + u16::try_from(longest.saturating_sub(usize::from(COLS[1].2)))
+            .unwrap_or(u16::MAX)
+            .min(room.saturating_sub(used))
+            .min(48);
     let header = Row::new(shown.iter().map(|&i| {
         let (name, key, _, _) = COLS[i];
-        let mark = match (key == Some(app.sort), app.sort_reverse) {
+        // The arrow says the rows' direction: ▲ up (names A→Z, lowest hit first), ▼ down
+        // (most CPU first); reversed by the same key.
+        let ascending = app.sort.ascending() != app.sort_reverse;
+        let mark = match (key == Some(app.sort), ascending) {
             (false, _) => "",
             (true, false) => "▼",
             (true, true) => "▲",
@@ -136,7 +151,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             };
             let cells = vec![
                 Cell::from(r.pid.to_string()),
-                Cell::from(fit(&r.comm, COLS[1].2 as usize)),
+                Cell::from(fit(&r.comm, comm_w as usize)),
                 Cell::from(if r.exited {
                     "exit".to_string()
                 } else {
@@ -173,6 +188,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .map(|&i| {
             if COLS[i].0 == "CGROUP" {
                 Constraint::Min(COLS[i].2)
+            } else if i == 1 {
+                Constraint::Length(comm_w)
             } else {
                 Constraint::Length(COLS[i].2)
             }
