@@ -53,6 +53,7 @@ fn sources() -> Vec<SourceStatus> {
         name: name.into(),
         state,
         reason: Some(reason.into()),
+        note: None,
     })
     .collect()
 }

@@ -123,3 +123,49 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
         .map(|d| std::path::Path::new(d).join(name))
         .find(|p| p.is_file())
 }
+
+/// Every finding sentence the advisor writes over the seed-lab recordings, read as text:
+/// its summary never repeats its kind (the headline says it: "placement pile-up: …"), no
+/// finding measured at a cost of nothing is one, and a suggestion reads as one sentence —
+/// "try: llctop ab …" for a command, "what to do: …" for advice — never "try: no knob …".
+#[test]
+fn every_finding_reads_once_and_plainly() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let mut seen = 0;
+    for f in std::fs::read_dir(&dir).unwrap().flatten() {
+        let rec = llctop::record::reader::open(&f.path()).unwrap();
+        let adv = llctop::findings::advisor::Advisor::over(&rec.header.topology, &rec.snapshots);
+        for e in &adv.episodes {
+            for fnd in &e.updates {
+                seen += 1;
+                let title = fnd.kind.title();
+                let head = fnd.headline();
+                // The kind said once: not again as the summary's own label ("pile-up:").
+                assert_eq!(
+                    head.matches(title).count(),
+                    1,
+                    "{:?}: {head}",
+                    f.file_name()
+                );
+                let label = fnd
+                    .summary
+                    .split_once(':')
+                    .map(|(l, _)| l.trim().to_lowercase());
+                assert!(
+                    !label.is_some_and(|l| title.split(' ').any(|w| w == l)),
+                    "{head}"
+                );
+                if let Some(c) = &fnd.cost {
+                    assert!(c.value > 0.0, "a finding at no cost: {head}");
+                }
+                if let Some(s) = &fnd.suggestion {
+                    let line = format!("{}: {}", s.lead(), s.command);
+                    assert!(!line.starts_with("try: no "), "{line}");
+                    assert_eq!(s.is_command(), line.starts_with("try: llctop "), "{line}");
+                }
+            }
+        }
+    }
+    assert!(seen > 0, "findings to read");
+    println!("{seen} finding updates read");
+}

@@ -168,7 +168,7 @@ fn check_placement(kernel: &str) {
         .filter(|e| e.kind() == Kind::PileUp)
         .map(|e| e.latest().summary.clone())
         .collect();
-    let want: Vec<String> = piles.iter().map(|p| p.describe()).collect();
+    let want: Vec<String> = piles.iter().map(|p| p.facts()).collect();
     // Each finding's severity is the one its cost earns, the cost as the kernel counts
     // it: each piled thread's wait in the second after its placement, and the part of it
     // while the CPU idle at its placement ran its idle task, from the kernel's own trace
@@ -192,7 +192,7 @@ fn check_placement(kernel: &str) {
         let (delay, runtime) = (num("threads_run_delay_ns"), num("threads_runtime_ns"));
         let pile = piles
             .iter()
-            .find(|p| f.summary.starts_with(&p.describe()))
+            .find(|p| f.summary.starts_with(&p.facts()))
             .expect("the finding's pile-up");
         let waits = llctop::findings::harm::idle_waits(pile.tgid, &pile.tids, &rec.snapshots);
         let handed: Vec<String> = rec

@@ -1005,14 +1005,19 @@ fn findings_view_shows_the_evidence_and_opens_the_suggested_experiment() {
     let mut app = live_app(&topo, 3);
     app.session = Some(session);
     let s = screen(&app, 160, 50);
-    has(&s, "⚑ ", "findings line in the header");
+    has(
+        &s,
+        "⚑ 3 findings WARNING",
+        "findings line in the header: the worst",
+    );
+    key(&mut app, KeyCode::Char('8'));
+    let s = screen(&app, 160, 50);
+    has(&s, "Findings — ", "the view");
     has(
         &s,
         "NUMA balancing / remote memory",
-        "the finding in the header",
+        "every finding in the view",
     );
-    key(&mut app, KeyCode::Char('8'));
-    has(&screen(&app, 160, 50), "Findings — ", "the view");
     let i = app
         .findings()
         .iter()

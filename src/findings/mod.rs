@@ -227,6 +227,23 @@ pub struct Suggestion {
     pub why: String,
 }
 
+impl Suggestion {
+    /// Whether it is a command line to run (an experiment), not advice in words.
+    pub fn is_command(&self) -> bool {
+        self.knob.is_some() || self.profile.is_some() || self.command.starts_with("llctop ")
+    }
+
+    /// The word that leads it: `try` for a command, `what to do` for advice — one sentence
+    /// either way, never "try: no knob …".
+    pub fn lead(&self) -> &'static str {
+        if self.is_command() {
+            "try"
+        } else {
+            "what to do"
+        }
+    }
+}
+
 /// One recognised situation at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -413,6 +430,10 @@ pub fn detect(w: &Window) -> Vec<Finding> {
     }
     out.extend(blind::detect(w));
     scx::redirect(w, &mut out);
+    // A situation whose measured cost is nothing harmed nothing: it is no finding (a
+    // pile-up whose threads never waited beside the idle CPU, say). Not measured is not
+    // nothing: those stay, at info.
+    out.retain(|f| f.cost.as_ref().is_none_or(|c| c.value > 0.0));
     out
 }
 

@@ -192,9 +192,15 @@ fn in_start(evs: &[&DetailEvent], first_run: &HashMap<u32, i32>) -> Vec<PileUp> 
 
 impl PileUp {
     /// One line of evidence, for the report and the TUI.
+    /// `pile-up: ` and [`PileUp::facts`]: the line a list of placements shows.
     pub fn describe(&self) -> String {
+        format!("pile-up: {}", self.facts())
+    }
+
+    /// What happened, in words (a finding's summary: its kind's title says "pile-up").
+    pub fn facts(&self) -> String {
         format!(
-            "pile-up: {} threads of {} ({}) placed on CPU {} while {} allowed CPU{} sat idle{} ({} placed, {} CPUs allowed)",
+            "{} threads of {} ({}) placed on CPU {} while {} allowed CPU{} sat idle{} ({} placed, {} CPUs allowed)",
             self.threads,
             self.tgid,
             self.comm,
@@ -247,8 +253,8 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             }
             let named: Vec<String> = idle_cpus.iter().map(|c| c.to_string()).collect();
             let summary = match &cost {
-                Ok(h) => format!("{}; {}", p.describe(), h.said(&named.join(", "))),
-                Err(why) => format!("{}; {why}", p.describe()),
+                Ok(h) => format!("{}; {}", p.facts(), h.said(&named.join(", "))),
+                Err(why) => format!("{}; {why}", p.facts()),
             };
             let mut f = Finding::new(
                 Kind::PileUp,
@@ -277,7 +283,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                 knob: None,
                 value: None,
                 profile: None,
-                command: "no knob changes fork placement: give each thread its own allowed CPU (taskset/numactl per thread), or try the seed's find_idlest_group() patch".into(),
+                command: "give each thread its own allowed CPU (taskset or numactl per thread), or try the seed's find_idlest_group() patch: no knob changes where a fork places its new thread".into(),
                 why: "find_idlest_group() lets a start fill the local group up to the NUMA imbalance threshold (the number of LLCs), whatever the task's allowed CPUs".into(),
             });
             f

@@ -372,7 +372,13 @@ impl Summary {
                 facts.join(" · ")
             );
             if let Some(s) = &f.suggestion {
-                let _ = writeln!(out, "      try: {} — {}", Esc(&s.command), Esc(&s.why));
+                let _ = writeln!(
+                    out,
+                    "      {}: {} — {}",
+                    s.lead(),
+                    Esc(&s.command),
+                    Esc(&s.why)
+                );
             }
         }
         let blind: Vec<&str> = adv
@@ -385,22 +391,23 @@ impl Summary {
             let _ = writeln!(out, "  cannot be judged here: {}", Esc(b));
         }
         if !self.recorded_findings.is_empty() {
+            // The findings as listed above (notes on what cannot be judged aside).
             let recorded: Vec<(u64, Kind, &str)> = self
                 .recorded_findings
                 .iter()
-                .filter(|l| l.state == State::Fired)
+                .filter(|l| l.state == State::Fired && l.finding.kind != Kind::BlindSpots)
                 .map(|l| (l.seq, l.finding.kind, l.finding.key.as_str()))
                 .collect();
             let found: Vec<(u64, Kind, &str)> = adv
-                .episodes
-                .iter()
+                .problems()
                 .map(|e| (e.fired_seq, e.kind(), e.updates[0].key.as_str()))
                 .collect();
             if recorded != found {
                 let _ = writeln!(
                     out,
-                    "  note: the findings written while recording ({}) differ from these ({})",
+                    "  note: {} finding{} fired while recording; read again, the recording gives the {} above (the recording was made by a llctop with other thresholds, or cut at its start)",
                     recorded.len(),
+                    if recorded.len() == 1 { "" } else { "s" },
                     found.len()
                 );
             }

@@ -460,6 +460,10 @@ pub struct SourceStatus {
     pub name: String,
     pub state: SourceState,
     pub reason: Option<String>,
+    /// What an active source lost that changes no shown figure by more than 1% (so it is
+    /// not degraded): said under the TUI's `i` and kept in recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SourceStatus {
@@ -468,6 +472,7 @@ impl SourceStatus {
             name: name.into(),
             state: SourceState::Active,
             reason: None,
+            note: None,
         }
     }
 
@@ -476,6 +481,7 @@ impl SourceStatus {
             name: name.into(),
             state: SourceState::Degraded,
             reason: Some(one_line(reason.into())),
+            note: None,
         }
     }
 
@@ -484,6 +490,7 @@ impl SourceStatus {
             name: name.into(),
             state: SourceState::Absent,
             reason: Some(one_line(reason.into())),
+            note: None,
         }
     }
 }

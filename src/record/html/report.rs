@@ -336,11 +336,15 @@ fn findings(body: &mut String, sum: &Summary) {
             facts.join(""),
             f.suggestion
                 .as_ref()
-                .map(|s| format!(
-                    "<p>try: <code>{}</code> — {}</p>",
-                    esc(&s.command),
-                    esc(&s.why)
-                ))
+                .map(|s| if s.is_command() {
+                    format!(
+                        "<p>try: <code>{}</code> — {}</p>",
+                        esc(&s.command),
+                        esc(&s.why)
+                    )
+                } else {
+                    format!("<p>what to do: {} — {}</p>", esc(&s.command), esc(&s.why))
+                })
                 .unwrap_or_default()
         );
     }

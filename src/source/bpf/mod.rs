@@ -311,8 +311,8 @@ impl BpfSource {
     fn status(&self, kernel_preferred: bool, unseen: (u64, u64)) -> SourceStatus {
         let (missed, all) = unseen;
         let mut parts = vec![self.mode.label().to_string()];
-        if missed > 0 {
-            parts.push(format!(
+        let lost = (missed > 0).then(|| {
+            format!(
                 "{missed} of {all} context switches made without the sched_switch tracepoint (this kernel skips it for some tasks): {}",
                 if self.settle.is_some() {
                     "the run-queue waits they ended are missing from the per-CPU waits (per-process runtimes and waits are the kernel's own)"
@@ -321,8 +321,15 @@ impl BpfSource {
                 } else {
                     "the run-queue waits they ended are missing, their tasks' runtimes go to the task seen before them"
                 }
-            ));
-        } else if self.disabled.is_empty() {
+            )
+        });
+        // Degraded only when the switches it missed could move a shown figure (the waits
+        // they ended) by more than 1%; below that the loss is a note (the TUI's `i`, the
+        // recording), not a ◐ on every screen.
+        let matters = unseen_matters(missed, all);
+        if let Some(l) = lost.as_ref().filter(|_| matters) {
+            parts.push(l.clone());
+        } else if missed == 0 && self.disabled.is_empty() {
             parts.push("every event counted in the kernel".into());
         }
         parts.push(self.waits.label().to_string());
@@ -364,14 +371,23 @@ impl BpfSource {
         }
         SourceStatus {
             name: "bpf".into(),
-            state: if missed > 0 || self.settle_error.is_some() {
+            state: if matters || self.settle_error.is_some() {
                 SourceState::Degraded
             } else {
                 SourceState::Active
             },
             reason: Some(reason),
+            note: lost.filter(|_| !matters).map(|l| {
+                format!("{l}: at most 1% of the interval's switches, too few to move a figure")
+            }),
         }
     }
+}
+
+/// Whether `missed` of `all` switches made without the tracepoint could move a shown
+/// figure (the waits they ended) by more than 1%: then the source is degraded.
+pub fn unseen_matters(missed: u64, all: u64) -> bool {
+    missed.saturating_mul(100) > all
 }
 
 impl Source for BpfSource {
@@ -446,5 +462,18 @@ impl Source for BpfSource {
             )),
         });
         self.forget_exited(&prev);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_loss_below_one_percent_is_a_note_not_a_degradation() {
+        // 4 of 2,192 (the new user's machine, issue 51): a note.
+        assert!(!super::unseen_matters(4, 2192));
+        assert!(!super::unseen_matters(10, 1000));
+        assert!(super::unseen_matters(11, 1000));
+        assert!(super::unseen_matters(1, 0));
+        assert!(!super::unseen_matters(0, 0));
     }
 }

@@ -247,6 +247,7 @@ fn status(
             name: NAME.into(),
             state,
             reason: Some(parts.join("; ")),
+            note: None,
         }
     }
 }

@@ -6,6 +6,9 @@
 use super::{App, Effect, Input, InputKind, Level, ViewId};
 use crate::findings::advisor::FindingLine;
 
+/// Snapshot time between two status lines about findings.
+pub const FINDING_SAID_NS: u64 = 30_000_000_000;
+
 impl App {
     /// Judge the newest live snapshot (replay was judged whole at load).
     pub(super) fn judge(&mut self) {
@@ -13,9 +16,17 @@ impl App {
             return;
         }
         let lines = self.advisor.observe(&self.topo, self.snaps.tail());
-        for l in lines
-            .iter()
-            .filter(|l| l.finding.kind != crate::findings::Kind::BlindSpots)
+        // The status line speaks of findings that cost (WARNING and up), at most once per
+        // [`FINDING_SAID_NS`] of snapshot time — a finding that fires and clears every few
+        // seconds is the Findings view's to show, not the status line's to flip.
+        let now = self.snaps.tail().last().map_or(0, |s| s.time.mono_ns);
+        let quiet = self
+            .finding_said
+            .is_some_and(|t| now.saturating_sub(t) < FINDING_SAID_NS);
+        if let Some(l) = lines.iter().find(|l| {
+            l.finding.kind != crate::findings::Kind::BlindSpots
+                && l.finding.severity >= crate::findings::Severity::Warning
+        }) && !quiet
         {
             let verb = match l.state {
                 crate::findings::advisor::State::Fired => "finding",
@@ -29,6 +40,7 @@ impl App {
                 level,
                 format!("{verb}: {} (8 Findings)", l.finding.headline()),
             );
+            self.finding_said = Some(now);
         }
         if self.recording.is_some() && !lines.is_empty() {
             self.effect(Effect::RecordFindings(lines));
@@ -55,10 +67,17 @@ impl App {
             return;
         };
         let Some(s) = f.suggestion else {
-            return self.say(Level::Info, format!("{}: nothing to try", f.kind.title()));
+            return self.say(
+                Level::Info,
+                if f.kind == crate::findings::Kind::BlindSpots {
+                    "a note on what this machine cannot show: no experiment applies (its text says what would)".to_string()
+                } else {
+                    format!("{}: no experiment suggested (docs/advisor.md says why)", f.kind.title())
+                },
+            );
         };
         let (Some(knob), Some(value)) = (s.knob.clone(), s.value.clone()) else {
-            return self.say(Level::Info, format!("try: {}", s.command));
+            return self.say(Level::Info, format!("{}: {}", s.lead(), s.command));
         };
         if self.experiment.as_ref().is_some_and(|e| e.running()) {
             return self.say(

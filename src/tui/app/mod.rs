@@ -213,6 +213,8 @@ pub struct App {
     /// Replay: the knob values the recording began with (its header, or its knob-values
     /// line), by id.
     pub start_knobs: std::collections::BTreeMap<String, String>,
+    /// When (snapshot time) the status line last spoke of a finding.
+    pub finding_said: Option<u64>,
     pub markers: Vec<Marker>,
     pub recording: Option<Recorder>,
     /// A trace running beside the TUI (`T`).
@@ -273,6 +275,7 @@ impl App {
             status: None,
             knob_log: Vec::new(),
             start_knobs: Default::default(),
+            finding_said: None,
             markers: Vec::new(),
             recording: None,
             tracing: None,

@@ -27,12 +27,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let seq = app.current().map(|s| s.seq);
     let held = app.finding_rows();
     let problems = held.iter().filter(|e| e.kind() != Kind::BlindSpots).count();
+    let blind = held.len() - problems;
     let search = match app.filter_of(ViewId::Findings) {
         "" => String::new(),
         f => format!(" matching \"{f}\""),
     };
+    // The counts are the rows': findings, and the notes on what cannot be judged here.
+    let counts = match (problems, blind) {
+        (p, 0) => format!("{p} finding{}", if p == 1 { "" } else { "s" }),
+        (p, b) => format!(
+            "{p} finding{}, {b} note{} on what cannot be judged here",
+            if p == 1 { "" } else { "s" },
+            if b == 1 { "" } else { "s" }
+        ),
+    };
     let title = format!(
-        "Findings — {problems} held{}{search} · Enter/a tries the suggestion (an A/B, nothing written before you accept it) · / search · docs/advisor.md",
+        "Findings — {counts}{}{search} · Enter/a tries the suggestion (an A/B, nothing written before you accept it) · / search · docs/advisor.md",
         seq.map(|s| format!(" at #{s}")).unwrap_or_default()
     );
     let n_list = (held.len().max(1) as u16 + 2).min(area.height / 2);
@@ -59,7 +69,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         rows.push(Line::from(vec![
             Span::raw(mark),
             Span::styled(
-                format!("{:<8} ", fnd.severity.label().to_uppercase()),
+                format!(
+                    "{:<8} ",
+                    if fnd.kind == Kind::BlindSpots {
+                        "NOTE".to_string()
+                    } else {
+                        fnd.severity.label().to_uppercase()
+                    }
+                ),
                 severity_style(t, fnd.severity),
             ),
             Span::styled(
@@ -117,7 +134,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         if let Some(s) = &fnd.suggestion {
             lines.push(Line::raw(""));
             lines.push(Line::from(vec![
-                Span::styled("try: ", t.good().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!("{}: ", s.lead()),
+                    t.good().add_modifier(Modifier::BOLD),
+                ),
                 Span::raw(s.command.clone()),
             ]));
             lines.push(Line::styled(format!("     {}", s.why), t.dim()));

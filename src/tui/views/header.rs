@@ -64,7 +64,8 @@ fn problem_lines(app: &App, width: u16, screen_height: u16) -> Vec<Line<'static>
     for (i, (state, text)) in probs.iter().enumerate() {
         let (mark, style) = match state {
             SourceState::Absent => ("✗ ", t.bad()),
-            _ => ("◐ ", t.warn()),
+            SourceState::Active => ("✓ ", t.good()),
+            SourceState::Degraded => ("◐ ", t.warn()),
         };
         let wrapped = wrap(text, usize::from(width).saturating_sub(2));
         let left = probs.len() - i;
@@ -102,6 +103,11 @@ fn problems(app: &App) -> Vec<(SourceState, String)> {
             )
         })
         .collect();
+    // What an active source lost below what would move a figure: said, with its ✓.
+    out.extend(app.sources().iter().filter_map(|s| {
+        let n = s.note.as_ref().filter(|_| s.state == SourceState::Active)?;
+        Some((SourceState::Active, format!("{}: {n}", s.name)))
+    }));
     for n in &app.knob_notes {
         out.push((SourceState::Degraded, format!("knobs: {n}")));
     }
@@ -123,6 +129,17 @@ fn findings_line(app: &App) -> Option<Line<'static>> {
         Severity::Critical => t.bad().add_modifier(Modifier::BOLD),
         _ => t.warn(),
     };
+    // Below WARNING a count is enough: the header alarms only for what costs.
+    if worst.severity < Severity::Warning {
+        return Some(Line::styled(
+            format!(
+                "⚑ {} finding{} for information (8 Findings)",
+                held.len(),
+                if held.len() == 1 { "" } else { "s" }
+            ),
+            t.dim(),
+        ));
+    }
     Some(Line::from(vec![
         Span::styled(
             format!(
