@@ -36,3 +36,53 @@ fn setup_runs_llctop_as_root_without_sudo() {
         "{stderr}"
     );
 }
+
+/// `./setup.sh` installs what building and running llctop needs, nothing of the test
+/// toolchain: scripts/deps.sh's two lists, read.
+#[test]
+fn setup_installs_only_what_llctop_needs() {
+    let deps =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/deps.sh")).unwrap();
+    let list = |name: &str| -> Vec<String> {
+        let start = deps.find(&format!("{name}=(")).expect(name);
+        let body = &deps[start..];
+        let body = &body[..body.find("\n)").unwrap()];
+        body.lines()
+            .skip(1)
+            .flat_map(|l| l.split('#').next().unwrap().split_whitespace())
+            .map(str::to_string)
+            .collect()
+    };
+    let (build, test) = (list("PKGS"), list("TEST_PKGS"));
+    assert_eq!(
+        build,
+        [
+            "gcc",
+            "libc6-dev",
+            "pkg-config",
+            "make",
+            "clang",
+            "libelf-dev",
+            "zlib1g-dev"
+        ]
+    );
+    for t in [
+        "qemu-system-x86",
+        "chromium",
+        "prometheus",
+        "linux-perf",
+        "stress-ng",
+    ] {
+        assert!(
+            test.contains(&t.to_string()) && !build.contains(&t.to_string()),
+            "{t}"
+        );
+    }
+    let setup = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/setup.sh")).unwrap();
+    assert!(
+        setup.contains("scripts/deps.sh\n"),
+        "setup installs the build list only"
+    );
+    assert!(!setup.contains("--test"));
+    assert!(!setup.contains("pip install"));
+}
