@@ -46,6 +46,62 @@
 #include "switch.bpf.h"
 #include "migrate.bpf.h"
 
+/* ---- the task walkers: first in the object, so that a kernel refusing one refuses it
+ * before the hooks are verified (libbpf loads programs in the object's order; a refused
+ * walker costs a second load, src/source/bpf/load.rs) ---- */
+
+/* Run by userspace before each read (and once at attach) where settle_walk is not
+ * there: every task's runtime and wait since its last settle, on the LLC of the CPU it
+ * is on (task_settle). */
+SEC("iter/task")
+int settle_tasks(struct bpf_iter__task *ctx)
+{
+	struct task_struct *p = ctx->task;
+	if (!p || !task_settle)
+		return 0;
+	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
+	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
+	return 0;
+}
+
+/* The open-coded task iterator (v6.7+). Weak: the program that calls it is loaded only
+ * where the kernel's BTF has it (userspace checks: src/source/bpf/settle.rs). */
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
+			     unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
+
+/* One element, so that one read of its iterator is one run of settle_walk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} settle_once SEC(".maps");
+
+/* settle_tasks' work in one program run, where the kernel has the open-coded task
+ * iterator: every thread visited under RCU with no reference taken or pid looked up per
+ * task (the kernel's task iterator does both, and runs the program once per task:
+ * ~3x the cost, docs/performance.md (h)). Run by userspace before each read instead of
+ * settle_tasks. The walk has no reschedule point: ~0.2 us per thread on one CPU. */
+SEC("iter/bpf_map_elem")
+int settle_walk(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct bpf_iter_task it;
+	struct task_struct *p;
+	if (!ctx->key || !task_settle)
+		return 0;
+	bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
+	while ((p = bpf_iter_task_next(&it))) {
+		/* thread_info.cpu directly: every kernel with this iterator has it there
+		 * (task_cpu()'s fallback branch does not survive the loop's codegen). */
+		const volatile struct cpu_topo *t = topo_of(p->thread_info.cpu);
+		task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
+	}
+	bpf_iter_task_destroy(&it);
+	return 0;
+}
+
 /* ---- tp_btf (BTF-typed raw tracepoints): preferred ---- */
 
 SEC("tp_btf/sched_switch")
@@ -133,58 +189,6 @@ SEC("tp_btf/task_rename")
 int BPF_PROG(btf_rename, struct task_struct *p, const char *comm)
 {
 	return on_rename(p, comm, true);
-}
-
-/* Run by userspace before each read (and once at attach) where settle_walk is not
- * there: every task's runtime and wait since its last settle, on the LLC of the CPU it
- * is on (task_settle). */
-SEC("iter/task")
-int settle_tasks(struct bpf_iter__task *ctx)
-{
-	struct task_struct *p = ctx->task;
-	if (!p || !task_settle)
-		return 0;
-	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
-	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
-	return 0;
-}
-
-/* The open-coded task iterator (v6.7+). Weak: the program that calls it is loaded only
- * where the kernel's BTF has it (userspace checks: src/source/bpf/settle.rs). */
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
-			     unsigned int flags) __weak __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
-
-/* One element, so that one read of its iterator is one run of settle_walk. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u32);
-} settle_once SEC(".maps");
-
-/* settle_tasks' work in one program run, where the kernel has the open-coded task
- * iterator: every thread visited under RCU with no reference taken or pid looked up per
- * task (the kernel's task iterator does both, and runs the program once per task:
- * ~3x the cost, docs/performance.md (h)). Run by userspace before each read instead of
- * settle_tasks. The walk has no reschedule point: ~0.2 us per thread on one CPU. */
-SEC("iter/bpf_map_elem")
-int settle_walk(struct bpf_iter__bpf_map_elem *ctx)
-{
-	struct bpf_iter_task it;
-	struct task_struct *p;
-	if (!ctx->key || !task_settle)
-		return 0;
-	bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
-	while ((p = bpf_iter_task_next(&it))) {
-		/* thread_info.cpu directly: every kernel with this iterator has it there
-		 * (task_cpu()'s fallback branch does not survive the loop's codegen). */
-		const volatile struct cpu_topo *t = topo_of(p->thread_info.cpu);
-		task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
-	}
-	bpf_iter_task_destroy(&it);
-	return 0;
 }
 
 /* ---- raw_tp: fallback with the same handlers ---- */

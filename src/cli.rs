@@ -184,8 +184,8 @@ pub enum Command {
     Export {
         /// The recording.
         file: PathBuf,
-        /// Write a Perfetto trace (the only format so far).
-        #[arg(long, required = true)]
+        /// Write a Perfetto trace (the default).
+        #[arg(long)]
         perfetto: bool,
         /// Output file.
         #[arg(short, long, value_name = "FILE")]

@@ -333,17 +333,24 @@ impl Tools {
         let truncated =
             (matched > n as usize).then(|| format!("{matched} rows matched, {n} returned"));
         rows.truncate(n as usize);
+        // The summary says the figure the rows are sorted by.
+        let secs = s.time.interval_secs().max(1e-9);
+        let figure = |r: &ProcessStats| match p.sort.unwrap_or(SortBy::Cpu) {
+            SortBy::Cpu => format!("{:.2} CPU-s", r.cpu_time_ns as f64 / 1e9),
+            SortBy::Wait => format!(
+                "{:.1} ms/s run-queue wait",
+                r.rq_wait_ns as f64 / 1e6 / secs
+            ),
+            SortBy::Migrations => format!("{:.1} migrations/s", r.migrations as f64 / secs),
+            SortBy::CrossLlc => format!(
+                "{:.1} cross-LLC migrations/s",
+                r.cross_llc_migrations as f64 / secs
+            ),
+        };
         let summary = rows
             .iter()
             .take(5)
-            .map(|r| {
-                format!(
-                    "{} ({}) {:.2} CPU-s",
-                    r.comm,
-                    r.pid,
-                    r.cpu_time_ns as f64 / 1e9
-                )
-            })
+            .map(|r| format!("{} ({}) {}", r.comm, r.pid, figure(r)))
             .collect::<Vec<_>>()
             .join(", ");
         let out = TopOut {
@@ -364,7 +371,19 @@ impl Tools {
             .processes
             .as_ref()
             .and_then(|t| t.rows.iter().find(|r| r.pid == p.pid))
-            .ok_or_else(|| ErrorData::invalid_params(format!("process: pid {} is not among the newest snapshot's process rows (top_processes lists them)", p.pid), None))?;
+            .ok_or_else(|| {
+                let (kept, total) = s
+                    .processes
+                    .as_ref()
+                    .map_or((0, 0), |t| (t.rows.len(), t.total as usize));
+                ErrorData::invalid_params(
+                    format!(
+                        "process: pid {} is not among the {kept} busiest processes the newest snapshot keeps (of {total}; the server's --top keeps more; top_processes lists them)",
+                        p.pid
+                    ),
+                    None,
+                )
+            })?;
         let mut per_cpu: std::collections::BTreeMap<u64, u64> = Default::default();
         for e in st
             .history

@@ -180,6 +180,20 @@ pub(super) fn in_order(
     Ok(Some(line))
 }
 
+/// Why a file whose first line is not JSON is not a recording, in one line: what it seems
+/// to be, and what reads it.
+fn not_a_recording(first: &[u8], err: &str) -> String {
+    let binary = first.contains(&0) || std::str::from_utf8(first).is_err();
+    // A Perfetto trace is a stream of TracePacket messages: field 1, length-delimited.
+    if first.first() == Some(&0x0a) && binary {
+        return "not an llctop recording: a Perfetto trace (llctop trace, export --perfetto) — open it in ui.perfetto.dev or trace_processor".into();
+    }
+    if binary {
+        return "not an llctop recording: binary data, not JSON Lines".into();
+    }
+    format!("not an llctop recording: its first line is not JSON ({err})")
+}
+
 /// A snapshot's values that can only be fractions are fractions.
 pub fn validate(s: &Snapshot) -> Result<(), String> {
     let frac = |what: &str, v: Option<f64>| match v {
@@ -263,14 +277,26 @@ impl Stream {
             truncated: false,
             done: false,
         };
+        // Binary data is told at once, by its first bytes (a Perfetto trace begins with a
+        // newline byte: its first field's tag).
+        let head = s
+            .reader
+            .fill_buf()
+            .map(|b| b[..b.len().min(256)].to_vec())
+            .unwrap_or_default();
+        if head.contains(&0) || std::str::from_utf8(&head).is_err_and(|e| e.error_len().is_some()) {
+            return Err(s.fmt(not_a_recording(&head, "")));
+        }
         let first = match s.read_line()? {
             Some(()) => std::mem::take(&mut s.buf),
             None => return Err(s.fmt("empty file: no header line".into())),
         };
-        let value: serde_json::Value =
-            serde_json::from_slice(&first).map_err(|e| s.fmt(format!("line 1: {e}")))?;
+        let value: serde_json::Value = serde_json::from_slice(&first)
+            .map_err(|e| s.fmt(not_a_recording(&first, &e.to_string())))?;
         if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
-            return Err(s.fmt(format!("line 1 is not an {FORMAT} header")));
+            return Err(s.fmt(format!(
+                "not an llctop recording: its first line is JSON but not an {FORMAT} header (llctop record, ab -o and the TUI's r write recordings)"
+            )));
         }
         let version = match value.get("version").and_then(|v| v.as_u64()) {
             Some(v) if v >= 1 => v,

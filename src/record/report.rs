@@ -67,6 +67,19 @@ impl Summary {
                 String::new()
             }
         );
+        if !h.knobs.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nKnob values at the start ({} knobs; `llctop diff` compares two recordings')",
+                h.knobs.len()
+            );
+            let items: Vec<String> = h
+                .knobs
+                .iter()
+                .map(|(k, v)| format!("{} {}", Esc(k), Esc(v)))
+                .collect();
+            out.push_str(&wrap_items(&items, " · ", 88, "  "));
+        }
         if !self.knobs.is_empty() {
             let _ = writeln!(out, "\nKnob changes (seconds from the start)");
             for k in &self.knobs {
@@ -414,6 +427,30 @@ impl Summary {
         }
         out
     }
+}
+
+/// `items` joined by `sep` in lines of at most `width` columns, each line after `indent`.
+fn wrap_items(items: &[String], sep: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for it in items {
+        if !line.is_empty() && line.chars().count() + sep.len() + it.chars().count() > width {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push_str(sep);
+        }
+        line.push_str(it);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The report of a recording read as a stream (constant memory in its length): one

@@ -155,7 +155,7 @@ pub fn run(rec: &Path, output: &Path, cpu_counters: bool) -> Result<(), crate::r
         )
     })?;
     crate::say!(
-        "llctop: exported {} snapshots, {} migrations, {} placements, {} knob changes, {} findings to {} ({} bytes)",
+        "llctop: exported {} snapshots, {} migrations (the cross-LLC and cross-node ones a recording keeps as events; every migration is in the counter tracks), {} placements, {} knob changes, {} findings to {} ({} bytes)",
         e.snapshots,
         e.counts.migrations,
         e.counts.placements,

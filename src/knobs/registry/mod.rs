@@ -176,10 +176,31 @@ impl Registry {
 
     /// The error for a name that is no knob here, with the closest ids.
     fn unknown(&self, id: &str) -> String {
+        // A knob llctop knows this kernel does not offer: why, as `knobs list` says it.
+        if let Some(m) = self.missing_for(id) {
+            return format!("{id}: not available on this kernel: {}", m.reason);
+        }
         format!(
             "no knob {id:?} on this kernel (llctop knobs list){}",
             crate::suggest::did_you_mean(id, self.knobs.iter().map(|k| k.id.as_str()))
         )
+    }
+
+    /// The entry of [`Registry::missing`] that `id` names: the same name, a knob of a
+    /// missing group (`llc_balancing.enabled` of `sched/llc_balancing`), or a sched
+    /// feature by its bare name.
+    fn missing_for(&self, id: &str) -> Option<&Missing> {
+        let norm = |s: &str| s.trim().replace('/', ".").to_ascii_lowercase();
+        let id = norm(id);
+        let group = id.split_once('.').map(|(g, _)| g);
+        self.missing.iter().find(|m| {
+            let what = norm(&m.what);
+            what == id
+                || what == format!("feature.{id}")
+                || id.starts_with(&format!("{what}."))
+                || what.ends_with(&format!(".{id}"))
+                || group.is_some_and(|g| what.ends_with(&format!(".{g}")))
+        })
     }
 
     /// A registered knob (by its id or its kernel spelling), or a cgroup knob

@@ -63,6 +63,7 @@ pub fn report(sum: &Summary) -> String {
     }
     findings(&mut body, sum);
     events(&mut body, sum);
+    start_knobs(&mut body, sum);
     page(
         &format!("llctop report · {}", h.host.as_deref().unwrap_or("?")),
         &body,
@@ -353,6 +354,26 @@ fn findings(body: &mut String, sum: &Summary) {
         "findings",
         "Findings (the most harmful first)",
         &inner,
+    );
+}
+
+/// The knob values the recording began with (its header, or its knob-values line).
+fn start_knobs(body: &mut String, sum: &Summary) {
+    let knobs = &sum.header.knobs;
+    if knobs.is_empty() {
+        return;
+    }
+    let mut rows = String::new();
+    for (k, v) in knobs {
+        let _ = write!(rows, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+    }
+    section(
+        body,
+        "knobs",
+        &format!("Knob values at the start ({} knobs)", knobs.len()),
+        &format!(
+            "<details><summary>every knob's value when the recording began</summary><table><tr><th>knob</th><th>value</th></tr>{rows}</table></details>"
+        ),
     );
 }
 

@@ -86,7 +86,14 @@ impl BpfSource {
                 settles.extend(walkers.iter().copied().map(Some));
             }
             settles.push(None);
+            // A walker the kernel refused with EPERM is refused whatever the NUMA hooks:
+            // its other attempt is skipped (each load verifies the whole program again,
+            // ~0.6 s of set-up on a small VM).
+            let mut refused_walkers: Vec<Walker> = Vec::new();
             for (settle, numa) in settles.iter().flat_map(|&s| [(s, true), (s, false)]) {
+                if settle.is_some_and(|w| refused_walkers.contains(&w)) {
+                    continue;
+                }
                 match Self::try_load(topo, mode, numa, waits, settle, trace, feats) {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
@@ -146,6 +153,11 @@ impl BpfSource {
                     // A walker refused for any reason (EPERM before the verifier runs, the
                     // verifier itself): the program loads without it, and the source says why.
                     Err(e) if settle.is_some() => {
+                        if is_permission(&e)
+                            && let Some(w) = settle
+                        {
+                            refused_walkers.push(w);
+                        }
                         refused = settle.map(|w| {
                             format!(
                                 "the kernel refused the task walker ({}: {e}{}): per-process runtime and waits summed at context switches",

@@ -47,10 +47,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         Precision::Exact => "exact",
         Precision::Sampled => "sampled",
     };
-    let filter = if app.filter_of(ViewId::Processes).is_empty() {
-        String::new()
-    } else {
-        format!(" · filter \"{}\"", app.filter_of(ViewId::Processes))
+    // A search looks at the rows the snapshot kept (the busiest `--top`), said plainly
+    // when there are more processes than that.
+    let filter = match app.filter_of(ViewId::Processes) {
+        "" => String::new(),
+        f if table.total as usize > table.rows.len() => format!(
+            " · filter \"{f}\" over the {} busiest kept (--top keeps more)",
+            table.rows.len()
+        ),
+        f => format!(" · filter \"{f}\""),
     };
     let lost = if table.dropped > 0 {
         format!(" · ⚠ {} updates lost: process maps full", table.dropped)
