@@ -767,7 +767,7 @@ fn gz_of(path: &Path, head: &str, line: &[u8], n: usize) {
     z.finish().unwrap();
 }
 
-/// A recording of nothing but newlines (256 MiB of them in a few hundred KB of gzip), or
+/// A recording of nothing but newlines (32 MiB of them in a few dozen KB of gzip), or
 /// of a header and a flood of lines of unknown types, is refused in about the time its
 /// first thousand lines take — by report, report --html, diff and export.
 #[test]
@@ -780,16 +780,16 @@ fn a_flood_of_blank_or_unknown_lines_is_refused_at_once() {
         .to_string()
         + "\n";
     let blank = dir.path().join("blank.jsonl.gz");
-    gz_of(&blank, &header, b"\n", 256 << 20);
+    gz_of(&blank, &header, b"\n", 32 << 20);
     let unknown = dir.path().join("unknown.jsonl.gz");
     gz_of(
         &unknown,
         &header,
         b"{\"type\":\"from-the-future\"}\n",
-        64 << 20,
+        16 << 20,
     );
     let bare = dir.path().join("bare.jsonl.gz");
-    gz_of(&bare, "", b"\n", 256 << 20);
+    gz_of(&bare, "", b"\n", 32 << 20);
     let out = dir.path().join("out");
     for (f, why) in [
         (&blank, "blank lines"),
@@ -845,7 +845,7 @@ fn export_stops_on_a_signal_and_leaves_nothing() {
         .collect();
     let mut seq = 0u64;
     let mut mono = 1_000_000_000u64;
-    while out.len() < 200 << 20 {
+    while out.len() < 60 << 20 {
         for s in &snaps {
             let mut s = s.clone();
             s["seq"] = seq.into();
@@ -867,7 +867,7 @@ fn export_stops_on_a_signal_and_leaves_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::thread::sleep(std::time::Duration::from_millis(800));
     assert!(
         child.try_wait().unwrap().is_none(),
         "still exporting ({seq} snapshots)"

@@ -29,6 +29,8 @@ pub fn describe(key: &str) -> (&'static str, Better) {
         (_, "preferred_hit") => ("%", Better::Higher),
         (_, "rq_wait.p50" | "rq_wait.p99") => ("µs", Better::Lower),
         (_, "busy") => ("%", Better::Neither),
+        // Per LLC and node (diff's): busy too.
+        (_, k) if k.ends_with(".busy") => ("%", Better::Neither),
         (_, "ipc") => ("", Better::Higher),
         (_, "mpki") => ("", Better::Lower),
         (_, "l3_misses") => ("/s", Better::Lower),
@@ -43,6 +45,17 @@ pub fn describe(key: &str) -> (&'static str, Better) {
         (_, "command.failed") => ("%", Better::Lower),
         _ => ("", Better::Neither),
     }
+}
+
+/// Whether the metric `key` is an upper bound: a percentile of the run-queue wait's log2
+/// histogram is the top of its bucket (shown `≤`, compared in whole doublings).
+pub fn is_bound(key: &str) -> bool {
+    key.starts_with("rq_wait.p")
+}
+
+/// `v` of metric `key`, with its unit, as people read it (`≤8.39 ms`, `57.2/s`, `65.4%`).
+pub fn shown(key: &str, v: f64) -> String {
+    crate::units::figure(v, describe(key).0, is_bound(key))
 }
 
 /// Percentile `q` of a log2 histogram (bucket i counts [2^i, 2^(i+1)) ns) as the upper

@@ -135,19 +135,6 @@ pub fn compute(exp: &Experiment, windows: &[Window], snaps: &[Snapshot]) -> Verd
     }
 }
 
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 fn pct(v: f64) -> String {
     format!("{:+.1}%", v * 100.0)
 }
@@ -168,8 +155,8 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<28} {:>5} {:>10} {:>10} {:>8} {:>18} {:>6}  verdict",
-        "metric", "unit", "A", "B", "B vs A", "95% CI", "p"
+        "{:<28} {:>11} {:>11} {:>8} {:>18} {:>6}  verdict",
+        "metric (median)", "A", "B", "B vs A", "95% CI", "p"
     );
     let mut rows: Vec<&Row> = v.rows.iter().collect();
     let moved = |r: &Row| !r.verdict.starts_with("no ");
@@ -178,16 +165,21 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
         let c = &r.stats;
         let _ = writeln!(
             out,
-            "{:<28} {:>5} {:>10} {:>10} {:>8} {:>18} {:>6.3}  {}",
+            "{:<28} {:>11} {:>11} {:>8} {:>18} {:>6.3}  {}",
             Esc(&r.metric),
-            Esc(&r.unit),
-            num(c.median_a),
-            num(c.median_b),
+            super::metrics::shown(&r.metric, c.median_a),
+            super::metrics::shown(&r.metric, c.median_b),
             c.change.map(pct).unwrap_or_else(|| "-".into()),
             c.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
                 .unwrap_or_else(|| "-".into()),
             c.p,
             r.verdict
+        );
+    }
+    if v.rows.iter().any(|r| super::metrics::is_bound(&r.metric)) {
+        let _ = writeln!(
+            out,
+            "rq_wait.p50/p99: tops of log2 histogram buckets (≤): they move in whole doublings, so their changes and intervals are coarse"
         );
     }
     let per_arm = exp.rounds as u64;

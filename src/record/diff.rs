@@ -93,16 +93,6 @@ pub fn knob_differences(a: &Recording, b: &Recording) -> Vec<(String, String, St
         .collect()
 }
 
-fn num(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    }
-}
-
 pub fn render(a: &Recording, b: &Recording) -> String {
     let mut out = String::new();
     for (name, r) in [("A", a), ("B", b)] {
@@ -167,6 +157,7 @@ pub fn render(a: &Recording, b: &Recording) -> String {
         "{:<30} {:>12} {:>12} {:>9} {:>10} {:>10}",
         "figure (per interval mean)", "A", "B", "change", "±A", "±B"
     );
+    let bounds = lines.iter().any(|l| metrics::is_bound(&l.key));
     let mut sorted: Vec<&Line> = lines.iter().collect();
     sorted.sort_by_key(|l| !l.moved);
     for l in sorted {
@@ -177,16 +168,23 @@ pub fn render(a: &Recording, b: &Recording) -> String {
         } else {
             "new".into()
         };
+        let unit = metrics::describe(&l.key).0;
         let _ = writeln!(
             out,
             "{:<30} {:>12} {:>12} {:>9} {:>10} {:>10}{}",
             Esc(&l.key),
-            num(l.mean_a),
-            num(l.mean_b),
+            metrics::shown(&l.key, l.mean_a),
+            metrics::shown(&l.key, l.mean_b),
             change,
-            num(l.se_a),
-            num(l.se_b),
+            crate::units::figure(l.se_a, unit, false),
+            crate::units::figure(l.se_b, unit, false),
             if l.moved { "  moved" } else { "" }
+        );
+    }
+    if bounds {
+        let _ = writeln!(
+            out,
+            "rq_wait.p50/p99: the top of the log2 histogram's bucket that holds the percentile (≤): a mean of bounds, not a measured wait"
         );
     }
     out

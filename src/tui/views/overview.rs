@@ -187,7 +187,12 @@ fn llc_facts(app: &App, s: &Snapshot, g: Option<&GroupStats>, t: &Theme) -> Vec<
             v.push(Span::raw(format!(" run {r}")));
         }
         if let (Some(p50), Some(p99)) = (g.rq_wait_p50_ns, g.rq_wait_p99_ns) {
-            v.push(Span::raw(format!(" wait p50 {} p99 {}", ns(p50), ns(p99))));
+            // Tops of log2 histogram buckets: upper bounds.
+            v.push(Span::raw(format!(
+                " wait p50 ≤{} p99 ≤{}",
+                ns(p50),
+                ns(p99)
+            )));
         } else if let Some(w) = g.rq_wait_ns {
             v.push(Span::raw(format!(
                 " wait {}/s",
