@@ -149,7 +149,14 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
                 Some(out) => record::html::write(
                     &out,
                     &[&inputs[0], &inputs[1]],
-                    &record::html::diff(&a, &b),
+                    &record::html::diff(
+                        &a,
+                        &b,
+                        (
+                            &inputs[0].display().to_string(),
+                            &inputs[1].display().to_string(),
+                        ),
+                    ),
                 )?,
                 None => {
                     llctop::out!("{}", guard(&record::diff::render(&a, &b)));

@@ -476,3 +476,176 @@ fn a_page_grows_with_time_not_with_events() {
         "{report}"
     );
 }
+
+/// What a page's rendered text measures in Chromium at 1280 px (a copy of the page with a
+/// measuring script: the page itself runs none): every visible text's size in CSS px,
+/// and the texts of one chart whose boxes overlap.
+fn measure(page: &Path) -> Value {
+    const SCRIPT: &str = r#"<script>
+window.addEventListener('load', () => {
+  const out = {count: 0, small: [], overlaps: []};
+  const box = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 ? r : null; };
+  document.querySelectorAll('body *').forEach(el => {
+    if (el.closest('svg') || ['SCRIPT', 'STYLE', 'TITLE'].includes(el.tagName)) return;
+    if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) return;
+    if (!box(el)) return;
+    const px = parseFloat(getComputedStyle(el).fontSize);
+    out.count++;
+    if (px < 11) out.small.push({text: el.textContent.trim().slice(0, 50), px});
+  });
+  document.querySelectorAll('svg').forEach((svg, k) => {
+    const vb = svg.viewBox && svg.viewBox.baseVal;
+    const scale = vb && vb.width ? svg.getBoundingClientRect().width / vb.width : 1;
+    const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && box(t));
+    texts.forEach(t => {
+      const px = parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize) * scale;
+      out.count++;
+      if (px < 11) out.small.push({text: t.textContent.trim().slice(0, 50), px});
+    });
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i].getBoundingClientRect(), b = texts[j].getBoundingClientRect();
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) out.overlaps.push({svg: k, a: texts[i].textContent.trim().slice(0, 40), b: texts[j].textContent.trim().slice(0, 40)});
+    }
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"#;
+    let html = std::fs::read_to_string(page).unwrap();
+    // The page's policy forbids scripts: the copy drops it to run the measurement.
+    let start = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let end = start + html[start..].find('>').unwrap() + 1;
+    let copy = page.with_extension("measure.html");
+    std::fs::write(
+        &copy,
+        format!("{}{}", &html[..start], &html[end..])
+            .replace("</body>", &format!("{SCRIPT}</body>")),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--proxy-server=127.0.0.1:9",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1280,1400",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("u").display()
+        ))
+        .arg(format!("file://{}", copy.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let at = dom
+        .find("<pre id=\"measured\">")
+        .expect("the measurement ran")
+        + 19;
+    let end = dom[at..].find("</pre>").unwrap() + at;
+    let text = dom[at..end]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every page (report, compare, diff) is readable at a glance in a 1280-px window, as
+/// Chromium renders it: no visible text under 11 px, no two texts of a chart on top of
+/// each other (an axis title over a tick label), a colour scale on every heatmap, the
+/// diff page naming both files, the compare page every caveat its text has.
+#[test]
+fn pages_are_readable_at_a_glance() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.html");
+    let compare = dir.path().join("compare.html");
+    let diff = dir.path().join("diff.html");
+    let (a, b) = (
+        fixture("numa-6.1-procfs.jsonl"),
+        fixture("newidle-6.1-procfs.jsonl"),
+    );
+    llctop(&[
+        os("report"),
+        os("--html"),
+        report.as_os_str(),
+        fixture("placement-7.2-bpf.jsonl").as_os_str(),
+    ]);
+    llctop(&[
+        os("report"),
+        os("--compare"),
+        os("--html"),
+        compare.as_os_str(),
+        fixture("ab-7.2.jsonl").as_os_str(),
+    ]);
+    llctop(&[
+        os("diff"),
+        os("--html"),
+        diff.as_os_str(),
+        a.as_os_str(),
+        b.as_os_str(),
+    ]);
+    for page in [&report, &compare, &diff] {
+        let m = measure(page);
+        println!("{}: {} texts measured", page.display(), m["count"]);
+        assert!(m["count"].as_u64().unwrap() > 20, "{m}");
+        assert_eq!(
+            m["small"],
+            serde_json::json!([]),
+            "{}: text under 11 px",
+            page.display()
+        );
+        assert_eq!(
+            m["overlaps"],
+            serde_json::json!([]),
+            "{}: texts on top of each other",
+            page.display()
+        );
+    }
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(
+        html.matches("class=\"colour-scale\"").count(),
+        html.matches("class=\"heat-rows\"").count(),
+        "a colour scale on every heatmap"
+    );
+    let d = std::fs::read_to_string(&diff).unwrap();
+    assert!(
+        d.contains("numa-6.1-procfs.jsonl") && d.contains("newidle-6.1-procfs.jsonl"),
+        "the diff page names both files"
+    );
+    assert!(!d.contains("41383.7995"), "no false precision");
+    // Every caveat of the text verdict is on the page.
+    let text = llctop(&[
+        os("report"),
+        os("--compare"),
+        fixture("ab-7.2.jsonl").as_os_str(),
+    ]);
+    let c = std::fs::read_to_string(&compare).unwrap();
+    for l in text.lines().filter(|l| {
+        l.starts_with("note:")
+            || l.starts_with("not counted:")
+            || l.starts_with("stopped early")
+            || l.starts_with("rq_wait.p50/p99:")
+    }) {
+        let body = l.split_once(": ").map_or(l, |x| x.1);
+        assert!(
+            c.contains(&body[..body.len().min(40)]),
+            "the page lacks: {l}"
+        );
+    }
+}

@@ -176,30 +176,36 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
             r.verdict
         );
     }
+    for c in caveats(exp, v) {
+        let _ = writeln!(out, "{}", Esc(&c));
+    }
+    out
+}
+
+/// What a reader of the verdict must keep in mind, one line each: bucketed metrics, the
+/// smallest p the rounds allow, the windows not counted, an early stop. The text and the
+/// page both say them all.
+pub fn caveats(exp: &Experiment, v: &Verdict) -> Vec<String> {
+    let mut out = Vec::new();
     if v.rows.iter().any(|r| super::metrics::is_bound(&r.metric)) {
-        let _ = writeln!(
-            out,
-            "rq_wait.p50/p99: tops of log2 histogram buckets (≤): they move in whole doublings, so their changes and intervals are coarse"
-        );
+        out.push("rq_wait.p50/p99: tops of log2 histogram buckets (≤): they move in whole doublings, so their changes and intervals are coarse".to_string());
     }
     let per_arm = exp.rounds as u64;
     let min_p = 2.0 / stats::choose(2 * per_arm, per_arm).max(1) as f64;
     if min_p >= stats::ALPHA {
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "note: with {per_arm} windows per value the smallest possible p is {min_p:.2}: no difference can be shown; use --rounds 4 or more"
-        );
+        ));
     }
     for why in &v.not_counted {
-        let _ = writeln!(out, "not counted: {}", Esc(why));
+        out.push(format!("not counted: {why}"));
     }
     if v.measured() < v.planned {
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "stopped early: {} of {} windows measured",
             v.measured(),
             v.planned
-        );
+        ));
     }
     out
 }

@@ -10,9 +10,18 @@ use plotters::prelude::*;
 use super::esc;
 use crate::topology::Topology;
 
-/// The page's chart width and a time chart's height (px).
+/// The page's chart width and a time chart's height (px). The page shows charts at their
+/// own size (its body is 1000 px wide), so these sizes are what a reader sees.
 pub const WIDTH: u32 = 960;
-const HEIGHT: u32 = 220;
+const HEIGHT: u32 = 240;
+/// Text sizes as plotters takes them (it writes 0.806 of the size asked for into the
+/// SVG: 15 → 12.1 px): every label readable at a glance, at least 12 px rendered
+/// (tests/html.rs measures the text in Chromium).
+const CAPTION: u32 = 18;
+const TICK: u32 = 15;
+const DESC: u32 = 15;
+/// The bottom band: tick labels, then the axis title under them (never over them).
+const X_AREA: u32 = 48;
 
 /// A vertical annotation: seconds from the recording's start, its kind (`knob`,
 /// `marker`, `finding`) and the text shown on hover.
@@ -193,7 +202,7 @@ pub fn topology(topo: &Topology) -> Res<String> {
             root.draw(&Text::new(
                 label,
                 (x0 + 6, y0 + 4),
-                ("sans-serif", 11).into_font(),
+                ("sans-serif", TICK).into_font(),
             ))
             .map_err(err)?;
             let n = l.cpus.len().max(1) as i32;
@@ -205,11 +214,11 @@ pub fn topology(topo: &Topology) -> Res<String> {
                     frame.mix(0.5).filled(),
                 ))
                 .map_err(err)?;
-                if w >= 16 {
+                if w >= 18 {
                     root.draw(&Text::new(
                         c.to_string(),
                         (cx + 2, y0 + 36),
-                        ("sans-serif", 10).into_font(),
+                        ("sans-serif", TICK).into_font(),
                     ))
                     .map_err(err)?;
                 }
@@ -218,7 +227,7 @@ pub fn topology(topo: &Topology) -> Res<String> {
         root.draw(&Text::new(
             topo.summary(),
             (10, 8),
-            ("sans-serif", 13).into_font(),
+            ("sans-serif", CAPTION).into_font(),
         ))
         .map_err(err)?;
         root.present().map_err(err)?;
@@ -241,6 +250,8 @@ pub struct Heat<'a> {
     pub title: &'a str,
     pub unit: &'a str,
     pub scale: f64,
+    /// What the darkest shade stands for, said at the end of the colour scale.
+    pub full: &'a str,
     /// (from, to, value per LLC) per column.
     pub cells: Vec<(f64, f64, Vec<Option<f64>>)>,
     /// Per LLC: (label, node, mean over the recording).
@@ -251,24 +262,27 @@ pub struct Heat<'a> {
 pub fn heatmap(h: &Heat, anns: &[Annotation]) -> Res<String> {
     let n = h.rows.len().max(1);
     let row_px = (160 / n as u32).clamp(6, 28);
-    let height = 60 + row_px * n as u32;
+    let height = 30 + X_AREA + row_px * n as u32;
     let mut buf = String::new();
     let (xs, plot, rows_px);
     {
         let root = SVGBackend::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(h.title, ("sans-serif", 14))
+            .caption(h.title, ("sans-serif", CAPTION))
             .margin(6)
-            .x_label_area_size(24)
-            .y_label_area_size(90)
+            .x_label_area_size(X_AREA)
+            .y_label_area_size(110)
             .build_cartesian_2d(0f64..h.span.max(1e-9), 0f64..n as f64)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_mesh()
             .disable_y_axis()
-            .x_desc("seconds")
+            .x_desc("seconds from the start")
+            .x_label_formatter(&|v| crate::units::sig3(*v))
+            .label_style(("sans-serif", TICK))
+            .axis_desc_style(("sans-serif", DESC))
             .draw()
             .map_err(err)?;
         let top = |i: usize| (n - i) as f64;
@@ -323,7 +337,7 @@ pub fn heatmap(h: &Heat, anns: &[Annotation]) -> Res<String> {
         let band = palette(node.map_or(0, |n| n as usize));
         let mean_s = mean.map_or("not recorded".into(), |m| format!("{:.1}{}", m, h.unit));
         layer.push_str(&format!(
-            "<rect x=\"{}\" y=\"{y0}\" width=\"6\" height=\"{}\" fill=\"rgb({},{},{})\"/><text x=\"{}\" y=\"{}\" font-size=\"11\" font-family=\"sans-serif\" text-anchor=\"end\">{}</text><rect class=\"heat-row\" data-row=\"{i}\" data-mean=\"{}\" x=\"{}\" y=\"{y0}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ddd\"><title>{}: mean {}</title></rect>",
+            "<rect x=\"{}\" y=\"{y0}\" width=\"6\" height=\"{}\" fill=\"rgb({},{},{})\"/><text x=\"{}\" y=\"{}\" font-size=\"12\" font-family=\"sans-serif\" text-anchor=\"end\">{}</text><rect class=\"heat-row\" data-row=\"{i}\" data-mean=\"{}\" x=\"{}\" y=\"{y0}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ddd\"><title>{}: mean {}</title></rect>",
             px.start - 10,
             (y1 - y0).max(1),
             band.0,
@@ -341,19 +355,128 @@ pub fn heatmap(h: &Heat, anns: &[Annotation]) -> Res<String> {
         ));
     }
     layer.push_str("</g>");
+    layer.push_str(&colour_scale(h.full));
     layer.push_str(&annotations(anns, &xs, (py.start, py.end)));
     Ok(overlay(buf, &layer))
 }
 
-/// Lines over time (or stacked areas, each line on top of the ones before it), y from 0.
+/// A heatmap's colour scale, top right: its shades from 0 to `full`.
+fn colour_scale(full: &str) -> String {
+    const CELLS: u32 = 12;
+    const CELL_W: u32 = 10;
+    let x0 = WIDTH - 24 - CELLS * CELL_W - 8 * full.chars().count() as u32;
+    let mut s = format!(
+        "<g class=\"colour-scale\"><text x=\"{}\" y=\"17\" font-size=\"12\" font-family=\"sans-serif\" text-anchor=\"end\">0</text>",
+        x0 - 4
+    );
+    for i in 0..CELLS {
+        let step = (f64::from(i) / f64::from(CELLS - 1) * HEAT_STEPS).round() as u32;
+        let c = heat(step);
+        s.push_str(&format!(
+            "<rect x=\"{}\" y=\"7\" width=\"{CELL_W}\" height=\"12\" fill=\"rgb({},{},{})\" stroke=\"#ccc\" stroke-width=\"0.5\"/>",
+            x0 + i * CELL_W,
+            c.0,
+            c.1,
+            c.2
+        ));
+    }
+    s.push_str(&format!(
+        "<text x=\"{}\" y=\"17\" font-size=\"12\" font-family=\"sans-serif\">{}</text></g>",
+        x0 + CELLS * CELL_W + 4,
+        esc(full)
+    ));
+    s
+}
+
+/// A time in microseconds scaled for reading: the factor to divide by and its unit (the
+/// largest value `max` decides: µs, ms or s).
+fn time_unit(max_us: f64) -> (f64, &'static str) {
+    if max_us >= 1e6 {
+        (1e6, "s")
+    } else if max_us >= 1e3 {
+        (1e3, "ms")
+    } else {
+        (1.0, "µs")
+    }
+}
+
+/// Series lines in a readable unit: times given in µs (`unit` "µs") divided to ms or s
+/// when their largest value calls for it; the unit then shown.
+fn scaled<'a>(lines: &[Line], unit: &'a str) -> (Vec<Line>, &'a str) {
+    if unit != "µs" {
+        return (
+            lines
+                .iter()
+                .map(|l| Line {
+                    name: l.name.clone(),
+                    points: l.points.clone(),
+                })
+                .collect(),
+            unit,
+        );
+    }
+    let max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (f, u) = time_unit(max);
+    (
+        lines
+            .iter()
+            .map(|l| Line {
+                name: l.name.clone(),
+                points: l.points.iter().map(|&(x, y)| (x, y / f)).collect(),
+            })
+            .collect(),
+        u,
+    )
+}
+
+/// Hover regions, one per time column: its time and every line's value there (the first
+/// [`HOVER_LINES`]), in the title a browser shows over it.
+fn hover(lines: &[Line], unit: &str, cols: &[(i32, i32, f64)], y: (i32, i32)) -> String {
+    const HOVER_LINES: usize = 12;
+    let mut out = String::from("<g class=\"hover\">");
+    for &(x0, x1, t) in cols {
+        let mut text = format!("{} s", crate::units::sig3(t));
+        let mut n = 0;
+        for l in lines {
+            if let Some(&(_, v)) = l.points.iter().find(|p| p.0 == t) {
+                if n < HOVER_LINES {
+                    text.push_str(&format!("\n{}: {} {unit}", l.name, crate::units::sig3(v)));
+                }
+                n += 1;
+            }
+        }
+        if n > HOVER_LINES {
+            text.push_str(&format!("\n… and {} more", n - HOVER_LINES));
+        }
+        out.push_str(&format!(
+            "<rect x=\"{x0}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"transparent\"><title>{}</title></rect>",
+            y.0,
+            (x1 - x0).max(1),
+            (y.1 - y.0).max(1),
+            esc(&text)
+        ));
+    }
+    out.push_str("</g>");
+    out
+}
+
+/// Lines over time (or stacked areas, each line on top of the ones before it), y from 0;
+/// `unit` the values' (µs are scaled to ms or s as their size calls for). Hovering shows a
+/// time column's values.
 pub fn series(
     title: &str,
-    y_desc: &str,
+    unit: &str,
     lines: &[Line],
     span: f64,
     stacked: bool,
     anns: &[Annotation],
 ) -> Res<String> {
+    let (lines, unit) = scaled(lines, unit);
+    let lines = &lines[..];
+    let y_desc = unit;
     let top = if stacked {
         let mut sum = std::collections::BTreeMap::<u64, f64>::new();
         for l in lines {
@@ -370,22 +493,28 @@ pub fn series(
     };
     let top = if top > 0.0 { top * 1.1 } else { 1.0 };
     let mut buf = String::new();
-    let (xs, py);
+    let (xs, py, cols);
     {
         let root = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 14))
+            .caption(title, ("sans-serif", CAPTION))
             .margin(6)
-            .x_label_area_size(24)
-            .y_label_area_size(60)
+            .x_label_area_size(X_AREA)
+            .y_label_area_size(72)
             .build_cartesian_2d(0f64..span.max(1e-9), 0f64..top)
             .map_err(err)?;
         chart
             .configure_mesh()
             .light_line_style(WHITE.mix(0.0))
-            .x_desc("seconds")
+            .x_desc("seconds from the start")
             .y_desc(y_desc)
+            .x_labels(10)
+            .y_labels(6)
+            .x_label_formatter(&|v| crate::units::sig3(*v))
+            .y_label_formatter(&|v| crate::units::sig3(*v))
+            .label_style(("sans-serif", TICK))
+            .axis_desc_style(("sans-serif", DESC))
             .draw()
             .map_err(err)?;
         // Stacked: line k's area reaches the sum of lines 0..=k; the tallest is drawn
@@ -440,6 +569,7 @@ pub fn series(
         if !lines.is_empty() {
             chart
                 .configure_series_labels()
+                .label_font(("sans-serif", TICK))
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.3))
                 .position(SeriesLabelPosition::UpperRight)
@@ -451,9 +581,27 @@ pub fn series(
             .iter()
             .map(|a| chart.backend_coord(&(a.at, 0.0)).0)
             .collect::<Vec<_>>();
+        // The time columns, as pixel spans between the midpoints of their neighbours.
+        let mut times: Vec<f64> = lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times.dedup();
+        let px = |t: f64| chart.backend_coord(&(t, 0.0)).0;
+        cols = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let lo = if i == 0 { t } else { (times[i - 1] + t) / 2.0 };
+                let hi = times.get(i + 1).map_or(t, |n| (t + n) / 2.0);
+                (px(lo), px(hi).max(px(lo) + 1), t)
+            })
+            .collect::<Vec<_>>();
         root.present().map_err(err)?;
     }
-    let layer = annotations(anns, &xs, (py.start, py.end));
+    let mut layer = hover(lines, unit, &cols, (py.start, py.end));
+    layer.push_str(&annotations(anns, &xs, (py.start, py.end)));
     Ok(overlay(buf, &layer))
 }
 
@@ -477,20 +625,24 @@ pub fn ab_dots(title: &str, a: &[f64], b: &[f64]) -> Res<String> {
     };
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (300, 150)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (310, 190)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 12))
-            .margin(4)
-            .x_label_area_size(18)
-            .y_label_area_size(56)
+            .caption(title, ("sans-serif", 15))
+            .margin(8)
+            .margin_top(4)
+            .x_label_area_size(24)
+            .y_label_area_size(64)
             .build_cartesian_2d(-0.5f64..1.5f64, lo..hi)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(2)
+            .y_labels(5)
             .x_label_formatter(&|x| if *x < 0.5 { "A".into() } else { "B".into() })
+            .y_label_formatter(&|v| crate::units::sig3(*v))
+            .label_style(("sans-serif", TICK))
             .draw()
             .map_err(err)?;
         for (arm, vals) in [(0.0, a), (1.0, b)] {

@@ -156,6 +156,7 @@ fn busy_heatmap(sum: &Summary, anns: &[Annotation]) -> String {
             title: "Busy per LLC (share of its CPUs' time)",
             unit: "%",
             scale: 1.0,
+            full: "100%",
             cells: sum
                 .series
                 .columns

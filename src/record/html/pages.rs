@@ -46,11 +46,11 @@ pub fn compare(rec: &Recording) -> Result<String, String> {
         let pct = |x: f64| format!("{:+.1}%", x * 100.0);
         let _ = write!(
             table,
-            "<tr data-metric=\"{}\"><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
+            "<tr data-metric=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
             esc(&r.metric),
-            esc(&format!("{} ({})", r.metric, r.unit)),
-            c.median_a,
-            c.median_b,
+            esc(&r.metric),
+            esc(&crate::experiment::metrics::shown(&r.metric, c.median_a)),
+            esc(&crate::experiment::metrics::shown(&r.metric, c.median_b)),
             c.change.map_or("-".into(), pct),
             c.ci.map_or("-".into(), |(lo, hi)| format!("{} .. {}", pct(lo), pct(hi))),
             c.p,
@@ -63,11 +63,8 @@ pub fn compare(rec: &Recording) -> Result<String, String> {
             esc(&r.metric),
             a.len(),
             b.len(),
-            chart(charts::ab_dots(
-                &format!("{} — {}", r.metric, r.verdict),
-                &a,
-                &b
-            ))
+            chart(charts::ab_dots(&r.metric, &a, &b))
+                + &format!("<p class=\"note\">{}</p>", esc(&r.verdict))
         );
         rows.push(
             json!({"metric": r.metric, "a": a, "b": b, "verdict": r.verdict,
@@ -75,6 +72,10 @@ pub fn compare(rec: &Recording) -> Result<String, String> {
         );
     }
     table.push_str("</table>");
+    // Every caveat the text verdict has (verdict::caveats: one list for both).
+    for c in crate::experiment::verdict::caveats(exp, &v) {
+        let _ = write!(table, "<p class=\"note\">{}</p>", esc(&c));
+    }
     section(&mut body, "verdict", "Verdict", &table);
     section(
         &mut body,
@@ -89,10 +90,22 @@ pub fn compare(rec: &Recording) -> Result<String, String> {
     ))
 }
 
-/// `llctop diff --html A B`: knob differences, the figures side by side, each recording's
-/// busy heatmap.
-pub fn diff(a: &Recording, b: &Recording) -> String {
+/// `llctop diff --html A B`: which files A and B are, knob differences, the figures side
+/// by side (with their units, to three significant digits), each recording's busy heatmap.
+pub fn diff(a: &Recording, b: &Recording, names: (&str, &str)) -> String {
     let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>A: <code>{}</code> — {} · kernel {} · {} snapshots<br>B: <code>{}</code> — {} · kernel {} · {} snapshots</p>",
+        esc(names.0),
+        esc(&a.header.topology.summary()),
+        esc(a.header.kernel.as_deref().unwrap_or("?")),
+        a.snapshots.len(),
+        esc(names.1),
+        esc(&b.header.topology.summary()),
+        esc(b.header.kernel.as_deref().unwrap_or("?")),
+        b.snapshots.len()
+    );
     let knobs = crate::record::diff::knob_differences(a, b);
     let mut t = String::from("<table><tr><th>knob</th><th>A</th><th>B</th></tr>");
     for (k, x, y) in &knobs {
@@ -119,21 +132,26 @@ pub fn diff(a: &Recording, b: &Recording) -> String {
     let mut t = String::from(
         "<table><tr><th>figure</th><th>A (± s.e.)</th><th>B (± s.e.)</th><th>change</th><th>beyond the noise</th></tr>",
     );
+    use crate::experiment::metrics;
     for l in &lines {
         let change = (l.mean_a != 0.0).then(|| l.mean_b / l.mean_a - 1.0);
+        let unit = metrics::describe(&l.key).0;
         let _ = write!(
             t,
-            "<tr><td>{}</td><td>{:.4} ± {:.4}</td><td>{:.4} ± {:.4}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{} ± {}</td><td>{} ± {}</td><td>{}</td><td>{}</td></tr>",
             esc(&l.key),
-            l.mean_a,
-            l.se_a,
-            l.mean_b,
-            l.se_b,
+            esc(&metrics::shown(&l.key, l.mean_a)),
+            esc(&crate::units::figure(l.se_a, unit, false)),
+            esc(&metrics::shown(&l.key, l.mean_b)),
+            esc(&crate::units::figure(l.se_b, unit, false)),
             change.map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
             if l.moved { "yes" } else { "" }
         );
     }
     t.push_str("</table>");
+    if lines.iter().any(|l| metrics::is_bound(&l.key)) {
+        t.push_str("<p class=\"note\">rq_wait.p50/p99: the top of the log2 histogram's bucket that holds the percentile (≤): a mean of bounds, not a measured wait.</p>");
+    }
     section(&mut body, "figures", "Figures (mean per interval)", &t);
     let (fa, fb) = (
         crate::record::report::fold(a),

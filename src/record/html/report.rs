@@ -88,9 +88,10 @@ fn time_charts(body: &mut String, sum: &Summary, anns: &[Annotation]) {
     } else {
         chart(charts::heatmap(
             &Heat {
-                title: "Run-queue wait per LLC (tasks waiting per CPU; dark = 1)",
+                title: "Run-queue wait per LLC (tasks waiting per CPU)",
                 unit: " waiting/CPU",
                 scale: 1.0,
+                full: "1 waiting per CPU",
                 cells: cols
                     .iter()
                     .map(|c| (c.from, c.to, c.wait.iter().map(|m| m.get()).collect()))
@@ -193,7 +194,7 @@ fn time_charts(body: &mut String, sum: &Summary, anns: &[Annotation]) {
             missing("wait percentiles were not recorded (they need the BPF source)")
         } else {
             chart(charts::series(
-                "Run-queue wait p50 and p99 per LLC",
+                "Run-queue wait p50 and p99 per LLC (tops of log2 buckets: each value is at most this)",
                 "µs",
                 &waits,
                 span,
