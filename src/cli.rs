@@ -10,11 +10,20 @@ use crate::knobs::cli::KnobsCommand;
 use crate::run::{Changes, Options};
 use crate::source;
 
+/// The exit codes, the same for every command (README "Knobs"; the man page's EXIT CODES).
+pub const EXIT_CODES: &str = "Exit codes (every command): 0 ok; 1 another error; 2 usage; 3 unknown knob or profile; \
+4 invalid value; 5 not writable (lockdown, no interface, --read-only); 6 the kernel refused a \
+write or a read failed, or a knob could not be restored at a run's end; 7 the value read back \
+differs; 8 journal error; 9 another llctop is changing that knob; 128 + N stopped by signal N \
+(Ctrl-C 130, SIGTERM 143) after restoring its knobs; `trace -- CMD` exits with CMD's status. \
+A reader that goes away (`llctop … | head`) ends a command quietly with 0.";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "llctop",
     version,
-    about = "Scheduler cache and NUMA behaviour, live: per-LLC occupancy, migrations by distance, preferred-LLC hits"
+    about = "Scheduler cache and NUMA behaviour, live: per-LLC occupancy, migrations by distance, preferred-LLC hits",
+    after_long_help = EXIT_CODES
 )]
 pub struct Cli {
     /// Root under which /sys and /proc are read (a fixture tree in tests).

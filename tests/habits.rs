@@ -279,3 +279,14 @@ fn every_subcommand_piped_into_head_ends_quietly() {
         }
     }
 }
+
+/// The exit codes are in the man page (and `--help`), once, from the command line's own
+/// definitions.
+#[test]
+fn the_man_page_says_the_exit_codes() {
+    let man = llctop(&["man"]);
+    for code in ["3 unknown knob", "9 another llctop", "128 + N"] {
+        assert!(man.contains(code), "{code}");
+    }
+    assert!(llctop(&["--help"]).contains("Exit codes"));
+}

@@ -102,6 +102,13 @@ async def session_case(s, out):
     top = structured(await s.call_tool("top_processes", {"sort": "cpu", "n": 5}), "top_processes")
     if not 1 <= len(top["rows"]) <= 5:
         fail(f"top_processes rows {len(top['rows'])}")
+    # Pages: n=1 then the next page from its cursor, of the same snapshot.
+    one = structured(await s.call_tool("top_processes", {"sort": "cpu", "n": 1}), "top_processes(n=1)")
+    if one["matched"] > 1:
+        nxt = structured(await s.call_tool("top_processes", {"sort": "cpu", "n": 1, "cursor": one["next_cursor"]}), "next page")
+        if nxt["seq"] != one["seq"] or nxt["rows"][0]["pid"] == one["rows"][0]["pid"]:
+            fail(f"pages: {one} then {nxt}")
+    await expect_error(s, "top_processes", {"cursor": "nonsense"}, "cursor")
     pid = top["rows"][0]["pid"]
     proc = structured(await s.call_tool("process", {"pid": pid}), "process")
     watch = structured(await s.call_tool("watch", {"seconds": 2}), "watch")
@@ -109,7 +116,7 @@ async def session_case(s, out):
     expl = structured(await s.call_tool("explain", {"name": "rq_wait_ns"}), "explain")
     rec = structured(await s.call_tool("record", {"seconds": 2}), "record")
     rep = structured(await s.call_tool("report", {"path": rec["path"]}), "report")
-    if "Findings (" not in rep["text"]:
+    if "Findings (" not in rep["text"] or rep["offset"] != 0 or rep["total"] < len(rep["text"]):
         fail("report text")
     diff = structured(await s.call_tool("diff", {"a": rec["path"], "b": rec["path"]}), "diff")
     await expect_error(s, "compare", {"path": rec["path"]}, "experiment")

@@ -29,6 +29,8 @@ pub struct PathIn {
     /// A recording of this server's: a name or path that `record` or `ab` returned (or
     /// one in a directory the server's operator listed).
     pub path: String,
+    /// Where to go on: the `next_cursor` of the previous page of this answer.
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -36,6 +38,8 @@ pub struct PathIn {
 pub struct DiffIn {
     pub a: String,
     pub b: String,
+    /// Where to go on: the `next_cursor` of the previous page of this answer.
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -46,8 +50,13 @@ pub struct ExplainOut {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TextOut {
+    /// One page of the text (at most 64 KiB, whole lines).
     pub text: String,
-    pub truncated: Option<String>,
+    /// Its first byte in the whole text, and the whole text's length.
+    pub offset: usize,
+    pub total: usize,
+    /// Call again with `cursor` set to this for the next page; none on the last.
+    pub next_cursor: Option<String>,
 }
 
 pub fn explain(p: ExplainIn) -> Outcome {
@@ -103,34 +112,119 @@ fn open(store: &Store, p: &str) -> Result<crate::record::reader::Recording, Erro
     })
 }
 
-fn text(t: String, what: &str) -> Outcome {
-    let mut t = crate::text::guard(&t).into_owned();
-    let truncated = (t.len() > MAX_TEXT).then(|| {
-        let mut cut = MAX_TEXT;
-        while !t.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let n = t.len();
-        t.truncate(cut);
-        format!("{what}: {n} bytes, cut to {cut}")
-    });
-    let head = t.lines().take(3).collect::<Vec<_>>().join("\n");
-    Ok((value(&TextOut { text: t, truncated })?, head))
+/// The page of `whole` at `cursor`: whole lines, at most [`MAX_TEXT`] bytes (a longer
+/// line is cut at a character boundary), and where the next page starts.
+fn page(whole: &str, cursor: Option<&str>, what: &str) -> Result<(TextOut, String), ErrorData> {
+    let offset: usize = match cursor {
+        None => 0,
+        Some(c) => c
+            .strip_prefix("o")
+            .and_then(|n| n.parse().ok())
+            .filter(|&o: &usize| o <= whole.len() && whole.is_char_boundary(o))
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("{what}: cursor {c:?} is not one this answer gave (its next_cursor)"),
+                    None,
+                )
+            })?,
+    };
+    let rest = &whole[offset..];
+    let mut end = rest.len().min(MAX_TEXT);
+    if end < rest.len() {
+        // Back to the last whole line; a single line longer than a page is cut.
+        end = rest[..end].rfind('\n').map_or_else(
+            || {
+                let mut e = end;
+                while !rest.is_char_boundary(e) {
+                    e -= 1;
+                }
+                e
+            },
+            |i| i + 1,
+        );
+    }
+    let text = rest[..end].to_string();
+    let next = offset + end;
+    let head = text.lines().take(3).collect::<Vec<_>>().join("\n");
+    let head = if next < whole.len() {
+        format!(
+            "{head}\n… page {}–{} of {} bytes; next_cursor continues",
+            offset,
+            next,
+            whole.len()
+        )
+    } else {
+        head
+    };
+    Ok((
+        TextOut {
+            text,
+            offset,
+            total: whole.len(),
+            next_cursor: (next < whole.len()).then(|| format!("o{next}")),
+        },
+        head,
+    ))
+}
+
+fn text(t: String, cursor: Option<&str>, what: &str) -> Outcome {
+    let t = crate::text::guard(&t).into_owned();
+    let (out, head) = page(&t, cursor, what)?;
+    Ok((value(&out)?, head))
 }
 
 pub fn report(store: &Store, p: PathIn) -> Outcome {
     let rec = open(store, &p.path)?;
-    text(crate::record::report::render(&rec), "report")
+    text(
+        crate::record::report::render(&rec),
+        p.cursor.as_deref(),
+        "report",
+    )
 }
 
 pub fn diff(store: &Store, p: DiffIn) -> Outcome {
     let (a, b) = (open(store, &p.a)?, open(store, &p.b)?);
-    text(crate::record::diff::render(&a, &b), "diff")
+    text(
+        crate::record::diff::render(&a, &b),
+        p.cursor.as_deref(),
+        "diff",
+    )
 }
 
 pub fn compare(store: &Store, p: PathIn) -> Outcome {
     let rec = open(store, &p.path)?;
     let t = crate::record::report::compare(&rec, false)
         .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", p.path), None))?;
-    text(t, "compare")
+    text(t, p.cursor.as_deref(), "compare")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_come_in_pages_of_whole_lines_that_add_up() {
+        let whole: String = (0..20_000)
+            .map(|i| format!("line {i} of a long report\n"))
+            .collect();
+        let mut got = String::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let (p, _) = page(&whole, cursor.as_deref(), "report").unwrap();
+            assert!(p.text.len() <= MAX_TEXT);
+            assert!(p.text.is_empty() || p.text.ends_with('\n'));
+            assert_eq!(p.offset, got.len());
+            got.push_str(&p.text);
+            pages += 1;
+            match p.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(got, whole);
+        assert!(pages > 5);
+        assert!(page(&whole, Some("o99999999999"), "report").is_err());
+        assert!(page(&whole, Some("banana"), "report").is_err());
+    }
 }

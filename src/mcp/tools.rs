@@ -56,6 +56,8 @@ pub struct TopIn {
     pub n: Option<u32>,
     /// Only processes whose command name contains this.
     pub filter: Option<String>,
+    /// The next page: the `next_cursor` a previous answer gave (same sort and filter).
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -91,11 +93,13 @@ pub struct SnapshotOut {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TopOut {
     pub seq: u64,
-    /// Process rows (docs/recording-format.md, `processes.rows[]`).
+    /// Process rows (docs/recording-format.md, `processes.rows[]`), this page of them.
     pub rows: Vec<serde_json::Value>,
-    /// Rows matching before the cut to `n`.
+    /// Rows matching, all pages.
     pub matched: usize,
-    pub truncated: Option<String>,
+    /// Call again with `cursor` set to this (same sort and filter) for the next rows;
+    /// none on the last page. It names the snapshot: a newer one starts over.
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -310,7 +314,28 @@ impl Tools {
                 None,
             ));
         }
-        let s = self.newest()?;
+        // The snapshot a cursor names (kept history: ten minutes at 1 s), else the newest.
+        let want = p
+            .cursor
+            .as_deref()
+            .and_then(|c| c.split_once(':'))
+            .and_then(|(seq, _)| seq.parse::<u64>().ok());
+        let s = match want {
+            None => self.newest()?,
+            Some(seq) => self
+                .live
+                .lock()
+                .history
+                .iter()
+                .find(|x| x.seq == seq)
+                .cloned()
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!("top_processes: snapshot #{seq} of that cursor is no longer kept: call without a cursor"),
+                        None,
+                    )
+                })?,
+        };
         let Some(t) = &s.processes else {
             return Err(ErrorData::internal_error(
                 "no process rows: the source gives none (see the snapshot's sources)",
@@ -328,11 +353,33 @@ impl Tools {
             .iter()
             .filter(|r| p.filter.as_deref().is_none_or(|f| r.comm.contains(f)))
             .collect();
-        rows.sort_by_key(|r| std::cmp::Reverse(key(r)));
+        rows.sort_by_key(|r| (std::cmp::Reverse(key(r)), r.pid));
         let matched = rows.len();
-        let truncated =
-            (matched > n as usize).then(|| format!("{matched} rows matched, {n} returned"));
-        rows.truncate(n as usize);
+        // A cursor is `SEQ:OFFSET`: pages of one snapshot, so rows never shift between them.
+        let from = match p.cursor.as_deref() {
+            None => 0,
+            Some(c) => {
+                let bad = || {
+                    ErrorData::invalid_params(
+                        format!(
+                            "top_processes: cursor {c:?} is not one an answer gave (its next_cursor)"
+                        ),
+                        None,
+                    )
+                };
+                let (seq, off) = c.split_once(':').ok_or_else(bad)?;
+                if seq.parse::<u64>().ok() != Some(s.seq) {
+                    return Err(bad());
+                }
+                off.parse::<usize>()
+                    .ok()
+                    .filter(|&o| o <= matched)
+                    .ok_or_else(bad)?
+            }
+        };
+        let rows: Vec<&ProcessStats> = rows.into_iter().skip(from).take(n as usize).collect();
+        let next = from + rows.len();
+        let next_cursor = (next < matched).then(|| format!("{}:{next}", s.seq));
         // The summary says the figure the rows are sorted by.
         let secs = s.time.interval_secs().max(1e-9);
         let figure = |r: &ProcessStats| match p.sort.unwrap_or(SortBy::Cpu) {
@@ -357,7 +404,7 @@ impl Tools {
             seq: s.seq,
             rows: rows.iter().map(value).collect::<Result<_, _>>()?,
             matched,
-            truncated,
+            next_cursor,
         };
         Ok((value(&out)?, format!("snapshot #{}: {summary}", s.seq)))
     }

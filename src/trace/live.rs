@@ -289,6 +289,7 @@ pub fn run(
     let (boot, mono) = boot_and_mono();
     let offset = boot as i64 - mono as i64;
     let mut tl = Timeline::new(out, topo, offset, plan.cpu_counters);
+    tl.set_root(root.clone());
     let (release, machine) = uname();
     let (procs, threads) = super::procs::scan(root);
     // The preamble flushed: a trace cut by a full disk keeps at least it.

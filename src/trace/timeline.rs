@@ -107,6 +107,12 @@ pub struct Timeline<W: Write> {
     cpu_counters: bool,
     /// Every thread's name as known so far (the switches and wakings carry none).
     names: HashMap<u32, Comm>,
+    /// Each live process's parent, as its fork (or the first process tree) gave it: an exec
+    /// whose process is gone from /proc by the time it is read keeps its parent (a parent
+    /// pid of 0 makes Perfetto's importer count "parent pid changed").
+    parents: HashMap<u32, u32>,
+    /// Where /proc is read (exec's command lines): the trace's `--sysroot`.
+    root: crate::kroot::KernelRoot,
     pub counts: Counts,
     /// What reached the output at the last [`Timeline::flush_sched`].
     on_disk: OnDisk,
@@ -146,6 +152,8 @@ impl<W: Write> Timeline<W> {
             open: HashMap::new(),
             cpu_counters,
             names: HashMap::new(),
+            parents: HashMap::new(),
+            root: crate::kroot::KernelRoot::default(),
             counts: Counts::default(),
             on_disk: OnDisk::default(),
         }
@@ -235,6 +243,11 @@ impl<W: Write> Timeline<W> {
     }
 
     /// Processes and threads known at the start (`ts`: CLOCK_MONOTONIC).
+    /// Read /proc under `root` (a live trace's `--sysroot`).
+    pub fn set_root(&mut self, root: crate::kroot::KernelRoot) {
+        self.root = root;
+    }
+
     pub fn process_tree(
         &mut self,
         mono: u64,
@@ -243,6 +256,9 @@ impl<W: Write> Timeline<W> {
     ) -> io::Result<()> {
         for t in threads {
             self.names.insert(t.tid, Comm::named(&t.name));
+        }
+        for p in procs {
+            self.parents.insert(p.pid, p.ppid);
         }
         let ts = self.ts(mono);
         self.w.process_tree(ts, procs, threads)
@@ -370,6 +386,9 @@ impl<W: Write> Timeline<W> {
             } => {
                 self.counts.forks += 1;
                 self.names.insert(pid, comm);
+                if pid == tgid {
+                    self.parents.insert(pid, parent_tgid);
+                }
                 let procs: Vec<Proc> = if pid == tgid {
                     vec![Proc {
                         pid,
@@ -399,19 +418,27 @@ impl<W: Write> Timeline<W> {
                 let name = comm.as_string();
                 let mut procs = Vec::new();
                 if pid == tgid {
-                    let cmdline: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+                    let cmdline: Vec<String> = self
+                        .root
+                        .read(format!("/proc/{pid}/cmdline"))
                         .map(|b| {
-                            b.split(|c| *c == 0)
+                            b.split('\0')
                                 .filter(|a| !a.is_empty())
                                 .take(64)
-                                .map(|a| String::from_utf8_lossy(a).into_owned())
+                                .map(str::to_string)
                                 .collect()
                         })
                         .unwrap_or_default();
-                    let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    // Its parent now, else the one its fork named (it may be gone already).
+                    let ppid = self
+                        .root
+                        .read(format!("/proc/{pid}/stat"))
                         .ok()
                         .and_then(|s| super::procs::stat_parent(&s))
-                        .map_or(0, |p| p.0);
+                        .map(|p| p.0)
+                        .or_else(|| self.parents.get(&pid).copied())
+                        .unwrap_or(0);
+                    self.parents.insert(pid, ppid);
                     procs.push(Proc {
                         pid,
                         ppid,
@@ -445,7 +472,12 @@ impl<W: Write> Timeline<W> {
                 let ts = self.ts(ts);
                 self.w.process_tree(ts, &[], &threads)?;
             }
-            TraceRecord::Exit { .. } => self.counts.exits += 1,
+            TraceRecord::Exit { pid, tgid, .. } => {
+                self.counts.exits += 1;
+                if pid == tgid {
+                    self.parents.remove(&pid);
+                }
+            }
         }
         Ok(())
     }
@@ -614,5 +646,53 @@ impl<W: Write> Timeline<W> {
     pub fn start_stats(&mut self, mono: u64, cpus: usize) -> io::Result<()> {
         let ts = self.ts(mono);
         self.w.ftrace_stats(ts, false, &vec![0; cpus])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::bpf::tracing::{Comm, TraceRecord};
+    use perfetto_protos::trace::Trace;
+    use protobuf::Message as _;
+
+    /// The parent each process-tree packet of `bytes` gives `pid`, in order.
+    fn parents_of(bytes: &[u8], pid: i32) -> Vec<i32> {
+        let t = Trace::parse_from_bytes(bytes).unwrap();
+        t.packet
+            .iter()
+            .filter(|p| p.has_process_tree())
+            .flat_map(|p| p.process_tree().processes.iter())
+            .filter(|p| p.pid() == pid)
+            .map(|p| p.ppid())
+            .collect()
+    }
+
+    #[test]
+    fn an_exec_whose_process_is_gone_keeps_the_parent_its_fork_gave() {
+        let topo = crate::topology::synthetic(1, 1, 2);
+        // A root with no /proc/4242: the process exited before its exec was read.
+        let dir = tempfile::tempdir().unwrap();
+        let mut tl = Timeline::new(Vec::new(), &topo, 0, false);
+        tl.set_root(crate::kroot::KernelRoot::new(dir.path()));
+        tl.start("7.2", "x86_64", None).unwrap();
+        tl.record(&TraceRecord::Fork {
+            ts: 10,
+            pid: 4242,
+            tgid: 4242,
+            parent_pid: 100,
+            parent_tgid: 100,
+            comm: Comm::named("sh"),
+        })
+        .unwrap();
+        tl.record(&TraceRecord::Exec {
+            ts: 20,
+            pid: 4242,
+            tgid: 4242,
+            comm: Comm::named("true"),
+        })
+        .unwrap();
+        let out = tl.finish(30, &[]).unwrap();
+        assert_eq!(parents_of(&out, 4242), [100, 100], "never 0");
     }
 }
