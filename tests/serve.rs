@@ -167,6 +167,20 @@ fn metrics_pass_promtool_and_a_real_prometheus_scrapes_them() {
         Some("1".into()),
         "{up:?}"
     );
+    // The build: llctop's version and this kernel's release, as Prometheus reads them.
+    let build = results(&query("llctop_build_info"));
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    assert_eq!(
+        build.first().map(|r| (
+            r["metric"]["version"].clone(),
+            r["metric"]["kernel"].clone()
+        )),
+        Some((
+            env!("CARGO_PKG_VERSION").into(),
+            release.trim().to_string().into()
+        )),
+        "{build:?}"
+    );
     let rates = results(&query("rate(llctop_migrations_total[1m])"));
     let mut distances: Vec<String> = rates
         .iter()

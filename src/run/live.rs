@@ -55,7 +55,7 @@ pub fn finding_line(l: &FindingLine) -> String {
     };
     let mut line = format!("  ⚑ {state} {} {}", f.severity_tag(), Esc(&f.headline()));
     if let (State::Fired, Some(s)) = (l.state, &f.suggestion) {
-        line.push_str(&format!(" — try: {}", Esc(&s.command)));
+        line.push_str(&format!(" — {}: {}", s.lead(), Esc(&s.command)));
     }
     line
 }
@@ -177,5 +177,25 @@ mod tests {
             fired[0]
         );
         assert!(fired[0].ends_with("— try: llctop ab --profile work-conserving -- <workload>"));
+
+        // Advice in words is led as advice, never "try: give each thread…".
+        let mut advice = lines
+            .iter()
+            .find(|l| l.finding.kind == Kind::NotConserved && l.state == State::Fired)
+            .cloned()
+            .expect("the fired line");
+        advice.finding.suggestion = Some(crate::findings::Suggestion {
+            knob: None,
+            value: None,
+            profile: None,
+            command: "give each thread its own CPU set".into(),
+            why: String::new(),
+        });
+        let line = finding_line(&advice);
+        assert!(
+            line.ends_with("— what to do: give each thread its own CPU set"),
+            "{line}"
+        );
+        assert!(!line.contains("try:"), "{line}");
     }
 }

@@ -57,8 +57,11 @@ pub fn run(
 ) -> Result<(), Error> {
     check_listen(&listen, allow_remote)?;
     let mut run = Run::start(opts, root, topo, None)?;
+    let (_, kernel) = crate::record::host_and_kernel(root);
     let shared = Arc::new(Mutex::new(Shared {
-        exporter: Exporter::new(topo).with_process_series(process_series),
+        exporter: Exporter::new(topo)
+            .with_kernel(kernel.as_deref())
+            .with_process_series(process_series),
         last_mono_ns: 0,
         interval: opts.interval,
     }));

@@ -40,9 +40,10 @@ fn l(pairs: &[(&str, String)]) -> Labels {
 /// those unseen, forks, process updates dropped, the process series' limit and how many
 /// were dropped, snapshots taken, the last one's time, the interval, the preferred-LLC
 /// runtime (hit, miss), and the advisor's findings (active and fired per kind and
-/// severity). sched_ext's three are apart: only kernels that have it show them.
+/// severity), and the build (llctop's version, the kernel release). sched_ext's three are
+/// apart: only kernels that have it show them.
 pub fn fixed_series() -> usize {
-    Distance::ALL.len() + Cause::ALL.len() + 1 + 2 + 1 + 1 + 2 + 3 + 2 + findings::series()
+    Distance::ALL.len() + Cause::ALL.len() + 1 + 2 + 1 + 1 + 2 + 3 + 2 + findings::series() + 1
 }
 
 /// The series, registered once; [`Exporter::update`] adds each snapshot's counts.
@@ -76,6 +77,9 @@ pub struct Exporter {
     snapshots: Counter,
     last: Gauge<f64, AtomicU64>,
     interval: Gauge<f64, AtomicU64>,
+    /// `llctop_build_info{version,kernel}` 1; the labels of the one shown.
+    build: Level,
+    build_shown: Labels,
     /// The knob info series shown now, to drop when a value changes.
     knob_shown: BTreeMap<String, Labels>,
     /// Per-process series for at most this many processes (the busiest of each
@@ -129,6 +133,8 @@ impl Exporter {
             snapshots: Counter::default(),
             last: Gauge::default(),
             interval: Gauge::default(),
+            build: Level::default(),
+            build_shown: Labels::new(),
             knob_shown: BTreeMap::new(),
             process_limit: 0,
             proc_cpu: Seconds::default(),
@@ -290,6 +296,12 @@ impl Exporter {
             "Processes of the last snapshot left without series by the limit",
             e.proc_dropped.clone(),
         );
+        r.register(
+            "build_info",
+            "llctop's version and the kernel release it runs on (always 1)",
+            e.build.clone(),
+        );
+        e.set_kernel(None);
         for llc in &topo.llcs {
             let node = llc.node.map_or("-".into(), |n| n.to_string());
             e.llc_cpus
@@ -301,6 +313,21 @@ impl Exporter {
     }
 
     /// Give per-process series to at most `n` processes (the busiest of each snapshot).
+    /// The kernel release `llctop_build_info` names (`unknown` until said).
+    pub fn with_kernel(mut self, kernel: Option<&str>) -> Exporter {
+        self.set_kernel(kernel);
+        self
+    }
+
+    fn set_kernel(&mut self, kernel: Option<&str>) {
+        self.build.remove(&self.build_shown);
+        self.build_shown = l(&[
+            ("version", env!("CARGO_PKG_VERSION").to_string()),
+            ("kernel", kernel.unwrap_or("unknown").to_string()),
+        ]);
+        self.build.get_or_create(&self.build_shown).set(1.0);
+    }
+
     pub fn with_process_series(mut self, n: usize) -> Exporter {
         self.process_limit = n;
         self.proc_limit.set(i64::try_from(n).unwrap_or(i64::MAX));

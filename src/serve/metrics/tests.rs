@@ -298,3 +298,26 @@ fn the_series_count_is_readmes_formula() {
         assert_eq!(samples, formula, "{nodes}x{llcs}x{cpus}");
     }
 }
+
+#[test]
+fn build_info_names_the_version_and_the_kernel_once() {
+    let topo = crate::topology::synthetic(1, 2, 2);
+    let unknown = Exporter::new(&topo).openmetrics();
+    let v = env!("CARGO_PKG_VERSION");
+    assert!(
+        unknown.contains(&format!(
+            "llctop_build_info{{version=\"{v}\",kernel=\"unknown\"}} 1"
+        )),
+        "{unknown}"
+    );
+    let om = Exporter::new(&topo)
+        .with_kernel(Some("7.2.0-1-amd64"))
+        .openmetrics();
+    assert!(
+        om.contains(&format!(
+            "llctop_build_info{{version=\"{v}\",kernel=\"7.2.0-1-amd64\"}} 1"
+        )),
+        "{om}"
+    );
+    assert_eq!(om.matches("llctop_build_info{").count(), 1, "{om}");
+}
