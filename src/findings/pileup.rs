@@ -225,8 +225,8 @@ impl PileUp {
 /// Where the source measures the threads' waits, a start stays in the windows that begin
 /// up to [`HANDOVER_NS`] after its last placement, so that its finding gets the measured
 /// cost: a window may begin just after a start it followed (a run's first, short windows;
-/// an interval stretched by a missed tick) before the waits came, and the finding would
-/// end "not measured yet" (seen once in the lab on 7.2).
+/// an interval stretched by a missed tick) before the waits came (seen once in the lab on
+/// 7.2). Until they come a start is no finding: its cost may be nothing.
 pub fn detect(w: &Window) -> Vec<Finding> {
     let start = w.start_mono_ns();
     let reach = if super::harm::measures_waits(w.context) {
@@ -237,8 +237,14 @@ pub fn detect(w: &Window) -> Vec<Finding> {
     find(w.context)
         .into_iter()
         .filter(|p| p.last_ns.saturating_add(reach) >= start)
-        .map(|p| {
+        .filter_map(|p| {
             let cost = p.harm(w.context);
+            // Its waits are still to come (the BPF program hands them over two seconds
+            // after the placement): judged when they have, never shown as a finding whose
+            // cost may turn out to be nothing. The report's placements say it meanwhile.
+            if cost == Err(super::harm::PENDING) {
+                return None;
+            }
             // The CPUs the cost was measured against: each measured thread's, else the
             // pile-up's example.
             let mut idle_cpus: Vec<u32> =
@@ -286,7 +292,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
                 command: "give each thread its own allowed CPU (taskset or numactl per thread), or try the seed's find_idlest_group() patch: no knob changes where a fork places its new thread".into(),
                 why: "find_idlest_group() lets a start fill the local group up to the NUMA imbalance threshold (the number of LLCs), whatever the task's allowed CPUs".into(),
             });
-            f
+            Some(f)
         })
         .collect()
 }

@@ -252,14 +252,10 @@ fn a_start_stays_judged_until_its_measured_waits_come() {
         let f: Vec<Finding> = detect(&w).into_iter().filter(|f| f.pids == [10]).collect();
         (w.start_mono_ns(), f)
     };
-    // The window ending at #3 holds the start; its cost is not there yet.
+    // The window ending at #3 holds the start; its cost is not there yet: no finding
+    // until it is (it may be nothing).
     let (_, f) = judged(&snaps, 3);
-    assert_eq!(f.len(), 1);
-    assert!(
-        f[0].summary.contains("not measured yet"),
-        "{}",
-        f[0].summary
-    );
+    assert!(f.is_empty(), "a pile-up whose waits are still to come: {f:?}");
     // The window ending at #4 begins (3.003 s) after the start's last placement, but
     // the start's waits come only now: it is judged, with the measured cost (40 ms
     // beside the idle CPU).
