@@ -70,7 +70,7 @@ fn main() {
         let topo = topology::synthetic(nodes, llcs, cpus);
         let live = Arc::new(Live::new(topo.clone()));
         for seq in 0..10 {
-            live.push(&snapshot(&topo, seq), None);
+            live.push(&llctop::run::pipeline::Tick::of(snapshot(&topo, seq)), None);
         }
         let tools = Tools {
             live,

@@ -2,6 +2,7 @@
 //! (synthetic topologies, every snapshot field filled), into a 200×60 TestBackend.
 //! Run: `cargo run --release --example render_bench` (scripts/render-bench.sh).
 
+use llctop::run::pipeline::Ticker;
 use std::time::{Duration, Instant};
 
 use llctop::collect::{aggregate, empty_snapshot};
@@ -59,8 +60,9 @@ fn main() {
     for (nodes, llcs, cpus) in [(1, 1, 2), (2, 2, 4), (2, 8, 16), (4, 16, 8)] {
         let topo = topology::synthetic(nodes, llcs, cpus);
         let mut app = App::live(topo.clone(), Duration::from_secs(1), themes.clone());
+        let mut ticker = Ticker::new(&topo, &[]);
         for i in 0..120 {
-            app.handle(Msg::Snapshot(Box::new(snapshot(&topo, i))));
+            app.handle(Msg::Tick(Box::new(ticker.tick(snapshot(&topo, i)))));
         }
         let mut cols = Vec::new();
         for v in ViewId::ALL {
@@ -84,8 +86,9 @@ fn main() {
     // snapshots), a frame drawn every 10th, this process's resident memory after.
     let topo = topology::synthetic(4, 16, 8);
     let mut app = App::live(topo.clone(), Duration::from_millis(100), themes);
+    let mut ticker = Ticker::new(&topo, &[]);
     for i in 0..6_000 {
-        app.handle(Msg::Snapshot(Box::new(snapshot(&topo, i))));
+        app.handle(Msg::Tick(Box::new(ticker.tick(snapshot(&topo, i)))));
         if i % 10 == 0 {
             std::hint::black_box(llctop::tui::render_to_text(&app, 200, 60));
         }

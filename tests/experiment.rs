@@ -157,6 +157,42 @@ fn numa_balancing_ab_runs_to_a_verdict_and_the_recording_gives_the_same() {
     println!("{d}");
     assert!(d.contains(" 0 moved beyond the noise"), "{d}");
     assert!(d.contains("Knobs: the same at the start of both"), "{d}");
+    // One pipeline: the experiment's recording carries every kind of line `record`
+    // writes on this machine (findings, the knob values at the start), and its own.
+    let plain = dir.path().join("plain.jsonl");
+    let out = llctop(&dir.path().join("j.json"))
+        .args(["record", "--duration", "2s", "-o"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kinds = |p: &std::path::Path| -> std::collections::BTreeSet<String> {
+        let bytes = std::fs::read(p).unwrap();
+        let mut text = String::new();
+        if p.extension().is_some_and(|e| e == "gz") {
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+                .unwrap();
+        } else {
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| v["type"].as_str().unwrap_or("header").to_string())
+            .collect()
+    };
+    let (ab, record) = (kinds(&rec), kinds(&plain));
+    assert!(
+        record.contains("knob_values") && record.contains("snapshot"),
+        "{record:?}"
+    );
+    assert!(record.is_subset(&ab), "record {record:?}, ab -o {ab:?}");
+    for own in ["experiment", "window", "verdict", "knob"] {
+        assert!(ab.contains(own), "{own} in {ab:?}");
+    }
 }
 
 #[test]

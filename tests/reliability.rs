@@ -553,7 +553,8 @@ fn hostile_recordings_give_one_line_errors_or_correct_reports() {
     // A header without its final newline is a recording with no snapshots, not "empty".
     let (rc, err) = report(&write(d, "h.jsonl", lines[0].as_bytes()));
     assert_eq!(rc, 0, "{err}");
-    // A gzip stream of zeros without a newline, and /dev/zero: refused at the line cap.
+    // A gzip stream of zeros without a newline, and /dev/zero: refused as binary (at
+    // its first bytes) or at the line cap, in one line that names the file.
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     std::io::Write::write_all(&mut gz, &vec![0u8; 80 << 20]).expect("gzip");
     let zeros = write(d, "zeros.jsonl.gz", &gz.finish().expect("gzip"));
@@ -561,9 +562,10 @@ fn hostile_recordings_give_one_line_errors_or_correct_reports() {
         let (rc, err) = report(p);
         assert_eq!(rc, 1, "{}: {err}", p.display());
         assert!(
-            err.contains("longer than 64 MiB: not an llctop recording"),
+            err.contains("not an llctop recording") && err.contains(&*p.to_string_lossy()),
             "{err}"
         );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }
 

@@ -180,7 +180,9 @@ fn snc2_figures_per_llc_node_and_group_equal_the_scripted_kernel() {
         Vec::new(),
     );
     for s in &recorded {
-        app.handle(llctop::tui::app::Msg::Snapshot(Box::new(s.clone())));
+        app.handle(llctop::tui::app::Msg::Tick(Box::new(
+            llctop::run::pipeline::Tick::of(s.clone()),
+        )));
     }
     let last = recorded.last().unwrap();
     let secs = last.time.interval_ns as f64 / 1e9;

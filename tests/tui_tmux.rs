@@ -254,7 +254,7 @@ fn replay_of_a_recording_in_a_real_terminal() {
     for k in ["2", "3", "7"] {
         t.keys(&[k]);
     }
-    t.wait_for(&["replay: the recording's knob changes"], "knobs in replay");
+    t.wait_for(&["Knobs of the recording"], "knobs in replay");
     t.keys(&["q"]);
     check_sane(&t);
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use llctop::run::pipeline::{Tick, Ticker};
 use std::time::Duration;
 
 use llctop::collect::{aggregate, empty_snapshot};
@@ -298,10 +299,12 @@ fn live_app_with(topo: &Topology, n: u64, f: impl Fn(&mut Snapshot)) -> App {
     let mut app = App::live(topo.clone(), Duration::from_secs(1), themes());
     app.host = Some("fixture".into());
     app.kernel = Some("7.2.0".into());
+    // The pipeline's step judges each snapshot, as the feed thread's does.
+    let mut ticker = Ticker::new(topo, &[]);
     for i in 0..n {
         let mut s = fixture_snapshot(topo, i);
         f(&mut s);
-        app.handle(Msg::Snapshot(Box::new(s)));
+        app.handle(Msg::Tick(Box::new(ticker.tick(s))));
     }
     app
 }
@@ -683,7 +686,7 @@ fn views_say_why_when_a_source_is_missing() {
             "schedstat unavailable (CONFIG_SCHEDSTATS off: /proc/schedstat does not exist)",
         ),
     ];
-    app.handle(Msg::Snapshot(Box::new(s)));
+    app.handle(Msg::Tick(Box::new(Tick::of(s))));
     for (k, want) in [
         ('4', "no hardware PMU"),
         ('5', "CONFIG_SCHEDSTATS off"),
@@ -858,8 +861,9 @@ fn replay_shows_what_live_showed() {
     assert!(live.recording.is_some(), "{:?}", live.status);
     let views = ['1', '2', '3', '4', '5', '6', '8'];
     let mut seen: Vec<Vec<Vec<String>>> = Vec::new();
+    let mut ticker = Ticker::new(&topo, &[]);
     for i in 0..4 {
-        live.handle(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
+        live.handle(Msg::Tick(Box::new(ticker.tick(fixture_snapshot(&topo, i)))));
         let mut per_view = Vec::new();
         for v in views {
             key(&mut live, KeyCode::Char(v));
@@ -941,7 +945,7 @@ fn knobs_view_runs_an_ab_experiment_to_its_verdict_and_stops_on_a() {
     let feat = || std::fs::read_to_string(&features).expect("read");
     let feed = |app: &mut App, from: u64, n: u64| {
         for i in from..from + n {
-            app.handle(Msg::Snapshot(Box::new(fixture_snapshot(&topo, i))));
+            app.handle(Msg::Tick(Box::new(Tick::of(fixture_snapshot(&topo, i)))));
         }
     };
     // a asks for B, offering the other value of an on/off knob.

@@ -136,13 +136,26 @@ impl Advisor {
     /// Judge the window ending at the newest of `snaps` (the run so far, oldest first; it
     /// may be cut at the front, but must hold the window); returns what fired or cleared.
     pub fn observe(&mut self, topo: &Topology, snaps: &[Snapshot]) -> Vec<FindingLine> {
+        self.judge(topo, snaps)
+            .map_or_else(Vec::new, |(found, seq)| self.apply(found, seq))
+    }
+
+    /// What the detectors find in the window ending at the newest of `snaps` (held
+    /// findings judged with their hysteresis), and that snapshot's `seq`; `None` when
+    /// the window is empty.
+    pub fn judge(&self, topo: &Topology, snaps: &[Snapshot]) -> Option<(Vec<Finding>, u64)> {
         let held: BTreeSet<(Kind, String)> = self.open.keys().cloned().collect();
         let w = Window::trailing(snaps, topo, &held);
         if w.snaps.is_empty() {
-            return Vec::new();
+            return None;
         }
-        let seq = w.last_seq();
-        let found = detect(&w);
+        Some((detect(&w), w.last_seq()))
+    }
+
+    /// Take what was found at snapshot `seq` (of [`judge`](Self::judge)): episodes open,
+    /// update and clear; returns what fired or cleared. An advisor fed the same findings
+    /// holds the same episodes — the TUI's mirrors the pipeline's this way.
+    pub fn apply(&mut self, found: Vec<Finding>, seq: u64) -> Vec<FindingLine> {
         let mut lines = Vec::new();
         let mut seen = BTreeSet::new();
         for f in found {
@@ -229,6 +242,17 @@ impl Advisor {
         v
     }
 
+    /// The situations held now (blind spots left out), as last found, worst first.
+    pub fn held(&self) -> Vec<Finding> {
+        let mut held: Vec<Finding> = self
+            .problems()
+            .filter(|e| e.cleared_seq.is_none())
+            .map(|e| e.latest().clone())
+            .collect();
+        held.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        held
+    }
+
     /// Episodes of situations (not blind spots), in firing order.
     pub fn problems(&self) -> impl Iterator<Item = &Episode> {
         self.episodes
@@ -257,6 +281,12 @@ impl Trail {
 
     /// [`push`](Self::push) for a snapshot the caller no longer needs (no copy).
     pub fn push_owned(&mut self, topo: &Topology, snap: Snapshot) -> Vec<FindingLine> {
+        self.step(topo, snap).1
+    }
+
+    /// [`push_owned`](Self::push_owned), with what was found at `snap` (what
+    /// [`Advisor::apply`] takes) beside the lines.
+    pub fn step(&mut self, topo: &Topology, snap: Snapshot) -> (Vec<Finding>, Vec<FindingLine>) {
         self.recent.push(snap);
         // Keep the newest snapshots covering the window (and its least count) and the
         // look-behind, plus one.
@@ -271,7 +301,13 @@ impl Trail {
         }
         let drop = self.recent.len() - keep;
         self.recent.drain(..drop);
-        self.advisor.observe(topo, &self.recent)
+        match self.advisor.judge(topo, &self.recent) {
+            Some((found, seq)) => {
+                let lines = self.advisor.apply(found.clone(), seq);
+                (found, lines)
+            }
+            None => (Vec::new(), Vec::new()),
+        }
     }
 }
 

@@ -8,7 +8,8 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::findings::Finding;
-use crate::findings::advisor::{FindingLine, Trail};
+use crate::findings::advisor::FindingLine;
+use crate::run::pipeline::Tick;
 use crate::snapshot::Snapshot;
 use crate::topology::Topology;
 
@@ -49,7 +50,6 @@ pub struct Live {
     state: Mutex<State>,
     fresh: Condvar,
     pub topo: Topology,
-    trail: Mutex<Trail>,
 }
 
 impl Live {
@@ -58,7 +58,6 @@ impl Live {
             state: Mutex::new(State::default()),
             fresh: Condvar::new(),
             topo,
-            trail: Mutex::new(Trail::new()),
         }
     }
 
@@ -66,24 +65,11 @@ impl Live {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The collector's step: judge `snap`, keep it, wake the waiters.
-    pub fn push(
-        &self,
-        snap: &Snapshot,
-        knobs: Option<(BTreeMap<String, String>, serde_json::Value)>,
-    ) {
-        let (lines, held) = {
-            let mut t = self.trail.lock().unwrap_or_else(|p| p.into_inner());
-            let lines = t.push(&self.topo, snap);
-            let mut held: Vec<Finding> = t
-                .advisor
-                .problems()
-                .filter(|e| e.cleared_seq.is_none())
-                .map(|e| e.latest().clone())
-                .collect();
-            held.sort_by_key(|f| std::cmp::Reverse(f.severity));
-            (lines, held)
-        };
+    /// The pipeline's tick: the snapshot kept, the advisor's lines and held findings,
+    /// the knob values (and `registry`, as `knobs list --json` gives it) when re-read;
+    /// the waiters woken.
+    pub fn push(&self, t: &Tick, registry: Option<serde_json::Value>) {
+        let snap = &t.snap;
         let mut s = self.lock();
         s.history_bytes += snap.approx_bytes();
         s.history.push_back(snap.clone());
@@ -93,13 +79,15 @@ impl Live {
                 s.history_bytes = s.history_bytes.saturating_sub(old.approx_bytes());
             }
         }
-        s.lines.extend(lines);
+        s.lines.extend(t.lines.iter().cloned());
         while s.lines.len() > LINES {
             s.lines.pop_front();
         }
-        s.held = held;
-        if let Some((k, r)) = knobs {
-            s.knobs = k;
+        s.held.clone_from(&t.held);
+        if let Some(k) = &t.knobs.values {
+            s.knobs.clone_from(k);
+        }
+        if let Some(r) = registry {
             s.registry = r;
         }
         drop(s);
@@ -135,7 +123,7 @@ mod tests {
         for seq in 0..(HISTORY as u64 + 50) {
             let mut s = crate::collect::empty_snapshot(&small);
             s.seq = seq;
-            live.push(&s, None);
+            live.push(&Tick::of(s), None);
         }
         assert_eq!(live.lock().history.len(), HISTORY);
         let big = crate::topology::synthetic(4, 16, 8);
@@ -145,7 +133,7 @@ mod tests {
         for seq in 0..n as u64 {
             let mut s = crate::collect::empty_snapshot(&big);
             s.seq = seq;
-            live.push(&s, None);
+            live.push(&Tick::of(s), None);
         }
         let st = live.lock();
         assert!(

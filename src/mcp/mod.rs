@@ -36,13 +36,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::kroot::KernelRoot;
-use crate::run::{Error, Options, Run};
+use crate::run::pipeline::{Ctl, Pipeline, Sink, Tick};
+use crate::run::{Error, Options};
 use crate::topology::Topology;
 use helper::Helpers;
 use live::Live;
 
-/// Snapshots between two reads of the knobs' values (as `serve`).
-const KNOBS_EVERY: u64 = 10;
 /// How long the server's end waits for its helpers to stop when a signal ended it (an
 /// `llctop ab` restores its knob first); when the client went away, a second at most in
 /// all (they go on restoring by themselves).
@@ -92,7 +91,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         m.config.max_dir_bytes,
     );
     store.ensure().map_err(|e| format!("mcp: {e}"))?;
-    let mut run = Run::start(opts, root, topo, None)?;
+    let mut p = Pipeline::start(opts, root, topo, None, crate::run::stop_flag()?)?;
     let live = Arc::new(Live::new(topo.clone()));
     let helpers = Arc::new(Helpers::new(
         m.allow_writes,
@@ -175,22 +174,9 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
             ""
         }
     );
-    let mut registry = crate::knobs::Registry::discover(root, Some(topo));
-    let mut n = 0u64;
-    run.each(|snap, _| {
-        let knobs = n.is_multiple_of(KNOBS_EVERY).then(|| {
-            if n > 0 {
-                registry.refresh_values();
-            }
-            (
-                crate::record::Header::knob_values(&registry),
-                serde_json::to_value(&registry).unwrap_or_default(),
-            )
-        });
-        n += 1;
-        live.push(snap, knobs);
-        true
-    });
+    let res = p.drive(&mut [&mut Shared {
+        live: Arc::clone(&live),
+    }]);
     // Tools waiting on the collector return now.
     live.end();
     if let Some(stop) = &http_stop {
@@ -220,7 +206,8 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
     {
         std::thread::sleep(Duration::from_millis(20));
     }
-    drop(run);
+    drop(p);
+    res?;
     if client_gone {
         // rmcp may still hold a tool call (a report's read): the process ends without it.
         return Ok(());
@@ -229,6 +216,21 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, m: McpOptions) ->
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("mcp: {e}").into()),
         Err(_) => Err("mcp: the protocol thread panicked".into()),
+    }
+}
+
+/// MCP's sink: each tick into the state the tools answer from.
+struct Shared {
+    live: Arc<Live>,
+}
+
+impl Sink for Shared {
+    fn tick(&mut self, t: &Tick, ctl: &mut Ctl) -> Result<bool, Error> {
+        let registry = ctl
+            .registry
+            .map(|r| serde_json::to_value(r).unwrap_or_default());
+        self.live.push(t, registry);
+        Ok(true)
     }
 }
 

@@ -581,22 +581,23 @@ impl Tools {
             .collect();
         let knobs = st.knobs.clone();
         drop(st);
+        // Through the pipeline's recording sink: the lines every recording has (the
+        // knob values after the first snapshot, the findings after the one judged).
         let write = || -> Result<(), crate::record::RecordError> {
-            let mut header = crate::record::Header::new(
+            let header = crate::record::Header::new(
                 (None, None),
                 Duration::from_nanos(snaps[0].time.interval_ns),
                 self.live.topo.clone(),
                 snaps[0].sources.clone(),
             );
-            header.knobs = knobs;
-            let mut w = crate::record::Writer::create(&path, &header)?;
+            let w = crate::record::Writer::create(&path, &header)?;
+            let mut rec = crate::run::record::Recording::new(w, Some(knobs));
             for s in &snaps {
-                w.write_snapshot(s)?;
-                for l in lines.iter().filter(|l| l.seq == s.seq) {
-                    w.write_finding(l)?;
-                }
+                let mut t = crate::run::pipeline::Tick::of(s.clone());
+                t.lines = lines.iter().filter(|l| l.seq == s.seq).cloned().collect();
+                rec.write_tick(&t)?;
             }
-            w.finish().map(|_| ())
+            rec.close(&[]).map(|_| ())
         };
         write().map_err(|e| ErrorData::internal_error(format!("{}: {e}", path.display()), None))?;
         let out = RecordOut {

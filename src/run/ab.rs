@@ -11,11 +11,13 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Error, Options, Run, finish_session, knob_session};
+use super::pipeline::{Ctl, Pipeline, Sink, Tick};
+use super::record::Recording;
+use super::{Error, Options, knob_session};
 use crate::experiment::runner::{Runner, Step};
-use crate::experiment::verdict::{self, Verdict};
+use crate::experiment::verdict;
 use crate::experiment::{self, Arm, Experiment};
-use crate::knobs::session::Change;
+use crate::knobs::session::{Change, KnobEvent};
 use crate::knobs::{Session, profile};
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, Writer};
@@ -255,175 +257,218 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         ),
         None => None,
     };
-    let mut run = Run::start_with(opts, root, topo, None, stop)?;
-    let mut writer = match out {
+    let mut p = Pipeline::start(opts, root, topo, None, stop)?;
+    let recording = match out {
         Some(out) => {
             let header = Header::new(
                 record::host_and_kernel(root),
                 opts.interval,
                 topo.clone(),
-                run.sources.clone(),
-            )
-            .with_knobs(s.registry());
-            let mut w = Writer::over(out, &header)?;
-            w.write_experiment_line(Line::Experiment(exp.clone()))?;
-            Some(w)
+                p.sources.clone(),
+            );
+            let mut r = Recording::new(Writer::over(out, &header)?, None);
+            r.line(Line::Experiment(exp.clone()))?;
+            Some(r)
         }
         None => None,
     };
-    let mut runner = Runner::new(exp.clone(), opts.interval);
-    let total = exp.order().len();
+    let runner = Runner::new(exp.clone(), opts.interval);
     let steady = match (&workload, plan.steady) {
         (Some(w), true) => Some(w.start()?),
         _ => None,
     };
     flip(&mut s, &how, &exp, runner.first())?;
-    run.knobs = Some(s);
-    let per_window = workload.as_ref().filter(|_| !plan.steady);
-    // The measured part of a window begins: its command starts.
-    let begin =
-        || -> Result<Option<Running>, Error> { per_window.map(Workload::start).transpose() };
-    let mut cmd: Option<Running> = if runner.measures_at_once() {
-        begin()?
-    } else {
-        None
+    p.knobs = Some(s);
+    let mut ab = Ab {
+        total: exp.order().len(),
+        exp,
+        how,
+        held,
+        runner,
+        recording,
+        per_window: workload.filter(|_| !plan.steady),
+        timeout: plan.timeout,
+        cmd: None,
+        steady,
+        timed_out: false,
+        said: None,
+        stopping: Vec::new(),
     };
-    let mut error: Option<Error> = None;
-    // The running command was stopped for running past --timeout.
-    let mut timed_out = false;
-    // The window whose changed knob was said already.
-    let mut said: Option<usize> = None;
-    run.each(|snap, knobs| {
-        let mut step = || -> Result<bool, Error> {
-            if let (Some(wr), Some(s)) = (writer.as_mut(), knobs.as_mut()) {
-                wr.write_snapshot(snap)?;
-                for ev in s.take_events() {
-                    wr.write_knob(&ev)?;
-                }
-            }
-            // Re-read at every snapshot: a value changed behind the experiment's back
-            // spoils the window it happened in.
-            if let Some(s) = knobs.as_ref() {
-                let drift = s.drifted(&held);
-                if !drift.is_empty() {
-                    let w = runner.progress().window;
-                    if said != Some(w) {
-                        crate::say!(
-                            "llctop: window {}/{total} not counted: {}",
-                            w + 1,
-                            Esc(&drift.join("; "))
-                        );
-                        said = Some(w);
-                    }
-                    runner.spoil(drift.join("; "));
-                }
-            }
-            // A command past --timeout is stopped (SIGTERM, SIGKILL after the grace)
-            // without holding the loop; its window is not counted.
-            if let (Some(c), Some(limit)) = (cmd.as_ref(), plan.timeout)
-                && c.ended().is_none()
-            {
-                let over = c.started.elapsed().saturating_sub(limit);
-                if over > Duration::ZERO && !timed_out {
-                    timed_out = true;
-                    crate::say!(
-                        "llctop: window {}/{total}: the command ran past --timeout {}: stopped, not counted",
-                        runner.progress().window + 1,
-                        humantime::format_duration(limit)
-                    );
-                    runner.spoil(format!(
-                        "the command ran past --timeout {}",
-                        humantime::format_duration(limit)
-                    ));
-                    crate::child::signal_group(c.pgid, libc::SIGTERM);
-                } else if over >= crate::child::GRACE {
-                    crate::child::signal_group(c.pgid, libc::SIGKILL);
-                }
-            }
-            let ended = cmd.as_ref().and_then(Running::ended);
-            let (win, next) = match runner.on_snapshot(snap, ended) {
-                Step::Continue => return Ok(true),
-                Step::Measure => {
-                    cmd = begin()?;
-                    timed_out = false;
-                    return Ok(true);
-                }
-                Step::Flip(w, next) => (w, Some(next)),
-                Step::Done(w) => (w, None),
-            };
-            cmd = None;
-            timed_out = false;
-            crate::say!(
-                "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
-                win.index + 1,
-                total,
-                Esc(&exp.knob),
-                Esc(&win.value),
-                win.first_seq,
-                win.last_seq,
-                win.not_counted
-                    .as_deref()
-                    .map(|why| format!(", not counted: {}", Esc(why)))
-                    .unwrap_or_default()
-            );
-            if let Some(wr) = writer.as_mut() {
-                wr.write_experiment_line(Line::Window(win))?;
-            }
-            let Some(next) = next else {
-                return Ok(false);
-            };
-            if let Some(s) = knobs.as_mut() {
-                flip(s, &how, &exp, next)?;
-            }
-            if runner.measures_at_once() {
-                cmd = begin()?;
-            }
-            Ok(true)
-        };
-        match step() {
-            Ok(go_on) => go_on,
-            Err(e) => {
-                error = Some(e);
-                false
-            }
-        }
-    });
-    // The commands are asked to stop; the knobs are restored and the BPF programs
-    // detached *before* any wait for them (a command that ignores SIGTERM holds nothing
-    // of the kernel's); then they are waited for, SIGKILL after the grace.
-    let running: Vec<Running> = cmd.take().into_iter().chain(steady).collect();
-    for c in &running {
-        if c.ended().is_none() {
-            crate::child::signal_group(c.pgid, libc::SIGTERM);
-        }
+    if ab.runner.measures_at_once() {
+        ab.cmd = ab.begin()?;
     }
-    if let Some(s) = run.knobs.as_mut() {
-        finish_session(s);
-    }
-    run.release_sources();
-    for c in &running {
-        c.stop();
-    }
-    let v: Verdict = runner.verdict();
-    if let Some(mut wr) = writer {
-        if let Some(s) = run.knobs.as_mut() {
-            for ev in s.take_events() {
-                wr.write_knob(&ev)?;
-            }
-        }
-        wr.write_experiment_line(Line::Verdict(v.clone()))?;
-        wr.finish()?;
-    }
+    let res = p.drive(&mut [&mut ab]);
+    let v = ab.runner.verdict();
     if plan.json {
         crate::outln!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"experiment": exp, "verdict": v}))?
+            serde_json::to_string_pretty(&serde_json::json!({"experiment": ab.exp, "verdict": v}))?
         );
     } else {
-        crate::out!("{}", crate::text::guard(&verdict::render(&exp, &v)));
+        crate::out!("{}", crate::text::guard(&verdict::render(&ab.exp, &v)));
     }
-    match error {
-        Some(e) => Err(e),
-        None => Ok(()),
+    res
+}
+
+/// The experiment as a sink of the pipeline: its windows, flips, drift checks, the
+/// command of each window, and its lines in the recording (which the recording sink
+/// writes with every tick's).
+struct Ab {
+    exp: Experiment,
+    how: Flip,
+    /// The knobs the experiment holds (a change behind its back spoils a window).
+    held: Vec<String>,
+    runner: Runner,
+    total: usize,
+    recording: Option<Recording>,
+    /// The command run once per window (None: none, or `--steady`).
+    per_window: Option<Workload>,
+    timeout: Option<Duration>,
+    /// The window's command running now.
+    cmd: Option<Running>,
+    /// The `--steady` command.
+    steady: Option<Running>,
+    /// The running command was stopped for running past --timeout.
+    timed_out: bool,
+    /// The window whose changed knob was said already.
+    said: Option<usize>,
+    /// The commands asked to stop as the run ends (waited for in `finish`).
+    stopping: Vec<Running>,
+}
+
+impl Ab {
+    /// The measured part of a window begins: its command starts.
+    fn begin(&self) -> Result<Option<Running>, Error> {
+        self.per_window.as_ref().map(Workload::start).transpose()
+    }
+
+    /// A value changed behind the experiment's back spoils the window it happened in
+    /// (re-read at every snapshot).
+    fn check_drift(&mut self, s: &Session) {
+        let drift = s.drifted(&self.held);
+        if drift.is_empty() {
+            return;
+        }
+        let w = self.runner.progress().window;
+        if self.said != Some(w) {
+            crate::say!(
+                "llctop: window {}/{} not counted: {}",
+                w + 1,
+                self.total,
+                Esc(&drift.join("; "))
+            );
+            self.said = Some(w);
+        }
+        self.runner.spoil(drift.join("; "));
+    }
+
+    /// A command past --timeout is stopped (SIGTERM, SIGKILL after the grace) without
+    /// holding the loop; its window is not counted.
+    fn enforce_timeout(&mut self) {
+        let (Some(c), Some(limit)) = (self.cmd.as_ref(), self.timeout) else {
+            return;
+        };
+        if c.ended().is_some() {
+            return;
+        }
+        let over = c.started.elapsed().saturating_sub(limit);
+        if over > Duration::ZERO && !self.timed_out {
+            self.timed_out = true;
+            let limit = humantime::format_duration(limit);
+            crate::say!(
+                "llctop: window {}/{}: the command ran past --timeout {limit}: stopped, not counted",
+                self.runner.progress().window + 1,
+                self.total,
+            );
+            self.runner
+                .spoil(format!("the command ran past --timeout {limit}"));
+            crate::child::signal_group(c.pgid, libc::SIGTERM);
+        } else if over >= crate::child::GRACE {
+            crate::child::signal_group(c.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+impl Sink for Ab {
+    fn tick(&mut self, t: &Tick, ctl: &mut Ctl) -> Result<bool, Error> {
+        if let Some(r) = self.recording.as_mut() {
+            r.write_tick(t)?;
+        }
+        if let Some(s) = ctl.session.as_ref() {
+            self.check_drift(s);
+        }
+        self.enforce_timeout();
+        let ended = self.cmd.as_ref().and_then(Running::ended);
+        let (win, next) = match self.runner.on_snapshot(&t.snap, ended) {
+            Step::Continue => return Ok(true),
+            Step::Measure => {
+                self.cmd = self.begin()?;
+                self.timed_out = false;
+                return Ok(true);
+            }
+            Step::Flip(w, next) => (w, Some(next)),
+            Step::Done(w) => (w, None),
+        };
+        self.cmd = None;
+        self.timed_out = false;
+        crate::say!(
+            "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
+            win.index + 1,
+            self.total,
+            Esc(&self.exp.knob),
+            Esc(&win.value),
+            win.first_seq,
+            win.last_seq,
+            win.not_counted
+                .as_deref()
+                .map(|why| format!(", not counted: {}", Esc(why)))
+                .unwrap_or_default()
+        );
+        if let Some(r) = self.recording.as_mut() {
+            r.line(Line::Window(win))?;
+        }
+        let Some(next) = next else {
+            return Ok(false);
+        };
+        if let Some(s) = ctl.session.as_mut() {
+            flip(s, &self.how, &self.exp, next)?;
+        }
+        if self.runner.measures_at_once() {
+            self.cmd = self.begin()?;
+        }
+        Ok(true)
+    }
+
+    /// The commands are asked to stop; the pipeline then restores the knobs and
+    /// detaches the BPF programs *before* they are waited for (a command that ignores
+    /// SIGTERM holds nothing of the kernel's).
+    fn stopping(&mut self) {
+        self.stopping = self
+            .cmd
+            .take()
+            .into_iter()
+            .chain(self.steady.take())
+            .collect();
+        for c in &self.stopping {
+            if c.ended().is_none() {
+                crate::child::signal_group(c.pgid, libc::SIGTERM);
+            }
+        }
+    }
+
+    /// The commands waited for (SIGKILL after the grace); the last knob events and the
+    /// verdict recorded.
+    fn finish(&mut self, last: &[KnobEvent]) -> Result<(), Error> {
+        for c in &self.stopping {
+            c.stop();
+        }
+        if let Some(r) = self.recording.as_mut() {
+            for ev in last {
+                r.knob(ev)?;
+            }
+            r.line(Line::Verdict(self.runner.verdict()))?;
+            r.close(&[])?;
+        }
+        Ok(())
     }
 }

@@ -5,13 +5,48 @@
 
 use std::time::Duration;
 
-use super::{Changes, Error, Options, Run};
+use super::pipeline::{Ctl, Pipeline, Sink, SourceChange, Tick};
+use super::{Changes, Error, Options};
 use crate::findings::Kind;
-use crate::findings::advisor::{FindingLine, State, Trail};
+use crate::findings::advisor::{FindingLine, State};
 use crate::kroot::KernelRoot;
 use crate::snapshot::Snapshot;
 use crate::text::Esc;
 use crate::topology::{Distance, Topology};
+
+/// `live`'s sink: a line per tick and per finding on stdout, source changes on stderr.
+struct Lines;
+
+impl Sink for Lines {
+    fn tick(&mut self, t: &Tick, _: &mut Ctl) -> Result<bool, Error> {
+        for c in &t.sources {
+            say_source(c);
+        }
+        crate::outln!("{}", summary_line(&t.snap));
+        for l in t
+            .lines
+            .iter()
+            .filter(|l| l.finding.kind != Kind::BlindSpots)
+        {
+            crate::outln!("{}", finding_line(l));
+        }
+        Ok(true)
+    }
+}
+
+/// `  bpf degraded: reason` on stderr.
+fn say_source(c: &SourceChange) {
+    let s = &c.now;
+    crate::say!(
+        "  {} {:?}{}",
+        s.name,
+        s.state,
+        s.reason
+            .as_deref()
+            .map(|r| format!(": {}", Esc(r)))
+            .unwrap_or_default()
+    );
+}
 
 pub fn run(
     opts: &Options,
@@ -21,29 +56,16 @@ pub fn run(
     changes: &Changes,
 ) -> Result<(), Error> {
     crate::say!("{}", topo.summary());
-    let mut run = Run::start(opts, root, topo, duration)?;
-    run.change_knobs(opts, root, topo, changes)?;
-    let mut first = true;
-    let mut advisor = Trail::new();
-    run.each(|snap, _| {
-        if first {
-            for s in &snap.sources {
-                if let Some(r) = &s.reason {
-                    crate::say!("  {} {:?}: {}", s.name, s.state, Esc(r));
-                }
-            }
-            first = false;
-        }
-        crate::outln!("{}", summary_line(snap));
-        for l in advisor.push(topo, snap) {
-            if l.finding.kind != Kind::BlindSpots {
-                crate::outln!("{}", finding_line(&l));
-            }
-        }
-        true
-    });
-    run.finish();
-    Ok(())
+    let mut p = Pipeline::start(opts, root, topo, duration, super::stop_flag()?)?;
+    // The sources with a reason at the start; later changes as they come.
+    for s in p.sources.iter().filter(|s| s.reason.is_some()) {
+        say_source(&SourceChange {
+            before: None,
+            now: s.clone(),
+        });
+    }
+    p.change_knobs(opts, root, topo, changes)?;
+    p.drive(&mut [&mut Lines])
 }
 
 /// `  ⚑ fired WARNING newidle / cross-LLC churn: … — try: llctop ab …`
@@ -155,13 +177,13 @@ mod tests {
     #[test]
     fn a_fired_finding_is_one_line_with_what_to_try() {
         let topo = topology::synthetic(1, 2, 2);
-        let mut t = Trail::new();
+        let mut t = crate::run::pipeline::Ticker::new(&topo, &[]);
         let mut lines = Vec::new();
         for seq in 0..6 {
             let mut s = crate::findings::testing::snap(&topo, seq, 0.9);
             s.cpus[0].rq_wait_ns = Some(900_000_000);
             s.cpus[1].busy = Some(0.0);
-            lines.extend(t.push(&topo, &s));
+            lines.extend(t.tick(s).lines);
         }
         let fired: Vec<String> = lines
             .iter()

@@ -1,12 +1,13 @@
-//! Running llctop: what a run is made of — the sources for `--source`, the collector, the
-//! knob session of `--set`/`--profile` (restored when the run ends), the stop flag of
-//! SIGINT/SIGTERM/SIGHUP/SIGQUIT (and which of them came, for the exit status) — and the
-//! headless runs over them: [`record`] (a recording file) and
-//! [`live`] (one summary line per interval). The TUI (tui::launch) and later
-//! subcommands build on the same pieces.
+//! Running llctop: what a run is made of — the options, the knob session of
+//! `--set`/`--profile` (restored when the run ends), the stop flag of
+//! SIGINT/SIGTERM/SIGHUP/SIGQUIT (and which of them came, for the exit status), the exit
+//! codes — and [`pipeline`], the one per-interval loop every live command is a sink of;
+//! the headless commands over it: [`record`] (a recording file; its sink is every
+//! recording's), [`live`] (one summary line per interval) and [`ab`] (an experiment).
 
 pub mod ab;
 pub mod live;
+pub mod pipeline;
 pub mod record;
 
 use std::path::PathBuf;
@@ -14,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::collect::Collector;
 use crate::knobs::{self, Session, journal, journal::Journal, profile, session};
 use crate::kroot::KernelRoot;
 use crate::source;
@@ -229,121 +229,6 @@ pub fn finish_session(s: &mut Session) {
             "llctop: kept {} (--keep-changes); `llctop knobs restore` puts the originals back",
             Esc(&kept.join(", "))
         );
-    }
-}
-
-/// A headless run: the collector of `opts.source`'s sources with its baseline taken, the
-/// knob session of the run's changes ([`Run::change_knobs`], after the baseline), and
-/// when to stop (the duration in wall time, or one of [`STOP_SIGNALS`]).
-pub struct Run {
-    collector: Collector,
-    /// The source states the baseline found (a recording's header keeps them).
-    pub sources: Vec<crate::snapshot::SourceStatus>,
-    pub knobs: Option<Session>,
-    stop: Arc<AtomicBool>,
-    interval: Duration,
-    duration: Option<Duration>,
-}
-
-impl Run {
-    pub fn start(
-        opts: &Options,
-        root: &KernelRoot,
-        topo: &Topology,
-        duration: Option<Duration>,
-    ) -> Result<Run, Error> {
-        Run::start_with(opts, root, topo, duration, stop_flag()?)
-    }
-
-    /// [`Run::start`] with a stop flag taken earlier (to wait for an output before the
-    /// sources load).
-    pub fn start_with(
-        opts: &Options,
-        root: &KernelRoot,
-        topo: &Topology,
-        duration: Option<Duration>,
-        stop: Arc<AtomicBool>,
-    ) -> Result<Run, Error> {
-        let sources = source::select(
-            opts.source,
-            opts.top,
-            root,
-            topo,
-            opts.resctrl_setup(root, topo),
-        )?;
-        Ok(Run::with_sources(opts, root, topo, duration, stop, sources))
-    }
-
-    /// A run over `sources` chosen by the caller (`llctop trace`: the BPF source in trace
-    /// mode).
-    pub fn with_sources(
-        opts: &Options,
-        root: &KernelRoot,
-        topo: &Topology,
-        duration: Option<Duration>,
-        stop: Arc<AtomicBool>,
-        sources: Vec<Box<dyn source::Source>>,
-    ) -> Run {
-        let mut collector = Collector::new(root, topo.clone(), sources);
-        let sources = collector.baseline();
-        Run {
-            collector,
-            sources,
-            knobs: None,
-            stop,
-            interval: opts.interval,
-            duration,
-        }
-    }
-
-    /// Make the run's knob changes (a failed change ends the run; what was applied is
-    /// restored when the session drops).
-    pub fn change_knobs(
-        &mut self,
-        opts: &Options,
-        root: &KernelRoot,
-        topo: &Topology,
-        changes: &Changes,
-    ) -> Result<(), Error> {
-        self.knobs = run_session(opts, root, topo, changes)?;
-        Ok(())
-    }
-
-    /// Call `f` with every snapshot (and the knob session, whose new events it may
-    /// take) until the duration has passed (wall time: the last snapshot is the one
-    /// ending nearest it), a signal arrives or `f` returns false.
-    pub fn each(
-        &mut self,
-        mut f: impl FnMut(&crate::snapshot::Snapshot, &mut Option<Session>) -> bool,
-    ) {
-        let (knobs, interval) = (&mut self.knobs, self.interval);
-        // Wall time covered by the snapshots (CLOCK_MONOTONIC from the start of the first
-        // interval to the end of the last): the baseline before the first interval and
-        // the time spent writing a snapshot are not cut from it.
-        let want = self
-            .duration
-            .map(|d| u64::try_from(d.saturating_sub(interval / 2).as_nanos()).unwrap_or(u64::MAX));
-        let mut first: Option<u64> = None;
-        self.collector
-            .run(self.interval, signalled(Arc::clone(&self.stop)), |snap| {
-                let start =
-                    *first.get_or_insert(snap.time.mono_ns.saturating_sub(snap.time.interval_ns));
-                let covered = snap.time.mono_ns.saturating_sub(start);
-                f(&snap, knobs) && want.is_none_or(|w| covered < w)
-            });
-    }
-
-    /// The sources released (BPF detached …): see [`Collector::release_sources`].
-    pub fn release_sources(&mut self) {
-        self.collector.release_sources();
-    }
-
-    /// End the run's knob session (restore unless kept, say what happened); the
-    /// session is returned for its last events.
-    pub fn finish(&mut self) -> Option<&mut Session> {
-        let s = self.knobs.as_mut()?;
-        finish_session(s);
-        Some(s)
     }
 }
 

@@ -20,13 +20,11 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::kroot::KernelRoot;
-use crate::run::{Error, Options, Run};
-use crate::snapshot::{SourceState, SourceStatus};
+use crate::run::pipeline::{Ctl, Pipeline, Sink, SourceChange, Tick};
+use crate::run::{Error, Options};
+use crate::snapshot::SourceState;
 use crate::topology::Topology;
 use metrics::Exporter;
-
-/// Snapshots between two reads of the knobs' values (one file read per knob).
-const KNOBS_EVERY: u64 = 10;
 
 /// What the HTTP thread answers from.
 struct Shared {
@@ -56,7 +54,7 @@ pub fn run(
     process_series: usize,
 ) -> Result<(), Error> {
     check_listen(&listen, allow_remote)?;
-    let mut run = Run::start(opts, root, topo, None)?;
+    let mut p = Pipeline::start(opts, root, topo, None, crate::run::stop_flag()?)?;
     let (_, kernel) = crate::record::host_and_kernel(root);
     let shared = Arc::new(Mutex::new(Shared {
         exporter: Exporter::new(topo)
@@ -81,62 +79,57 @@ pub fn run(
         topo.summary(),
         server.health.cap.load(std::sync::atomic::Ordering::Relaxed)
     );
-    log_sources(&[], &run.sources);
-    let mut prev = run.sources.clone();
-    let mut n = 0u64;
-    // Discovered once (discovery reads /proc/kallsyms and the kernel's BTF); only the
-    // values are re-read afterwards.
-    let mut registry = crate::knobs::Registry::discover(root, Some(topo));
-    // The advisor, judging every snapshot as `record` does (findings as series).
-    let mut trail = crate::findings::advisor::Trail::new();
-    run.each(|snap, _| {
-        let lines = trail.push(topo, snap);
-        log_sources(&prev, &snap.sources);
-        prev.clone_from(&snap.sources);
-        let knobs = n.is_multiple_of(KNOBS_EVERY).then(|| {
-            if n > 0 {
-                registry.refresh_values();
-            }
-            crate::record::Header::knob_values(&registry)
-        });
-        n += 1;
-        match shared.lock() {
-            Ok(mut s) => {
-                s.exporter.update(snap);
-                s.exporter.findings(&lines, &trail.advisor);
-                if let Some(k) = &knobs {
-                    s.exporter.knobs(k);
-                }
-                s.last_mono_ns = snap.time.mono_ns;
-                true
-            }
-            // The HTTP thread panicked holding the lock: nothing can be served.
-            Err(_) => false,
-        }
-    });
+    for c in crate::run::pipeline::source_changes(&[], &p.sources) {
+        log_source(&c);
+    }
+    let res = p.drive(&mut [&mut Exported { shared }]);
     server.stop();
     crate::say!("llctop serve: stopped");
-    Ok(())
+    res
 }
 
-/// One line on stderr per source whose state changed (or that starts degraded).
-fn log_sources(prev: &[SourceStatus], now: &[SourceStatus]) {
-    for s in now {
-        let before = prev.iter().find(|p| p.name == s.name).map(|p| p.state);
-        if before == Some(s.state) || (before.is_none() && s.state == SourceState::Active) {
-            continue;
+/// `serve`'s sink: each tick into the exporter (the advisor's findings as series, the
+/// knob values when re-read), each source change logged.
+struct Exported {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Sink for Exported {
+    fn tick(&mut self, t: &Tick, _: &mut Ctl) -> Result<bool, Error> {
+        for c in &t.sources {
+            log_source(c);
         }
-        let from = before.map_or("start".to_string(), |b| format!("{b:?}").to_lowercase());
-        crate::say!(
-            "llctop serve: source {} {from} → {}{}",
-            s.name,
-            format!("{:?}", s.state).to_lowercase(),
-            s.reason
-                .as_deref()
-                .map(|r| format!(": {}", crate::text::Esc(r)))
-                .unwrap_or_default()
-        );
+        match self.shared.lock() {
+            Ok(mut s) => {
+                s.exporter.tick(t);
+                s.last_mono_ns = t.snap.time.mono_ns;
+                Ok(true)
+            }
+            // The HTTP thread panicked holding the lock: nothing can be served.
+            Err(_) => Err("serve: the HTTP side failed".into()),
+        }
     }
+}
+
+/// One line on stderr for a source whose state changed (or that starts degraded or
+/// absent).
+fn log_source(c: &SourceChange) {
+    let s = &c.now;
+    if c.before.is_none() && s.state == SourceState::Active {
+        return;
+    }
+    let from = c
+        .before
+        .map_or("start".to_string(), |b| format!("{b:?}").to_lowercase());
+    crate::say!(
+        "llctop serve: source {} {from} → {}{}",
+        s.name,
+        format!("{:?}", s.state).to_lowercase(),
+        s.reason
+            .as_deref()
+            .map(|r| format!(": {}", crate::text::Esc(r)))
+            .unwrap_or_default()
+    );
 }
 
 /// A plain response.

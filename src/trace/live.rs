@@ -16,11 +16,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::timeline::Timeline;
-use crate::findings::advisor::{FindingLine, Trail};
+use crate::findings::advisor::FindingLine;
 use crate::knobs::session::KnobEvent;
 use crate::kroot::KernelRoot;
 use crate::output::Output;
-use crate::run::{self, Changes, Error, Options, Run};
+use crate::run::pipeline::{Ctl, Pipeline, Sink, Tick};
+use crate::run::{self, Changes, Error, Options};
 use crate::snapshot::{Snapshot, SourceStatus};
 use crate::source::bpf::tracing::TraceTap;
 use crate::text::Esc;
@@ -285,7 +286,7 @@ pub fn run(
         opts.resctrl_setup(root, topo),
     )
     .map_err(|e| format!("llctop trace needs the BPF source (every switch is its records): {e}"))?;
-    let mut run = Run::with_sources(opts, root, topo, plan.duration, Arc::clone(&stop), sources);
+    let mut p = Pipeline::with_sources(opts, root, topo, plan.duration, Arc::clone(&stop), sources);
     let (boot, mono) = boot_and_mono();
     let offset = boot as i64 - mono as i64;
     let mut tl = Timeline::new(out, topo, offset, plan.cpu_counters);
@@ -307,14 +308,14 @@ pub fn run(
             .name("llctop-trace".into())
             .spawn(move || writer_thread(tap, tl, rx, done, stop, cut, keep))?
     };
-    for s in &run.sources {
+    for s in &p.sources {
         if s.reason.is_some() {
             let _ = tx.send(Msg::Source(mono, s.clone()));
         }
     }
     // The knobs and the command: a failure ends the run before its first snapshot, and
     // the trace is discarded with it.
-    let setup = run.change_knobs(opts, root, topo, changes).and_then(|()| {
+    let setup = p.change_knobs(opts, root, topo, changes).and_then(|()| {
         if plan.command.is_empty() {
             Ok(None)
         } else {
@@ -329,7 +330,7 @@ pub fn run(
         Err(e) => {
             done.store(true, Ordering::Relaxed);
             drop(tx);
-            drop(run);
+            drop(p);
             let _ = writer.join();
             return Err(e);
         }
@@ -343,90 +344,22 @@ pub fn run(
             _ => "until stopped".to_string(),
         }
     );
-    let mut registry = crate::knobs::Registry::discover(root, Some(topo));
-    let mut values = crate::record::Header::knob_values(&registry);
-    let mut advisor = Trail::new();
-    let mut prev = run.sources.clone();
-    run.each(|snap, knobs| {
-        let now = snap.time.mono_ns;
-        let mut go = tx.send(Msg::Snapshot(Box::new(snap.clone()))).is_ok();
-        for ev in knobs.as_mut().map(|s| s.take_events()).unwrap_or_default() {
-            values.insert(ev.id.clone(), ev.new.clone());
-            go &= tx.send(Msg::Knob(ev)).is_ok();
-        }
-        // Changes made by anyone else (another llctop, a sysctl), seen by re-reading.
-        registry.refresh_values();
-        for (id, new) in crate::record::Header::knob_values(&registry) {
-            let old = values.insert(id.clone(), new.clone());
-            if let Some(old) = old.filter(|o| *o != new) {
-                go &= tx
-                    .send(Msg::KnobSeen {
-                        mono: now,
-                        id,
-                        old,
-                        new,
-                    })
-                    .is_ok();
-            }
-        }
-        for l in advisor.push(topo, snap) {
-            go &= tx.send(Msg::Finding(now, Box::new(l))).is_ok();
-        }
-        for s in &snap.sources {
-            let before = prev.iter().find(|p| p.name == s.name).map(|p| p.state);
-            if before != Some(s.state) {
-                go &= tx.send(Msg::Source(now, s.clone())).is_ok();
-            }
-        }
-        prev.clone_from(&snap.sources);
-        go
-    });
-    // The run is over (its duration, a signal, the command's end). The command is asked
-    // to stop; the knobs are restored and the BPF programs detached *before* any wait for
-    // it, so a command that ignores SIGTERM holds nothing of the kernel's.
-    if let Some(c) = &command
-        && !c.waiter.is_finished()
-    {
-        crate::child::signal_group(c.pid, libc::SIGTERM);
-    }
-    if let Some(s) = run.knobs.as_mut() {
-        run::finish_session(s);
-        for ev in s.take_events() {
-            let _ = tx.send(Msg::Knob(ev));
-        }
-    }
-    if let Some(c) = &command {
-        let _ = tx.send(Msg::Command {
-            start: c.started_mono,
-            end: crate::clock::mono_ns(),
-            argv: plan.command.clone(),
-        });
-    }
-    drop(run);
-    done.store(true, Ordering::Relaxed);
-    drop(tx);
-    let w = writer
-        .join()
-        .map_err(|_| "the trace writer thread panicked")?;
-    // The programs are gone with the writer's tap: now the command may be waited for,
-    // SIGKILL after the grace (at once on a second Ctrl-C).
-    let status = match command {
-        Some(c) => {
-            let how = crate::child::stop(c.pid, crate::child::GRACE, || c.waiter.is_finished());
-            if how == crate::child::Stopped::Killed {
-                crate::say!(
-                    "llctop: {} did not end on SIGTERM: killed",
-                    Esc(&plan.command[0])
-                );
-            }
-            if c.waiter.is_finished() {
-                c.waiter.join().ok().flatten()
-            } else {
-                None
-            }
-        }
-        None => None,
+    let mut sink = Traced {
+        tx: Some(tx),
+        done,
+        writer: Some(writer),
+        command,
+        argv: plan.command.clone(),
+        written: None,
+        status: None,
     };
+    p.drive(&mut [&mut sink])?;
+    let (w, status) = (
+        sink.written
+            .take()
+            .ok_or("the trace writer thread panicked")?,
+        sink.status,
+    );
     let committed = match w.out {
         Some(out) if w.error.is_none() => Some(out.commit().map_err(|e| named(&e))?),
         _ => None,
@@ -489,6 +422,96 @@ pub fn run(
         run::set_exit_status(u8::try_from(code).unwrap_or(1));
     }
     Ok(())
+}
+
+/// The trace as a sink of the pipeline: each tick's snapshot, knob events and changes
+/// seen, findings and source changes go to the writer thread; at the end the command is
+/// asked to stop before the knobs are restored and the programs detached, and waited for
+/// only after the writer has finished.
+struct Traced {
+    tx: Option<mpsc::Sender<Msg>>,
+    done: Arc<AtomicBool>,
+    writer: Option<std::thread::JoinHandle<Written>>,
+    command: Option<Command>,
+    argv: Vec<String>,
+    /// How the writer ended (`None`: it panicked).
+    written: Option<Written>,
+    /// The command's exit status.
+    status: Option<std::process::ExitStatus>,
+}
+
+impl Traced {
+    fn send(&self, m: Msg) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(m).is_ok())
+    }
+}
+
+impl Sink for Traced {
+    fn tick(&mut self, t: &Tick, _: &mut Ctl) -> Result<bool, Error> {
+        let now = t.snap.time.mono_ns;
+        let mut go = self.send(Msg::Snapshot(Box::new(t.snap.clone())));
+        for ev in &t.knobs.events {
+            go &= self.send(Msg::Knob(ev.clone()));
+        }
+        // Changes made by anyone else (another llctop, a sysctl), seen by re-reading.
+        for c in &t.knobs.seen {
+            go &= self.send(Msg::KnobSeen {
+                mono: now,
+                id: c.id.clone(),
+                old: c.old.clone(),
+                new: c.new.clone(),
+            });
+        }
+        for l in &t.lines {
+            go &= self.send(Msg::Finding(now, Box::new(l.clone())));
+        }
+        for c in &t.sources {
+            go &= self.send(Msg::Source(now, c.now.clone()));
+        }
+        Ok(go)
+    }
+
+    /// The run is over (its duration, a signal, the command's end): the command is
+    /// asked to stop before the knobs are restored and the BPF programs detached, so a
+    /// command that ignores SIGTERM holds nothing of the kernel's.
+    fn stopping(&mut self) {
+        if let Some(c) = &self.command
+            && !c.waiter.is_finished()
+        {
+            crate::child::signal_group(c.pid, libc::SIGTERM);
+        }
+    }
+
+    fn finish(&mut self, last: &[KnobEvent]) -> Result<(), Error> {
+        for ev in last {
+            self.send(Msg::Knob(ev.clone()));
+        }
+        if let Some(c) = &self.command {
+            self.send(Msg::Command {
+                start: c.started_mono,
+                end: crate::clock::mono_ns(),
+                argv: self.argv.clone(),
+            });
+        }
+        self.done.store(true, Ordering::Relaxed);
+        self.tx = None;
+        self.written = self.writer.take().and_then(|w| w.join().ok());
+        // The programs are gone with the writer's tap: now the command may be waited
+        // for, SIGKILL after the grace (at once on a second Ctrl-C).
+        if let Some(c) = self.command.take() {
+            let how = crate::child::stop(c.pid, crate::child::GRACE, || c.waiter.is_finished());
+            if how == crate::child::Stopped::Killed {
+                crate::say!(
+                    "llctop: {} did not end on SIGTERM: killed",
+                    Esc(self.argv.first().map_or("", String::as_str))
+                );
+            }
+            if c.waiter.is_finished() {
+                self.status = c.waiter.join().ok().flatten();
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The kernel's release and machine (uname(2)), for the trace's system info.

@@ -135,9 +135,9 @@ pub fn live(
         .map_err(|e| e.to_string())
     });
     let feed = super::spawn_feed(
+        opts.clone(),
         root.clone(),
         topo.clone(),
-        opts.interval,
         make,
         Arc::clone(&stop),
         tx,
@@ -146,7 +146,7 @@ pub fn live(
     stop.store(true, Ordering::Relaxed);
     let _ = feed.join();
     if let Some(r) = app.recording.take() {
-        let n = r.snapshots;
+        let n = r.snapshots();
         let path = r.path.clone();
         match r.finish() {
             Ok(()) => crate::say!("llctop: recorded {n} snapshots to {}", path.display()),

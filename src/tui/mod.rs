@@ -27,8 +27,8 @@ use ratatui::crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
 };
 
-use crate::collect::Collector;
 use crate::kroot::KernelRoot;
+use crate::run::pipeline::{Ctl, Pipeline, Sink, Tick};
 use crate::source::Source;
 use crate::topology::Topology;
 pub use app::{App, Msg};
@@ -40,12 +40,13 @@ pub const FAULT_ENV: &str = "LLCTOP_FAULT";
 /// Builds the sources on the feed thread (BPF and perf handles are not `Send`).
 pub type MakeSources = Box<dyn FnOnce() -> Result<Vec<Box<dyn Source>>, String> + Send>;
 
-/// Start the live feed: build the sources, take the baseline (its source states go to
-/// the UI at once), then one snapshot per `interval` until `stop` or the UI goes away.
+/// Start the live feed: build the sources, start the run's pipeline on them (the
+/// baseline's source states go to the UI at once), then one tick per interval until
+/// `stop` or the UI goes away. The knob session is the UI's (it re-reads its own values).
 pub fn spawn_feed(
+    opts: crate::run::Options,
     root: KernelRoot,
     topo: Topology,
-    interval: Duration,
     make: MakeSources,
     stop: Arc<AtomicBool>,
     tx: Sender<Msg>,
@@ -65,15 +66,11 @@ pub fn spawn_feed(
                         return;
                     }
                 };
-                let mut c = Collector::new(&root, topo, sources);
-                if feed_tx.send(Msg::Sources(c.baseline())).is_err() {
+                let mut p = Pipeline::unwatched(&opts, &root, &topo, stop, sources);
+                if feed_tx.send(Msg::Sources(p.sources.clone())).is_err() {
                     return;
                 }
-                c.run(
-                    interval,
-                    || stop.load(Ordering::Relaxed),
-                    |s| feed_tx.send(Msg::Snapshot(Box::new(s))).is_ok(),
-                );
+                let _ = p.drive(&mut [&mut Feed { tx: feed_tx }]);
             });
             // A panic here must end the program, not leave a UI without data: the UI
             // quits on FeedPanic, restoring the terminal and the knobs.
@@ -86,6 +83,17 @@ pub fn spawn_feed(
                 let _ = tx.send(Msg::FeedPanic(what));
             }
         })
+}
+
+/// The TUI as a sink of the pipeline: each tick over the channel to the UI thread.
+struct Feed {
+    tx: Sender<Msg>,
+}
+
+impl Sink for Feed {
+    fn tick(&mut self, t: &Tick, _: &mut Ctl) -> Result<bool, crate::run::Error> {
+        Ok(self.tx.send(Msg::Tick(Box::new(t.clone()))).is_ok())
+    }
 }
 
 /// Run the UI until the operator quits or `stop` is set (SIGINT/SIGTERM). The terminal

@@ -255,7 +255,10 @@ fn a_start_stays_judged_until_its_measured_waits_come() {
     // The window ending at #3 holds the start; its cost is not there yet: no finding
     // until it is (it may be nothing).
     let (_, f) = judged(&snaps, 3);
-    assert!(f.is_empty(), "a pile-up whose waits are still to come: {f:?}");
+    assert!(
+        f.is_empty(),
+        "a pile-up whose waits are still to come: {f:?}"
+    );
     // The window ending at #4 begins (3.003 s) after the start's last placement, but
     // the start's waits come only now: it is judged, with the measured cost (40 ms
     // beside the idle CPU).

@@ -7,8 +7,8 @@
 use prometheus_client::registry::Registry;
 
 use super::{Count, Labels, Level, l};
-use crate::findings::advisor::{Advisor, FindingLine, State};
-use crate::findings::{Kind, Severity};
+use crate::findings::advisor::{FindingLine, State};
+use crate::findings::{Finding, Kind, Severity};
 
 const SEVERITIES: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Critical];
 
@@ -64,7 +64,7 @@ impl FindingSeries {
     }
 
     /// The advisor's judgement of one snapshot: the lines it gave, and what it holds now.
-    pub fn update(&mut self, lines: &[FindingLine], advisor: &Advisor) {
+    pub fn update(&mut self, lines: &[FindingLine], held: &[Finding]) {
         for line in lines.iter().filter(|x| x.state == State::Fired) {
             let k = line.finding.kind;
             if k != Kind::BlindSpots {
@@ -75,13 +75,10 @@ impl FindingSeries {
         }
         for k in kinds() {
             for sev in SEVERITIES {
-                let held = advisor
-                    .problems()
-                    .filter(|e| e.cleared_seq.is_none() && e.kind() == k)
-                    .any(|e| e.latest().severity == sev);
+                let on = held.iter().any(|f| f.kind == k && f.severity == sev);
                 self.active
                     .get_or_create(&labels(k, sev))
-                    .set(if held { 1.0 } else { 0.0 });
+                    .set(if on { 1.0 } else { 0.0 });
             }
         }
     }

@@ -547,13 +547,14 @@ impl Exporter {
         }
     }
 
-    /// The advisor's judgement of the last snapshot: the lines it gave and what it holds.
-    pub fn findings(
-        &mut self,
-        lines: &[crate::findings::advisor::FindingLine],
-        advisor: &crate::findings::advisor::Advisor,
-    ) {
-        self.findings.update(lines, advisor);
+    /// One tick of the pipeline: the snapshot's counts, the advisor's judgement (the
+    /// lines it gave and what it holds) and, when re-read, the knob values.
+    pub fn tick(&mut self, t: &crate::run::pipeline::Tick) {
+        self.update(&t.snap);
+        self.findings.update(&t.lines, &t.held);
+        if let Some(v) = &t.knobs.values {
+            self.knobs(v);
+        }
     }
 
     /// The OpenMetrics text of every series.

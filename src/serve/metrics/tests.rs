@@ -176,7 +176,6 @@ fn the_scheduler_in_charge_is_a_gauge_and_one_info_series() {
 
 #[test]
 fn findings_are_a_gauge_per_kind_and_severity_and_a_fired_counter() {
-    use crate::findings::advisor::Trail;
     let topo = crate::topology::synthetic(1, 2, 2);
     let mut e = Exporter::new(&topo);
     let om = e.openmetrics();
@@ -190,14 +189,12 @@ fn findings_are_a_gauge_per_kind_and_severity_and_a_fired_counter() {
         "{om}"
     );
     // CPU 2 waits all along while CPU 3 of its LLC idles (seed 002): critical.
-    let mut t = Trail::new();
+    let mut t = crate::run::pipeline::Ticker::new(&topo, &[]);
     for seq in 0..6 {
         let mut s = crate::findings::testing::snap(&topo, seq, 0.9);
         s.cpus[2].rq_wait_ns = Some(1_000_000_000);
         s.cpus[3].busy = Some(0.02);
-        let lines = t.push(&topo, &s);
-        e.update(&s);
-        e.findings(&lines, &t.advisor);
+        e.tick(&t.tick(s));
     }
     let om = e.openmetrics();
     assert!(

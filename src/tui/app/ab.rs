@@ -195,7 +195,7 @@ impl App {
             ExperimentLine::Window(w) => Line::Window(w),
             ExperimentLine::Verdict(v) => Line::Verdict(v),
         };
-        if let Err(e) = r.writer.write_experiment_line(line) {
+        if let Err(e) = r.rec.line(line) {
             self.say(Level::Bad, format!("experiment not recorded: {e}"));
         }
     }

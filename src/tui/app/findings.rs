@@ -1,21 +1,24 @@
-//! The advisor in the TUI: each live snapshot judged as it arrives (the lines that fired
-//! or cleared go to the recording when one runs), and trying a finding's suggestion —
+//! The advisor in the TUI: live, the pipeline's judgement of each tick taken in (its
+//! advisor mirrored: the same episodes; what fired or cleared said, and recorded when a
+//! recording runs), and trying a finding's suggestion —
 //! which only opens the Knobs view's A/B prompt for the knob with B filled in: nothing is
 //! written until the operator accepts it there (and then through the knob session).
 
-use super::{App, Effect, Input, InputKind, Level, ViewId};
+use super::{App, Input, InputKind, Level, ViewId};
 use crate::findings::advisor::FindingLine;
 
 /// Snapshot time between two status lines about findings.
 pub const FINDING_SAID_NS: u64 = 30_000_000_000;
 
 impl App {
-    /// Judge the newest live snapshot (replay was judged whole at load).
-    pub(super) fn judge(&mut self) {
-        if self.replay.is_some() {
-            return;
-        }
-        let lines = self.advisor.observe(&self.topo, self.snaps.tail());
+    /// Take in the pipeline's judgement of the newest live snapshot (`found` at `seq`):
+    /// the same episodes as the pipeline's advisor; returns what fired or cleared.
+    pub(super) fn judge(
+        &mut self,
+        found: Vec<crate::findings::Finding>,
+        seq: u64,
+    ) -> Vec<FindingLine> {
+        let lines = self.advisor.apply(found, seq);
         // The status line speaks of findings that cost (WARNING and up), at most once per
         // [`FINDING_SAID_NS`] of snapshot time — a finding that fires and clears every few
         // seconds is the Findings view's to show, not the status line's to flip.
@@ -42,19 +45,7 @@ impl App {
             );
             self.finding_said = Some(now);
         }
-        if self.recording.is_some() && !lines.is_empty() {
-            self.effect(Effect::RecordFindings(lines));
-        }
-    }
-
-    /// Write finding lines to the recording (the effect).
-    pub(super) fn write_findings(&mut self, lines: &[FindingLine]) {
-        let Some(r) = self.recording.as_mut() else {
-            return;
-        };
-        if let Err(e) = lines.iter().try_for_each(|l| r.writer.write_finding(l)) {
-            self.say(Level::Bad, format!("finding not recorded: {e}"));
-        }
+        lines
     }
 
     /// Enter/`a` on the Findings view: the selected finding's suggested experiment.

@@ -30,7 +30,7 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 
 use super::keymap::Context;
 use super::theme::Theme;
-use crate::findings::advisor::{Advisor, Episode, FindingLine};
+use crate::findings::advisor::{Advisor, Episode};
 use crate::knobs::Knob;
 use crate::knobs::profile::Profile;
 use crate::knobs::session::{KnobEvent, Session};
@@ -109,7 +109,8 @@ pub enum Msg {
     Mouse(MouseEvent),
     /// Source states of the baseline read, before the first snapshot.
     Sources(Vec<SourceStatus>),
-    Snapshot(Box<Snapshot>),
+    /// One interval of the live pipeline (the feed thread's).
+    Tick(Box<crate::run::pipeline::Tick>),
     /// The feed could not start or stopped.
     FeedError(String),
     /// The feed thread panicked: the program must end (knobs restored, non-zero exit).
@@ -131,8 +132,8 @@ pub enum Msg {
 /// `knobs.rs`) and reports the outcome in the status line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// Write the newest snapshot to the recording.
-    RecordSnapshot,
+    /// Write a tick to the recording: its snapshot, the findings that fired or cleared.
+    RecordTick(Box<crate::run::pipeline::Tick>),
     /// Create a recording in `record_dir` / finish the current one.
     StartRecording,
     StopRecording,
@@ -147,9 +148,8 @@ pub enum Effect {
     ApplyProfile(Profile),
     /// Write an experiment line (experiment, window, verdict) to the recording.
     RecordExperiment(ExperimentLine),
-    /// Write the findings that fired or cleared at the newest snapshot.
-    RecordFindings(Vec<FindingLine>),
-    /// Re-read the knobs' values (at each interval: something else may change them).
+    /// Re-read the knobs' values (every `run::pipeline::KNOB_PERIOD`: something else may
+    /// change them).
     RefreshKnobs,
     /// Start `llctop trace` beside the TUI / stop it.
     StartTrace,
@@ -215,6 +215,8 @@ pub struct App {
     pub start_knobs: std::collections::BTreeMap<String, String>,
     /// When (snapshot time) the status line last spoke of a finding.
     pub finding_said: Option<u64>,
+    /// When the session's knob values were last re-read (the snapshot's end, monotonic).
+    pub knobs_read_ns: Option<u64>,
     pub markers: Vec<Marker>,
     pub recording: Option<Recorder>,
     /// A trace running beside the TUI (`T`).
@@ -236,7 +238,7 @@ pub struct App {
 }
 
 impl App {
-    /// A live model: snapshots arrive through [`Msg::Snapshot`].
+    /// A live model: ticks arrive through [`Msg::Tick`].
     pub fn live(topo: Topology, interval: Duration, themes: Vec<Theme>) -> App {
         App {
             topo,
@@ -276,6 +278,7 @@ impl App {
             knob_log: Vec::new(),
             start_knobs: Default::default(),
             finding_said: None,
+            knobs_read_ns: None,
             markers: Vec::new(),
             recording: None,
             tracing: None,
@@ -502,7 +505,7 @@ impl App {
             Msg::Key(k) => self.key(k),
             Msg::Mouse(m) => self.mouse(m),
             Msg::Sources(s) => self.early_sources = s,
-            Msg::Snapshot(s) => self.snapshot(*s),
+            Msg::Tick(t) => self.tick(*t),
             Msg::FeedError(e) => {
                 self.say(Level::Bad, e.clone());
                 self.feed_error = Some(e);
@@ -541,7 +544,7 @@ impl App {
     /// Carry out one effect (file and kernel I/O) and say how it went.
     pub fn perform(&mut self, e: Effect) {
         match e {
-            Effect::RecordSnapshot => self.write_snapshot(),
+            Effect::RecordTick(t) => self.write_tick(&t),
             Effect::StartRecording => self.start_recording(),
             Effect::StopRecording => self.stop_recording(),
             Effect::Marker => self.write_marker(),
@@ -550,7 +553,6 @@ impl App {
             Effect::ApplyProfile(p) => self.apply_profile(&p),
             Effect::RefreshKnobs => self.refresh_knobs(),
             Effect::RecordExperiment(l) => self.write_experiment_line(l),
-            Effect::RecordFindings(l) => self.write_findings(&l),
             Effect::StartTrace => self.start_trace(),
             Effect::StopTrace => self.stop_trace(),
         }

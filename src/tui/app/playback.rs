@@ -1,6 +1,7 @@
 //! Playback: live history (follow, pause, browse) and replay (play at a speed, seek,
 //! stop at the end). Pure state changes.
 
+use crate::run::pipeline::Tick;
 use std::time::Duration;
 
 use super::history::Packed;
@@ -40,21 +41,32 @@ pub struct Replay {
 }
 
 impl App {
-    /// A live snapshot: kept (history bounded to [`HISTORY_MIB`]), shown unless paused,
-    /// recorded when recording; the knobs are re-read at the same interval.
-    pub(super) fn snapshot(&mut self, s: Snapshot) {
-        if let Err(e) = self.snaps.push(s, None) {
+    /// A live tick of the pipeline: its snapshot kept (history bounded to
+    /// [`HISTORY_MIB`]), shown unless paused, its judgement taken in, recorded when
+    /// recording; the session's knobs re-read at the pipeline's cadence.
+    pub(super) fn tick(&mut self, t: Tick) {
+        let Tick {
+            snap, found, knobs, ..
+        } = t;
+        let (seq, end_ns, interval_ns) = (snap.seq, snap.time.mono_ns, snap.time.interval_ns);
+        let kept = self.recording.is_some().then(|| snap.clone());
+        if let Err(e) = self.snaps.push(snap, None) {
             self.say(Level::Bad, e);
             return;
         }
         self.snaps.focus(self.pos);
-        self.judge();
-        if self.recording.is_some() {
-            self.effect(Effect::RecordSnapshot);
+        let lines = self.judge(found, seq);
+        if let Some(snap) = kept {
+            let mut t = Tick::of(snap);
+            (t.lines, t.knobs) = (lines, knobs);
+            self.effect(Effect::RecordTick(Box::new(t)));
         }
         self.poll_trace();
         if self.session.is_some() {
-            self.effect(Effect::RefreshKnobs);
+            if crate::run::pipeline::knobs_due(self.knobs_read_ns, end_ns, interval_ns) {
+                self.knobs_read_ns = Some(end_ns);
+                self.effect(Effect::RefreshKnobs);
+            }
             self.ab_snapshot();
         }
         // Within the bound (the common case): no walk over every kept snapshot.

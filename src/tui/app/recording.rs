@@ -1,24 +1,31 @@
 //! Recording from the TUI: `r` starts a recording of what is drawn (to
 //! `llctop-<UTC time>.json.gz` in `record_dir`) and stops it, `m` drops a marker. The
-//! keys ask for effects; the file writes are done here, in [`App::perform`]'s name.
+//! keys ask for effects; the file writes are done here, in [`App::perform`]'s name,
+//! through the pipeline's recording sink (the same lines as `llctop record` writes).
 
 use std::path::PathBuf;
 
 use super::{App, Effect, Level};
 use crate::record::{self, Header, Marker};
+use crate::run::pipeline::Tick;
+use crate::run::record::Recording;
 
 /// The recording in progress.
 pub struct Recorder {
     pub path: PathBuf,
-    pub(super) writer: record::Writer,
-    pub snapshots: u64,
+    pub(super) rec: Recording,
     pub markers: u32,
 }
 
 impl Recorder {
+    /// Snapshots written so far.
+    pub fn snapshots(&self) -> u64 {
+        self.rec.snapshots
+    }
+
     /// Finish the file (gzip trailer).
-    pub fn finish(self) -> Result<(), record::RecordError> {
-        self.writer.finish().map(|_| ())
+    pub fn finish(mut self) -> Result<(), record::RecordError> {
+        self.rec.close(&[]).map(|_| ())
     }
 }
 
@@ -42,15 +49,17 @@ impl App {
     }
 
     pub(super) fn start_recording(&mut self) {
-        let mut header = Header::new(
+        let header = Header::new(
             (self.host.clone(), self.kernel.clone()),
             self.interval,
             self.topo.clone(),
             self.sources().to_vec(),
         );
-        if let Some(s) = self.session.as_ref() {
-            header = header.with_knobs(s.registry());
-        }
+        // The knob values now, written after the first snapshot as every recording's.
+        let values = self
+            .session
+            .as_ref()
+            .map(|s| Header::knob_values(s.registry()));
         let path = self.record_dir.join(format!(
             "llctop-{}.json.gz",
             crate::clock::utc_stamp(header.start_unix_ns / 1_000_000_000)
@@ -60,8 +69,7 @@ impl App {
                 self.say(Level::Good, format!("recording to {}", path.display()));
                 self.recording = Some(Recorder {
                     path,
-                    writer,
-                    snapshots: 0,
+                    rec: Recording::new(writer, values),
                     markers: 0,
                 });
             }
@@ -73,7 +81,7 @@ impl App {
         let Some(r) = self.recording.take() else {
             return;
         };
-        let (path, n) = (r.path.clone(), r.snapshots);
+        let (path, n) = (r.path.clone(), r.snapshots());
         match r.finish() {
             Ok(()) => self.say(
                 Level::Good,
@@ -83,16 +91,14 @@ impl App {
         }
     }
 
-    pub(super) fn write_snapshot(&mut self) {
-        let (Some(r), Some(s)) = (self.recording.as_mut(), self.snaps.newest()) else {
+    /// One tick into the recording: its snapshot, the findings that fired or cleared.
+    pub(super) fn write_tick(&mut self, t: &Tick) {
+        let Some(r) = self.recording.as_mut() else {
             return;
         };
-        match r.writer.write_snapshot(s) {
-            Ok(()) => r.snapshots += 1,
-            Err(e) => {
-                self.recording = None;
-                self.say(Level::Bad, format!("recording stopped: {e}"));
-            }
+        if let Err(e) = r.rec.write_tick(t) {
+            self.recording = None;
+            self.say(Level::Bad, format!("recording stopped: {e}"));
         }
     }
 
@@ -108,7 +114,7 @@ impl App {
             mono_ns: crate::clock::mono_ns(),
             label: format!("marker {}", r.markers),
         };
-        match r.writer.write_marker(&m) {
+        match r.rec.marker(&m) {
             Ok(()) => {
                 self.say(Level::Good, format!("{} recorded", m.label));
                 self.markers.push(m);
@@ -125,7 +131,7 @@ impl App {
         let r = self.recording.as_mut()?;
         let mut failed = None;
         for e in events {
-            if let Err(err) = r.writer.write_knob(e) {
+            if let Err(err) = r.rec.knob(e) {
                 failed = Some(err.to_string());
             }
         }

@@ -20,10 +20,10 @@ fn key(c: KeyCode) -> Msg {
 #[test]
 fn live_follows_pause_freezes_history_is_bounded() {
     let mut a = App::live(Topology::default(), Duration::from_secs(1), vec![]);
-    a.handle(Msg::Snapshot(Box::new(snap(0))));
+    a.handle(Msg::Tick(Box::new(crate::run::pipeline::Tick::of(snap(0)))));
     assert_eq!(a.pos, Some(0));
     a.handle(key(KeyCode::Char(' ')));
-    a.handle(Msg::Snapshot(Box::new(snap(1))));
+    a.handle(Msg::Tick(Box::new(crate::run::pipeline::Tick::of(snap(1)))));
     assert_eq!(a.current().map(|s| s.seq), Some(0), "paused");
     a.handle(key(KeyCode::Right));
     assert_eq!(a.current().map(|s| s.seq), Some(1));
@@ -31,7 +31,7 @@ fn live_follows_pause_freezes_history_is_bounded() {
     a.handle(key(KeyCode::End));
     assert!(!a.paused, "End follows again");
     for i in 2..1000 {
-        a.handle(Msg::Snapshot(Box::new(snap(i))));
+        a.handle(Msg::Tick(Box::new(crate::run::pipeline::Tick::of(snap(i)))));
     }
     // Small snapshots: the history is sized in memory, and all of these fit.
     assert_eq!(a.snaps.len(), 1000);
@@ -151,7 +151,7 @@ fn keys_ask_for_effects_and_do_no_io() {
     );
     a.view = ViewId::Knobs;
     assert!(a.update(key(KeyCode::Char('u'))).is_empty(), "no session");
-    let fx = a.update(Msg::Snapshot(Box::new(snap(0))));
+    let fx = a.update(Msg::Tick(Box::new(crate::run::pipeline::Tick::of(snap(0)))));
     assert!(fx.is_empty(), "no recording, no session: nothing to do");
 }
 

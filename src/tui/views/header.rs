@@ -282,7 +282,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     }
     if let Some(r) = &app.recording {
         first.push(Span::styled(
-            format!("  ● REC {} ({})", r.path.display(), r.snapshots),
+            format!("  ● REC {} ({})", r.path.display(), r.snapshots()),
             t.bad().add_modifier(Modifier::BOLD),
         ));
     }
