@@ -7,19 +7,13 @@
 
 use std::collections::BTreeMap;
 
-use prometheus_client::registry::{Registry, Unit};
-
-use super::{Count, Labels, Level, l};
+use super::series::{Labels, Metric, Metrics, S, llc_values};
 use crate::snapshot::{CacheMon, Snapshot, Unread};
 use crate::topology::Topology;
 
+/// The state kept between snapshots (the series are in [`Metrics`]).
+#[derive(Default)]
 pub struct CacheSeries {
-    occupancy: Level,
-    capacity: Level,
-    bandwidth: Count,
-    unread: Count,
-    proc_occupancy: Level,
-    proc_bandwidth: Count,
     /// pid → labels of its process series shown now.
     proc_shown: BTreeMap<u32, Labels>,
     /// The capacities are set (at the first snapshot with resctrl's figures: a host
@@ -27,59 +21,15 @@ pub struct CacheSeries {
     capacity_set: bool,
 }
 
-impl CacheSeries {
-    pub fn register(r: &mut Registry) -> CacheSeries {
-        let s = CacheSeries {
-            occupancy: Level::default(),
-            capacity: Level::default(),
-            bandwidth: Count::default(),
-            unread: Count::default(),
-            proc_occupancy: Level::default(),
-            proc_bandwidth: Count::default(),
-            proc_shown: BTreeMap::new(),
-            capacity_set: false,
-        };
-        r.register_with_unit(
-            "llc_occupancy",
-            "L3 bytes held for all resctrl groups in the LLC's L3 (its node's part with sub-NUMA clustering), resctrl llc_occupancy",
-            Unit::Bytes,
-            s.occupancy.clone(),
-        );
-        r.register_with_unit(
-            "llc_capacity",
-            "The LLC's share of its L3 (the cache size, divided among the nodes sharing it)",
-            Unit::Bytes,
-            s.capacity.clone(),
-        );
-        r.register_with_unit(
-            "memory_bandwidth",
-            "Bytes between the LLC's L3 and memory, by locality (local: its node's memory; remote: the rest; unknown: a kernel without mbm_local_bytes), resctrl mbm_*_bytes",
-            Unit::Bytes,
-            s.bandwidth.clone(),
-        );
-        r.register(
-            "resctrl_readings_unread",
-            "resctrl readings that gave no figure, by reason (unavailable, unassigned, error, reset, baseline, unreadable, implausible)",
-            s.unread.clone(),
-        );
-        r.register_with_unit(
-            "process_l3_occupancy",
-            "L3 bytes held for a process llctop monitors in a resctrl group of its own (--cache-top, --cache-pid; with --process-series)",
-            Unit::Bytes,
-            s.proc_occupancy.clone(),
-        );
-        r.register_with_unit(
-            "process_memory_bandwidth",
-            "Bytes between the L3s and memory for a process llctop monitors, by locality (with --process-series)",
-            Unit::Bytes,
-            s.proc_bandwidth.clone(),
-        );
-        s
-    }
+fn llc_labels(topo: &Topology, id: u32) -> Labels {
+    let [a, b] = llc_values(topo, id);
+    S::LlcOccupancy.def().labels(&[&a, &b])
+}
 
+impl CacheSeries {
     /// Fold one snapshot in; per-process series for the monitored processes when
     /// `processes` (the `--process-series` limit) is not 0.
-    pub fn update(&mut self, s: &Snapshot, topo: &Topology, processes: usize) {
+    pub fn update(&mut self, m: &Metrics, s: &Snapshot, topo: &Topology, processes: usize) {
         let Some(r) = &s.resctrl else {
             return;
         };
@@ -87,24 +37,20 @@ impl CacheSeries {
             self.capacity_set = true;
             for llc in &topo.llcs {
                 if let Some(c) = topo.llc_capacity_bytes(llc.id) {
-                    self.capacity
-                        .get_or_create(&llc_labels(topo, llc.id))
-                        .set(c as f64);
+                    m.get(S::LlcCapacity)
+                        .put(&llc_labels(topo, llc.id), c as f64);
                 }
             }
         }
         for g in &s.llcs {
             let labels = llc_labels(topo, g.id);
+            let occupancy = m.get(S::LlcOccupancy);
             match g.cache.and_then(|c| c.occupancy_bytes) {
-                Some(o) => {
-                    self.occupancy.get_or_create(&labels).set(o as f64);
-                }
-                None => {
-                    self.occupancy.remove(&labels);
-                }
+                Some(o) => occupancy.put(&labels, o as f64),
+                None => occupancy.remove(&labels),
             }
             if let Some(c) = g.cache {
-                add_bandwidth(&self.bandwidth, &labels, &c);
+                add_bandwidth(m.get(S::MemoryBandwidth), &labels, &c);
             }
         }
         let mut unread: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -120,9 +66,7 @@ impl CacheSeries {
             }
         }
         for (reason, n) in unread {
-            self.unread
-                .get_or_create(&l(&[("reason", reason.to_string())]))
-                .inc_by(n);
+            m.put(S::ResctrlUnread, &[reason], n as f64);
         }
         if processes == 0 {
             return;
@@ -134,42 +78,31 @@ impl CacheSeries {
                 .find(|p| p.pid == pid)
                 .map_or(String::new(), |p| p.comm.clone())
         };
+        let (proc_occupancy, proc_bandwidth) = (m.get(S::ProcOccupancy), m.get(S::ProcBandwidth));
         let mut shown = BTreeMap::new();
         let mut groups: Vec<_> = r.groups.iter().filter(|g| g.pid.is_some()).collect();
         groups.sort_by_key(|g| std::cmp::Reverse(g.total.occupancy_bytes.unwrap_or(0)));
         for g in groups.into_iter().take(processes) {
             let pid = g.pid.unwrap_or(0);
-            let labels = l(&[("pid", pid.to_string()), ("comm", comm(pid))]);
+            let labels = S::ProcOccupancy
+                .def()
+                .labels(&[&pid.to_string(), &comm(pid)]);
             match g.total.occupancy_bytes {
-                Some(o) => {
-                    self.proc_occupancy.get_or_create(&labels).set(o as f64);
-                }
-                None => {
-                    self.proc_occupancy.remove(&labels);
-                }
+                Some(o) => proc_occupancy.put(&labels, o as f64),
+                None => proc_occupancy.remove(&labels),
             }
-            add_bandwidth(&self.proc_bandwidth, &labels, &g.total);
+            add_bandwidth(proc_bandwidth, &labels, &g.total);
             shown.insert(pid, labels);
         }
         for (pid, old) in std::mem::replace(&mut self.proc_shown, shown) {
             if self.proc_shown.get(&pid) != Some(&old) {
-                self.proc_occupancy.remove(&old);
+                proc_occupancy.remove(&old);
                 for loc in ["local", "remote", "unknown"] {
-                    self.proc_bandwidth.remove(&with(&old, loc));
+                    proc_bandwidth.remove(&with(&old, loc));
                 }
             }
         }
     }
-}
-
-fn llc_labels(topo: &Topology, id: u32) -> Labels {
-    let node = topo
-        .llcs
-        .iter()
-        .find(|x| x.id == id)
-        .and_then(|x| x.node)
-        .map_or("-".into(), |n| n.to_string());
-    l(&[("llc", id.to_string()), ("node", node)])
 }
 
 fn with(labels: &Labels, locality: &str) -> Labels {
@@ -181,14 +114,14 @@ fn with(labels: &Labels, locality: &str) -> Labels {
 /// Add an interval's local and remote bytes where resctrl gave them; without a local
 /// count (a kernel without `mbm_local_bytes`) the total goes to `locality="unknown"`, so
 /// that the sum over localities is always all the traffic counted.
-fn add_bandwidth(c: &Count, labels: &Labels, m: &CacheMon) {
+fn add_bandwidth(c: &Metric, labels: &Labels, m: &CacheMon) {
     match (m.mbm_local_bytes, m.mbm_remote_bytes(), m.mbm_total_bytes) {
         (Some(loc), Some(rem), _) => {
-            c.get_or_create(&with(labels, "local")).inc_by(loc);
-            c.get_or_create(&with(labels, "remote")).inc_by(rem);
+            c.put(&with(labels, "local"), loc as f64);
+            c.put(&with(labels, "remote"), rem as f64);
         }
         (None, _, Some(tot)) => {
-            c.get_or_create(&with(labels, "unknown")).inc_by(tot);
+            c.put(&with(labels, "unknown"), tot as f64);
         }
         _ => {}
     }

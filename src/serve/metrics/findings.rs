@@ -4,17 +4,9 @@
 //! is there from the start (0), so an alert on `increase()` or `== 1` needs no absent()
 //! guard; blind spots are the source series' business, not findings.
 
-use prometheus_client::registry::Registry;
-
-use super::{Count, Labels, Level, l};
+use super::series::{Metrics, S, SEVERITIES, finding_kinds};
 use crate::findings::advisor::{FindingLine, State};
-use crate::findings::{Finding, Kind, Severity};
-
-const SEVERITIES: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Critical];
-
-fn kinds() -> impl Iterator<Item = Kind> {
-    Kind::ALL.into_iter().filter(|k| *k != Kind::BlindSpots)
-}
+use crate::findings::{Finding, Kind};
 
 /// The `kind` label: the JSON name (`pile_up`, `newidle_churn`, …).
 fn kind_label(k: Kind) -> String {
@@ -24,62 +16,36 @@ fn kind_label(k: Kind) -> String {
         .unwrap_or_default()
 }
 
-fn labels(k: Kind, s: Severity) -> Labels {
-    l(&[("kind", kind_label(k)), ("severity", s.label().to_string())])
-}
-
-/// The series shown: active and fired for each kind and severity.
-pub fn series() -> usize {
-    2 * kinds().count() * SEVERITIES.len()
-}
-
-pub struct FindingSeries {
-    active: Level,
-    fired: Count,
-}
-
-impl FindingSeries {
-    pub fn register(r: &mut Registry) -> FindingSeries {
-        let s = FindingSeries {
-            active: Level::default(),
-            fired: Count::default(),
-        };
-        r.register(
-            "finding_active",
-            "1 while the advisor holds a finding of this kind at this severity (docs/advisor.md), else 0",
-            s.active.clone(),
-        );
-        r.register(
-            "findings_fired",
-            "Findings of this kind that fired at this severity",
-            s.fired.clone(),
-        );
-        for k in kinds() {
-            for sev in SEVERITIES {
-                s.active.get_or_create(&labels(k, sev)).set(0.0);
-                let _ = s.fired.get_or_create(&labels(k, sev));
-            }
+/// Every kind × severity at 0.
+pub fn start(m: &Metrics) {
+    for k in finding_kinds() {
+        for sev in SEVERITIES {
+            m.put(S::FindingActive, &[&kind_label(k), sev.label()], 0.0);
+            m.put(S::FindingsFired, &[&kind_label(k), sev.label()], 0.0);
         }
-        s
     }
+}
 
-    /// The advisor's judgement of one snapshot: the lines it gave, and what it holds now.
-    pub fn update(&mut self, lines: &[FindingLine], held: &[Finding]) {
-        for line in lines.iter().filter(|x| x.state == State::Fired) {
-            let k = line.finding.kind;
-            if k != Kind::BlindSpots {
-                self.fired
-                    .get_or_create(&labels(k, line.finding.severity))
-                    .inc();
-            }
+/// The advisor's judgement of one snapshot: the lines it gave, and what it holds now.
+pub fn update(m: &Metrics, lines: &[FindingLine], held: &[Finding]) {
+    for line in lines.iter().filter(|x| x.state == State::Fired) {
+        let k = line.finding.kind;
+        if k != Kind::BlindSpots {
+            m.put(
+                S::FindingsFired,
+                &[&kind_label(k), line.finding.severity.label()],
+                1.0,
+            );
         }
-        for k in kinds() {
-            for sev in SEVERITIES {
-                let on = held.iter().any(|f| f.kind == k && f.severity == sev);
-                self.active
-                    .get_or_create(&labels(k, sev))
-                    .set(if on { 1.0 } else { 0.0 });
-            }
+    }
+    for k in finding_kinds() {
+        for sev in SEVERITIES {
+            let on = held.iter().any(|f| f.kind == k && f.severity == sev);
+            m.put(
+                S::FindingActive,
+                &[&kind_label(k), sev.label()],
+                if on { 1.0 } else { 0.0 },
+            );
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Snapshots folded into series, read back as OpenMetrics: counters, the process cap, knobs.
 
 use super::*;
+use crate::snapshot::Precision;
 
 fn snap(topo: &Topology, seq: u64) -> Snapshot {
     let mut s = crate::findings::testing::snap(topo, seq, 0.5);
