@@ -113,18 +113,31 @@ impl Collector {
                 }
                 std::thread::sleep(step.min(deadline - now));
             }
-            let missed = missed_ticks(deadline, std::time::Instant::now(), interval);
-            if missed > 0 {
-                // Back on the grid: the next deadline is the first still ahead.
-                let skip = interval.saturating_mul(missed);
-                deadline = deadline.checked_add(skip).unwrap_or(deadline);
-            }
+            let (missed, on) = regrid(deadline, std::time::Instant::now(), interval);
+            deadline = on;
             if let Some(s) = self.tick_after(missed)
                 && !f(s)
             {
                 return;
             }
         }
+    }
+}
+
+/// The ticks missed at a tick due at `deadline` that runs at `now`, and the deadline the
+/// next interval counts from: the same grid when the tick is less than half an interval
+/// late, else a grid starting `now` — so the next snapshot is never a sliver (a stop of
+/// 3.05 intervals gives one snapshot of 3.05 and then a whole one, not one of 0.05).
+fn regrid(
+    deadline: std::time::Instant,
+    now: std::time::Instant,
+    interval: Duration,
+) -> (u32, std::time::Instant) {
+    let missed = missed_ticks(deadline, now, interval);
+    if now.saturating_duration_since(deadline) > interval / 2 {
+        (missed, now)
+    } else {
+        (missed, deadline)
     }
 }
 
@@ -359,6 +372,12 @@ mod tests {
         let t0 = std::time::Instant::now();
         let s = Duration::from_secs(1);
         assert_eq!(missed_ticks(t0, t0, s), 0);
+        // On time or a little late: the grid stays; half an interval late or more: a new
+        // grid from now, so the next snapshot is whole.
+        let ms = Duration::from_millis;
+        assert_eq!(regrid(t0, t0 + ms(10), ms(100)), (0, t0));
+        assert_eq!(regrid(t0, t0 + ms(60), ms(100)), (0, t0 + ms(60)));
+        assert_eq!(regrid(t0, t0 + ms(3050), ms(100)), (30, t0 + ms(3050)));
         assert_eq!(missed_ticks(t0, t0 + Duration::from_millis(999), s), 0);
         assert_eq!(missed_ticks(t0, t0 + Duration::from_millis(5_500), s), 5);
         assert_eq!(missed_ticks(t0 + s, t0, s), 0, "early is not late");

@@ -199,9 +199,18 @@ fn report_page_draws_every_llc_knob_change_and_finding_and_fetches_nothing() {
         clean(&b);
         // The text report's own counts.
         let llcs = text
-            .lines()
-            .filter(|l| l.trim_start().starts_with("llc") && l.contains("cpus "))
-            .count();
+            .split("Busy by LLC (mean over the recording)\n")
+            .nth(1)
+            .map_or(0, |t| {
+                t.lines()
+                    .take_while(|l| !l.is_empty())
+                    .filter(|l| {
+                        l.trim_start()
+                            .strip_prefix("llc")
+                            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+                    })
+                    .count()
+            });
         let knobs = text
             .split("Knob changes (seconds from the start)\n")
             .nth(1)
@@ -249,6 +258,9 @@ fn report_page_draws_every_llc_knob_change_and_finding_and_fetches_nothing() {
                 continue;
             }
             let line = text
+                .split("\nMigrations by distance")
+                .nth(1)
+                .unwrap_or_default()
                 .lines()
                 .find(|t| t.split_whitespace().next() == Some(name))
                 .unwrap_or_else(|| panic!("{name} in {text}"));

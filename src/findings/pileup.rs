@@ -68,7 +68,7 @@ pub const SETTLE_NS: u64 = 10 * START_GAP_NS;
 /// The pile-up search fed one snapshot at a time (`llctop report` reads a recording as
 /// a stream): it keeps the placements of the starts not yet judged and the first runs
 /// they may need, not the recording.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Finder {
     /// Placements of new threads by process, not yet judged.
     by_proc: BTreeMap<u32, Vec<DetailEvent>>,

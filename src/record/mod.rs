@@ -16,6 +16,7 @@ pub mod report;
 mod sched;
 pub mod series;
 pub mod summary;
+pub mod tables;
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};

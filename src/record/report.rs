@@ -1,23 +1,17 @@
 //! `llctop report FILE`: a text summary of a recording — knob changes and markers with
-//! their times, the scheduler in charge (record/sched.rs), per-LLC busy, L3 occupancy and memory bandwidth (record/l3.rs),
-//! migrations by distance (with their precision), the same
-//! split at each marker, load balancing by domain level (or why there is none),
-//! placements and their pile-ups (findings::pileup), top processes.
+//! their times, the scheduler in charge (record/sched.rs), the findings, then the totals
+//! tables (record/tables.rs, which the page draws too: per-LLC busy, migrations by
+//! distance, load balancing by domain level or why there is none, the split at each
+//! marker, placements and their pile-ups, top processes) with L3 occupancy and memory
+//! bandwidth (record/l3.rs) after busy.
 
 use std::fmt::Write as _;
 
 use super::Recording;
 pub use super::summary::Summary;
-use crate::cpulist;
 use crate::findings::Kind;
 use crate::findings::advisor::State;
-use crate::snapshot::Precision;
 use crate::text::Esc;
-use crate::topology::Distance;
-
-fn pct(x: f64) -> String {
-    format!("{:5.1}%", x * 100.0)
-}
 
 impl Summary {
     /// Seconds from the recording's start to the end of snapshot `seq`.
@@ -137,200 +131,14 @@ impl Summary {
 
         out.push_str(&self.findings());
 
-        let _ = writeln!(out, "\nBusy by LLC (mean over the recording)");
-        let mean = |m: (f64, usize)| (m.1 > 0).then(|| m.0 / m.1 as f64);
-        if let Some(b) = mean(self.busy_all) {
-            let _ = writeln!(out, "  all     {}", pct(b));
-        }
-        for llc in &h.topology.llcs {
-            let b = self.busy_llc.get(llc.id as usize).copied().and_then(mean);
-            let node = llc.node.map_or("-".into(), |n| n.to_string());
-            let _ = writeln!(
-                out,
-                "  llc{:<4}{}  node {}  cpus {}",
-                llc.id,
-                b.map_or("     -".into(), pct),
-                node,
-                cpulist::format(&llc.cpus)
-            );
-        }
-        if let Ok(l3) = self.l3.section(&h.topology, self.snapshots) {
-            out.push_str(&l3);
-        }
-
-        if let Some((total, unclassified, sampled)) = &self.migs {
-            let _ = writeln!(
-                out,
-                "\nMigrations by distance ({})",
-                if *sampled {
-                    "SAMPLED: CPU changes seen between scans, a lower bound"
-                } else {
-                    "exact"
-                }
-            );
-            for d in Distance::ALL {
-                let n = total.get(d);
-                let _ = writeln!(
-                    out,
-                    "  {:<6}{:>10}  {:>9.1}/s",
-                    d.label(),
-                    n,
-                    n as f64 / secs.max(1e-9)
-                );
+        for t in self.tables() {
+            out.push_str(&t.text());
+            // What each L3 held follows how busy each LLC was.
+            if t.id == "busy-by-llc"
+                && let Ok(l3) = self.l3.section(&h.topology, self.snapshots)
+            {
+                out.push_str(&l3);
             }
-            if *unclassified > 0 {
-                let _ = writeln!(out, "  unclassified {unclassified}");
-            }
-        }
-
-        match &self.balance {
-            Some((version, levels)) => {
-                let _ = writeln!(out, "\nLoad balancing (/proc/schedstat v{version}), totals");
-                let _ = writeln!(
-                    out,
-                    "  level name    busy(ok/fail)   idle(ok/fail)  newidle(ok/fail)  gained(b/i/n)"
-                );
-                for (lvl, (name, v)) in levels {
-                    let _ = writeln!(
-                        out,
-                        "  {:<5} {:<6} {:>7}/{:<7} {:>7}/{:<7} {:>7}/{:<7} {}/{}/{}",
-                        lvl,
-                        name.clone().unwrap_or_else(|| "?".into()),
-                        v[0],
-                        v[1],
-                        v[2],
-                        v[3],
-                        v[4],
-                        v[5],
-                        v[6],
-                        v[7],
-                        v[8]
-                    );
-                }
-            }
-            None => {
-                let why = self
-                    .notes
-                    .iter()
-                    .find(|(n, _)| n.contains("schedstat"))
-                    .map_or("no source recorded it", |(_, r)| r.as_str());
-                let _ = writeln!(out, "\nLoad balancing: not recorded ({})", Esc(why));
-            }
-        }
-
-        out.push_str(&self.segments());
-
-        let t0 = self.t0.unwrap_or(0);
-        let (placed, dropped) = (self.placed, self.events_dropped);
-        let piles = self.piles.finish();
-        if piles.is_empty() {
-            if self.any_events {
-                let _ = writeln!(out, "\nPlacements: {placed} new tasks, no pile-up");
-            }
-        } else {
-            let _ = writeln!(out, "\nPlacements: {placed} new tasks");
-            for p in &piles {
-                let at = p.first_ns.saturating_sub(t0) as f64 / 1e9;
-                let _ = writeln!(out, "  {:+.1}s {}", at, Esc(&p.describe()));
-            }
-        }
-        if dropped > 0 {
-            let _ = writeln!(
-                out,
-                "  {dropped} detail events dropped (rate limit or full buffer): a thread without its placement and first run is not judged"
-            );
-        }
-
-        // Top processes by CPU time over the recording.
-        if !self.procs.is_empty() {
-            let mut v: Vec<_> = self.procs.into_iter().collect();
-            v.sort_by(|a, b| b.1.cpu.cmp(&a.1.cpu).then(a.0.cmp(&b.0)));
-            let _ = writeln!(
-                out,
-                "\nTop processes by CPU time{}",
-                if self.precision == Some(Precision::Sampled) {
-                    " (migrations sampled)"
-                } else {
-                    ""
-                }
-            );
-            let _ = writeln!(
-                out,
-                "  {:>8} {:<16} {:>9} {:>7} {:>6} {:>6}",
-                "pid", "comm", "cpu s", "pref%", "migs", "xllc"
-            );
-            for (pid, p) in v.into_iter().take(10) {
-                let hit = if p.hit_den > 0.0 {
-                    format!("{:5.1}%", 100.0 * p.hit_num / p.hit_den)
-                } else {
-                    "-".into()
-                };
-                let _ = writeln!(
-                    out,
-                    "  {:>8} {} {:>9.2} {:>7} {:>6} {:>6}",
-                    pid,
-                    crate::text::cell(&p.comm, 16),
-                    p.cpu as f64 / 1e9,
-                    hit,
-                    p.migs,
-                    p.xllc
-                );
-            }
-        }
-        out
-    }
-
-    /// The recording split at its markers: per stretch between two markers (or the start
-    /// and end), its length, mean busy and migrations by distance per second — what
-    /// changed at each marker. Empty without markers.
-    fn segments(&self) -> String {
-        if self.markers.is_empty() || self.snapshots == 0 {
-            return String::new();
-        }
-        let mut cuts: Vec<&str> = Vec::new();
-        let mut sorted: Vec<&super::Marker> = self.markers.iter().collect();
-        sorted.sort_by_key(|m| m.mono_ns);
-        cuts.extend(sorted.iter().map(|m| m.label.as_str()));
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "\nSplit at the markers (per second; busy is the mean)\n  {:<28} {:>7} {:>6} {}",
-            "stretch",
-            "secs",
-            "busy",
-            Distance::ALL
-                .iter()
-                .map(|d| format!("{:>8}", d.label()))
-                .collect::<String>()
-        );
-        let mut from = "start".to_string();
-        for i in 0..=cuts.len() {
-            let to = cuts.get(i).map_or("end".to_string(), |c| c.to_string());
-            let name = crate::text::cell(&format!("{from} → {to}"), 28);
-            from = to;
-            let Some(part) = self.stretches.get(i).filter(|p| p.snapshots > 0) else {
-                let _ = writeln!(out, "  {name:<28} no snapshots");
-                continue;
-            };
-            let busy = (part.busy.1 > 0).then(|| part.busy.0 / part.busy.1 as f64);
-            let migs: Vec<String> = part
-                .migs
-                .iter()
-                .map(|&n| {
-                    if part.all_migs {
-                        format!("{:>8.1}", n as f64 / part.secs.max(1e-9))
-                    } else {
-                        format!("{:>8}", "-")
-                    }
-                })
-                .collect();
-            let _ = writeln!(
-                out,
-                "  {name:<28} {:>7.1} {:>6} {}",
-                part.secs,
-                busy.map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
-                migs.join("")
-            );
         }
         out
     }

@@ -1,10 +1,12 @@
 //! The fold behind `llctop report`: a recording's lines taken one at a time into the
-//! totals the report prints ([`Summary`]); report.rs renders them.
+//! totals the report prints ([`Summary`], named structs throughout); tables.rs turns its
+//! totals into tables that the text (report.rs) and the page (html/report.rs) both draw.
 
 use std::collections::BTreeMap;
 
 use crate::findings::advisor::Trail;
 use crate::findings::pileup;
+use crate::record::series::Mean;
 use crate::snapshot::{ByDistance, EventKind, Precision, Snapshot, SourceState};
 use crate::topology::Distance;
 
@@ -22,17 +24,58 @@ pub(super) struct ProcTotal {
     pub(super) hit_den: f64,
 }
 
-/// A domain level's name and load-balance totals: ok and failed per kind (busy, idle,
-/// newidle), then gained per kind.
-pub(super) type LevelTotals = (Option<String>, [u64; 9]);
+/// Load-balance totals of one kind (busy, idle or newidle) at one domain level.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct LbTotals {
+    /// Attempts that were neither balanced nor failed: they moved tasks.
+    pub(super) ok: u64,
+    pub(super) failed: u64,
+    pub(super) gained: u64,
+}
+
+impl LbTotals {
+    fn add(&mut self, lb: &crate::snapshot::LbStats) {
+        let ok = lb
+            .count
+            .saturating_sub(lb.balanced.saturating_add(lb.failed));
+        self.ok = self.ok.saturating_add(ok);
+        self.failed = self.failed.saturating_add(lb.failed);
+        self.gained = self.gained.saturating_add(lb.gained);
+    }
+}
+
+/// A domain level's name and load-balance totals per kind.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct LevelTotals {
+    pub(super) name: Option<String>,
+    pub(super) busy: LbTotals,
+    pub(super) idle: LbTotals,
+    pub(super) newidle: LbTotals,
+}
+
+/// Load balancing over the recording: the schedstat version and each level's totals.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct BalanceTotals {
+    pub(super) version: u32,
+    pub(super) levels: BTreeMap<u32, LevelTotals>,
+}
+
+/// Migrations over the recording.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct MigTotals {
+    pub(super) by_distance: ByDistance,
+    pub(super) unclassified: u64,
+    /// Some snapshot's counts were sampled (a lower bound).
+    pub(super) sampled: bool,
+}
 
 /// One stretch between markers: length, busy and migrations by distance.
 #[derive(Default, Clone)]
 pub(super) struct Stretch {
     pub(super) snapshots: usize,
     pub(super) secs: f64,
-    pub(super) busy: (f64, usize),
-    pub(super) migs: [u64; 4],
+    pub(super) busy: Mean,
+    pub(super) migs: ByDistance,
     /// Every snapshot of the stretch had migration counts.
     pub(super) all_migs: bool,
 }
@@ -60,11 +103,10 @@ pub struct Summary {
     /// Source → its last state other than active.
     pub(super) notes: BTreeMap<String, String>,
     pub(super) trail: Trail,
-    pub(super) busy_all: (f64, usize),
-    pub(super) busy_llc: Vec<(f64, usize)>,
-    pub(super) migs: Option<(ByDistance, u64, bool)>,
-    /// schedstat version, and per level: name and ok/failed per kind, then gained.
-    pub(super) balance: Option<(u32, BTreeMap<u32, LevelTotals>)>,
+    pub(super) busy_all: Mean,
+    pub(super) busy_llc: Vec<Mean>,
+    pub(super) migs: Option<MigTotals>,
+    pub(super) balance: Option<BalanceTotals>,
     pub(super) stretches: Vec<Stretch>,
     pub(super) piles: pileup::Finder,
     pub(super) placed: usize,
@@ -84,7 +126,7 @@ impl Summary {
     pub fn new(header: super::Header) -> Summary {
         Summary {
             series: super::series::Series::new(header.topology.llcs.len()),
-            busy_llc: vec![(0.0, 0); header.topology.llcs.len()],
+            busy_llc: vec![Mean::default(); header.topology.llcs.len()],
             header,
             knobs: Vec::new(),
             knobs_total: 0,
@@ -99,7 +141,7 @@ impl Summary {
             t0: None,
             notes: BTreeMap::new(),
             trail: Trail::new(),
-            busy_all: (0.0, 0),
+            busy_all: Mean::default(),
             migs: None,
             balance: None,
             stretches: Vec::new(),
@@ -163,40 +205,34 @@ impl Summary {
                 );
             }
         }
-        let add = |m: &mut (f64, usize), v: Option<f64>| {
-            if let Some(v) = v {
-                m.0 += v;
-                m.1 += 1;
-            }
-        };
         self.l3.add(s);
         self.schedulers.add(s);
         self.series.add(s);
-        add(&mut self.busy_all, s.system.busy);
+        self.busy_all.add(s.system.busy);
         for (i, m) in self.busy_llc.iter_mut().enumerate() {
-            add(m, s.llcs.get(i).and_then(|g| g.busy));
+            m.add(s.llcs.get(i).and_then(|g| g.busy));
         }
         if let Some(m) = &s.migrations {
-            let (total, unclassified, sampled) =
-                self.migs.get_or_insert((ByDistance::default(), 0, false));
+            let t = self.migs.get_or_insert_with(MigTotals::default);
             for d in Distance::ALL {
-                total.add(d, m.by_distance.get(d));
+                t.by_distance.add(d, m.by_distance.get(d));
             }
-            *unclassified = unclassified.saturating_add(m.unclassified);
-            *sampled |= m.precision == Precision::Sampled;
+            t.unclassified = t.unclassified.saturating_add(m.unclassified);
+            t.sampled |= m.precision == Precision::Sampled;
         }
         if let Some(b) = &s.balance {
-            let (_, levels) = self.balance.get_or_insert((b.version, BTreeMap::new()));
+            let t = self.balance.get_or_insert_with(|| BalanceTotals {
+                version: b.version,
+                levels: BTreeMap::new(),
+            });
             for d in &b.domains {
-                let e = levels.entry(d.level).or_insert((d.name.clone(), [0; 9]));
-                for (i, lb) in [d.busy, d.idle, d.newidle].iter().enumerate() {
-                    let ok = lb
-                        .count
-                        .saturating_sub(lb.balanced.saturating_add(lb.failed));
-                    e.1[i * 2] = e.1[i * 2].saturating_add(ok);
-                    e.1[i * 2 + 1] = e.1[i * 2 + 1].saturating_add(lb.failed);
-                    e.1[6 + i] = e.1[6 + i].saturating_add(lb.gained);
-                }
+                let e = t.levels.entry(d.level).or_insert_with(|| LevelTotals {
+                    name: d.name.clone(),
+                    ..LevelTotals::default()
+                });
+                e.busy.add(&d.busy);
+                e.idle.add(&d.idle);
+                e.newidle.add(&d.newidle);
             }
         }
         // Stretch i holds the snapshots after marker i-1 and up to marker i.
@@ -217,11 +253,11 @@ impl Summary {
         let st = &mut self.stretches[i];
         st.snapshots += 1;
         st.secs += s.time.interval_secs();
-        add(&mut st.busy, s.system.busy);
+        st.busy.add(s.system.busy);
         match &s.migrations {
             Some(m) => {
-                for (a, d) in st.migs.iter_mut().zip(Distance::ALL) {
-                    *a = a.saturating_add(m.by_distance.get(d));
+                for d in Distance::ALL {
+                    st.migs.add(d, m.by_distance.get(d));
                 }
             }
             None => st.all_migs = false,

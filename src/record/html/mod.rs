@@ -40,7 +40,7 @@ pub fn esc(s: &str) -> String {
 
 const CSS: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1000px;color:#222}\
 h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
-table{border-collapse:collapse;font-size:.9em}td,th{padding:2px 8px;text-align:left;border-bottom:1px solid #eee}\
+table{border-collapse:collapse;font-size:.9em}td,th{padding:2px 8px;text-align:left;border-bottom:1px solid #eee}td.num,th.num{text-align:right}h3{font-size:1em}\
 .missing{color:#a60}.note{color:#555;font-size:.9em}svg{display:block;max-width:100%;height:auto}\
 .sev-critical{color:#b00;font-weight:bold}.sev-warning{color:#b60;font-weight:bold}\
 .ab{display:inline-block;vertical-align:top;margin:2px}";
@@ -66,6 +66,32 @@ fn section(out: &mut String, id: &str, title: &str, inner: &str) {
         "<section id=\"{id}\"><h2>{}</h2>\n{inner}\n</section>\n",
         esc(title)
     );
+}
+
+/// A totals table (record/tables.rs: the text report draws the same one).
+fn table(t: &crate::record::tables::Table) -> String {
+    let mut out = format!("<h3 id=\"{}\">{}</h3>\n", t.id, esc(&t.title));
+    if !t.rows.is_empty() {
+        out.push_str("<table><thead><tr>");
+        for c in &t.cols {
+            let align = if c.right { " class=\"num\"" } else { "" };
+            let _ = write!(out, "<th{align}>{}</th>", esc(c.name));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for r in &t.rows {
+            out.push_str("<tr>");
+            for (v, c) in r.iter().zip(&t.cols) {
+                let align = if c.right { " class=\"num\"" } else { "" };
+                let _ = write!(out, "<td{align}>{}</td>", esc(v));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    for n in &t.notes {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(n));
+    }
+    out
 }
 
 fn missing(why: &str) -> String {
@@ -143,11 +169,7 @@ fn busy_heatmap(sum: &Summary, anns: &[Annotation]) -> String {
     if topo.llcs.is_empty() {
         return missing("the recording's topology has no LLCs: no heatmap to draw");
     }
-    let mean = |i: usize| {
-        sum.busy_llc
-            .get(i)
-            .and_then(|m| (m.1 > 0).then(|| 100.0 * m.0 / m.1 as f64))
-    };
+    let mean = |i: usize| sum.busy_llc.get(i).and_then(|m| m.get().map(|b| 100.0 * b));
     if (0..topo.llcs.len()).all(|i| mean(i).is_none()) {
         return missing("busy was not recorded (no procfs source)");
     }

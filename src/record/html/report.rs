@@ -62,6 +62,7 @@ pub fn report(sum: &Summary) -> String {
         time_charts(&mut body, sum, &anns);
     }
     findings(&mut body, sum);
+    totals(&mut body, sum);
     events(&mut body, sum);
     start_knobs(&mut body, sum);
     page(
@@ -69,6 +70,16 @@ pub fn report(sum: &Summary) -> String {
         &body,
         &data(sum, &anns),
     )
+}
+
+/// The totals over the recording: the text report's tables (record/tables.rs).
+fn totals(body: &mut String, sum: &Summary) {
+    let tables = sum.tables();
+    if tables.is_empty() {
+        return;
+    }
+    let inner: String = tables.iter().map(super::table).collect();
+    section(body, "totals", "Totals over the recording", &inner);
 }
 
 fn time_charts(body: &mut String, sum: &Summary, anns: &[Annotation]) {
@@ -430,19 +441,16 @@ pub(super) fn data(sum: &Summary, anns: &[Annotation]) -> serde_json::Value {
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let b = sum
-                .busy_llc
-                .get(i)
-                .and_then(|m| (m.1 > 0).then(|| m.0 / m.1 as f64));
+            let b = sum.busy_llc.get(i).and_then(|m| m.get());
             json!({"id": l.id, "node": l.node, "cpus": l.cpus.len(), "mean_busy": b})
         })
         .collect();
-    let migs = sum.migs.as_ref().map(|(d, unclassified, _)| {
+    let migs = sum.migs.as_ref().map(|t| {
         let mut m = serde_json::Map::new();
         for c in Distance::ALL {
-            m.insert(c.label().into(), json!(d.get(c)));
+            m.insert(c.label().into(), json!(t.by_distance.get(c)));
         }
-        m.insert("unclassified".into(), json!(unclassified));
+        m.insert("unclassified".into(), json!(t.unclassified));
         m
     });
     json!({
@@ -503,6 +511,45 @@ mod tests {
             knobs: Default::default(),
         };
         Recording::of(header, snaps)
+    }
+
+    /// Every totals table's title, headings, cells and notes show in the text report
+    /// and on the page — one model, two renderers — for each fixture recording.
+    #[test]
+    fn every_totals_row_shows_in_the_text_and_on_the_page() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let rec = crate::record::reader::open(&e.unwrap().path()).unwrap();
+            let sum = crate::record::report::fold(&rec);
+            let tables = sum.tables();
+            assert!(tables.len() >= 3, "busy, migrations or balance, …");
+            let html = report(&crate::record::report::fold(&rec));
+            let text = sum.render();
+            for t in &tables {
+                assert!(text.contains(&t.title), "text lacks {}", t.title);
+                assert!(html.contains(&esc(&t.title)), "page lacks {}", t.title);
+                for c in &t.cols {
+                    assert!(text.contains(c.name) && html.contains(&esc(c.name)));
+                }
+                for r in &t.rows {
+                    for v in r {
+                        let shown = crate::text::cell(v, 16).trim_end().to_string();
+                        assert!(text.contains(&shown), "text lacks {v:?} of {}", t.title);
+                        assert!(
+                            html.contains(&format!(">{}</td>", esc(v))),
+                            "page lacks {v:?}"
+                        );
+                        seen += 1;
+                    }
+                }
+                for n in &t.notes {
+                    assert!(text.contains(n) && html.contains(&esc(n)), "{n}");
+                }
+            }
+        }
+        assert!(seen > 100, "{seen} cells");
     }
 
     #[test]
