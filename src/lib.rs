@@ -43,3 +43,27 @@ pub mod topology;
 pub mod trace;
 pub mod tui;
 pub mod units;
+
+#[cfg(test)]
+mod layout {
+    /// docs/architecture.md names every folder of src/ (its table of concerns), and
+    /// README's Layout points there.
+    #[test]
+    fn the_architecture_page_names_every_folder_of_src() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let page = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let mut n = 0;
+        for e in std::fs::read_dir(root.join("src")).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                let name = format!("`src/{}/`", e.file_name().to_string_lossy());
+                assert!(page.contains(&name), "docs/architecture.md lacks {name}");
+                n += 1;
+            }
+        }
+        assert!(n >= 14, "{n} folders");
+        let layout = readme.split("## Layout").nth(1).unwrap_or_default();
+        assert!(layout.contains("docs/architecture.md"), "README's Layout");
+    }
+}
