@@ -137,7 +137,11 @@ impl ProcessInfo {
         if missing.is_empty() {
             return;
         }
-        if let Some(st) = snap.sources.iter_mut().find(|s| s.name == "procfs.numa") {
+        if let Some(st) = snap
+            .sources
+            .iter_mut()
+            .find(|s| s.is(crate::snapshot::SourceName::ProcfsNuma))
+        {
             let mut notes: Vec<String> = st.reason.take().into_iter().collect();
             notes.extend(missing);
             st.reason = Some(notes.join("; "));

@@ -275,8 +275,8 @@ fn full_snapshot(topo: &llctop::topology::Topology) -> llctop::snapshot::Snapsho
         ..Default::default()
     });
     s.sources = vec![
-        SourceStatus::active("bpf"),
-        SourceStatus::absent("perf", "no PMU"),
+        SourceStatus::active(llctop::snapshot::SourceName::Bpf),
+        SourceStatus::absent(llctop::snapshot::SourceName::Perf, "no PMU"),
     ];
     // resctrl: the root group's reading of every LLC's L3.
     let mon = llctop::snapshot::CacheMon {

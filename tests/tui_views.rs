@@ -275,10 +275,10 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         }],
     });
     s.sources = vec![
-        SourceStatus::active("bpf"),
-        SourceStatus::active("procfs.stat"),
+        SourceStatus::active(llctop::snapshot::SourceName::Bpf),
+        SourceStatus::active(llctop::snapshot::SourceName::ProcfsStat),
         SourceStatus::degraded(
-            "perf",
+            llctop::snapshot::SourceName::Perf,
             "AMD: generic cache-references/misses count L2, not L3 (MPKI is L2 MPKI)",
         ),
     ];
@@ -678,11 +678,11 @@ fn views_say_why_when_a_source_is_missing() {
     s.time.interval_ns = 1_000_000_000;
     s.sources = vec![
         SourceStatus::absent(
-            "perf",
+            llctop::snapshot::SourceName::Perf,
             "hardware counters unsupported: no hardware PMU for this event (common in VMs)",
         ),
         SourceStatus::absent(
-            "procfs.schedstat",
+            llctop::snapshot::SourceName::ProcfsSchedstat,
             "schedstat unavailable (CONFIG_SCHEDSTATS off: /proc/schedstat does not exist)",
         ),
     ];
@@ -1387,7 +1387,10 @@ fn i_shows_every_reason_whole() {
     let topo = topology::synthetic(1, 2, 2);
     let long = "this CPU reports no cache or memory-bandwidth monitoring (no cqm_occup_llc, cqm_mbm_total or cqm_mbm_local in /proc/cpuinfo; virtual machines rarely pass Intel RDT or AMD PQoS through, and the kernel offers resctrl only where the hardware has it) THE-LAST-WORDS";
     let mut app = live_app_with(&topo, 2, |s| {
-        s.sources.push(SourceStatus::absent("resctrl", long));
+        s.sources.push(SourceStatus::absent(
+            llctop::snapshot::SourceName::Resctrl,
+            long,
+        ));
     });
     key(&mut app, KeyCode::Char('i'));
     for (w, h) in [(200, 50), (100, 40), (80, 24)] {

@@ -4,15 +4,16 @@
 //! sources' own states in the window's newest snapshot.
 
 use super::{Finding, Kind, Severity, Window};
-use crate::snapshot::Precision;
+use crate::snapshot::{Precision, SourceName};
 
 const KEY: &str = "machine";
 
 /// What cannot be judged, one line each: `(finding kind, why)`.
 pub fn items(w: &Window) -> Vec<(Kind, String)> {
     let mut out = Vec::new();
-    let why =
-        |name: &str, default: &str| w.source_reason(name).unwrap_or_else(|| default.to_string());
+    let why = |name: SourceName, default: &str| {
+        w.source_reason(name).unwrap_or_else(|| default.to_string())
+    };
     let any = |f: &dyn Fn(&crate::snapshot::Snapshot) -> bool| w.snaps.iter().any(f);
     let one_llc = w.topo.llcs.len() < 2;
     if !any(&|s| s.events.is_some()) {
@@ -20,7 +21,7 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
             Kind::PileUp,
             format!(
                 "no placement events without the BPF source ({})",
-                why("bpf", "the BPF source was not used")
+                why(SourceName::Bpf, "the BPF source was not used")
             ),
         ));
     }
@@ -39,7 +40,7 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
                 Kind::NewidleChurn,
                 format!(
                     "newidle balancing unseen, judged from migrations alone ({})",
-                    why("procfs.schedstat", "no /proc/schedstat")
+                    why(SourceName::ProcfsSchedstat, "no /proc/schedstat")
                 ),
             ));
         }
@@ -52,7 +53,7 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
                 Kind::Scattered,
                 format!(
                     "runtime per LLC sampled by procfs, a guess ({})",
-                    why("bpf", "the BPF source was not used")
+                    why(SourceName::Bpf, "the BPF source was not used")
                 ),
             ));
         }
@@ -62,7 +63,7 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
             Kind::NotConserved,
             format!(
                 "no run-queue wait per CPU ({})",
-                why("bpf", "the BPF source was not used")
+                why(SourceName::Bpf, "the BPF source was not used")
             ),
         ));
     }
@@ -71,10 +72,13 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
     } else if !any(&|s| s.numa.is_some()) {
         out.push((
             Kind::Numa,
-            format!("no NUMA counters ({})", why("procfs.numa", "not read")),
+            format!(
+                "no NUMA counters ({})",
+                why(SourceName::ProcfsNuma, "not read")
+            ),
         ));
     }
-    if let Some(r) = w.source_reason("perf") {
+    if let Some(r) = w.source_reason(SourceName::Perf) {
         out.push((
             Kind::BlindSpots,
             format!("the cache cost (misses, IPC) behind any finding cannot be shown: {r}"),
@@ -115,8 +119,8 @@ mod tests {
         let mut s = snap(&topo, 0, 0.5);
         s.cpus.iter_mut().for_each(|c| c.rq_wait_ns = None);
         s.sources = vec![
-            SourceStatus::absent("bpf", "no CAP_BPF"),
-            SourceStatus::absent("perf", "no PMU"),
+            SourceStatus::absent(crate::snapshot::SourceName::Bpf, "no CAP_BPF"),
+            SourceStatus::absent(crate::snapshot::SourceName::Perf, "no PMU"),
         ];
         let held = BTreeSet::new();
         let w = Window::trailing(std::slice::from_ref(&s), &topo, &held);

@@ -401,8 +401,8 @@ impl<'a> Window<'a> {
     }
 
     /// The reason of the newest snapshot's source `name` when it is not active.
-    pub fn source_reason(&self, name: &str) -> Option<String> {
-        let s = self.snaps.last()?.sources.iter().find(|s| s.name == name)?;
+    pub fn source_reason(&self, name: crate::snapshot::SourceName) -> Option<String> {
+        let s = self.snaps.last()?.sources.iter().find(|s| s.is(name))?;
         (s.state != SourceState::Active).then(|| {
             s.reason
                 .clone()

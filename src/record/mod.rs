@@ -329,7 +329,9 @@ mod tests {
             start_unix_ns: 1,
             interval_ns: 1_000_000_000,
             topology: crate::topology::tests::sample(),
-            sources: vec![SourceStatus::active("procfs.stat")],
+            sources: vec![SourceStatus::active(
+                crate::snapshot::SourceName::ProcfsStat,
+            )],
             command: vec![],
             knobs: BTreeMap::new(),
         }

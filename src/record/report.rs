@@ -371,7 +371,7 @@ mod tests {
                 m.by_distance.cross_llc = if seq < 3 { 10 } else { 2 };
                 s.migrations = Some(m);
                 s.sources = vec![SourceStatus::absent(
-                    "procfs.schedstat",
+                    crate::snapshot::SourceName::ProcfsSchedstat,
                     "schedstat unavailable (CONFIG_SCHEDSTATS off)",
                 )];
                 s

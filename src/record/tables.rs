@@ -196,7 +196,7 @@ impl Summary {
             let why = self
                 .notes
                 .iter()
-                .find(|(n, _)| n.contains("schedstat"))
+                .find(|(n, _)| n.as_str() == crate::snapshot::SourceName::ProcfsSchedstat.as_str())
                 .map_or("no source recorded it", |(_, r)| r.as_str());
             return Table::new(
                 "balance",

@@ -491,8 +491,8 @@ mod tests {
     fn sources_changed_are_said_once_each() {
         let topo = crate::topology::synthetic(1, 1, 2);
         let base = vec![
-            SourceStatus::active("procfs.stat"),
-            SourceStatus::active("bpf"),
+            SourceStatus::active(crate::snapshot::SourceName::ProcfsStat),
+            SourceStatus::active(crate::snapshot::SourceName::Bpf),
         ];
         let mut t = Ticker::new(&topo, &base);
         let mut s = crate::findings::testing::snap(&topo, 0, 0.5);

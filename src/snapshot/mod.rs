@@ -454,9 +454,69 @@ pub enum SourceState {
     Absent,
 }
 
+/// Every source's name as snapshots and recordings spell it ([`SourceStatus::name`]),
+/// defined once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceName {
+    /// The BPF program: exact migrations, waits, placements.
+    Bpf,
+    /// Hardware counters (perf_event_open).
+    Perf,
+    /// L3 occupancy and memory bandwidth (resctrl).
+    Resctrl,
+    /// /proc/stat: busy, context switches, forks.
+    ProcfsStat,
+    /// /proc/PID/task: processes, sampled migrations.
+    ProcfsTasks,
+    /// /proc/schedstat: load balancing, run-queue waits.
+    ProcfsSchedstat,
+    /// /proc/vmstat, numastat, memory.stat: NUMA balancing.
+    ProcfsNuma,
+    /// /sys/kernel/sched_ext: which scheduler is in charge.
+    ProcfsSchedExt,
+}
+
+impl SourceName {
+    pub const ALL: [SourceName; 8] = [
+        SourceName::Bpf,
+        SourceName::Perf,
+        SourceName::Resctrl,
+        SourceName::ProcfsStat,
+        SourceName::ProcfsTasks,
+        SourceName::ProcfsSchedstat,
+        SourceName::ProcfsNuma,
+        SourceName::ProcfsSchedExt,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SourceName::Bpf => "bpf",
+            SourceName::Perf => "perf",
+            SourceName::Resctrl => "resctrl",
+            SourceName::ProcfsStat => "procfs.stat",
+            SourceName::ProcfsTasks => "procfs.tasks",
+            SourceName::ProcfsSchedstat => "procfs.schedstat",
+            SourceName::ProcfsNuma => "procfs.numa",
+            SourceName::ProcfsSchedExt => "procfs.sched_ext",
+        }
+    }
+
+    /// The name a recording gives, when it is one of ours.
+    pub fn parse(s: &str) -> Option<SourceName> {
+        SourceName::ALL.into_iter().find(|n| n.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for SourceName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceStatus {
-    /// e.g. `procfs.stat`, `procfs.tasks`, `procfs.schedstat`, `procfs.numa`.
+    /// A [`SourceName`]'s text (a string: a recording from another version may name a
+    /// source this one does not know).
     pub name: String,
     pub state: SourceState,
     pub reason: Option<String>,
@@ -467,27 +527,32 @@ pub struct SourceStatus {
 }
 
 impl SourceStatus {
-    pub fn active(name: &str) -> Self {
+    /// Whether this is the named source's state.
+    pub fn is(&self, name: SourceName) -> bool {
+        self.name == name.as_str()
+    }
+
+    pub fn active(name: SourceName) -> Self {
         SourceStatus {
-            name: name.into(),
+            name: name.as_str().into(),
             state: SourceState::Active,
             reason: None,
             note: None,
         }
     }
 
-    pub fn degraded(name: &str, reason: impl Into<String>) -> Self {
+    pub fn degraded(name: SourceName, reason: impl Into<String>) -> Self {
         SourceStatus {
-            name: name.into(),
+            name: name.as_str().into(),
             state: SourceState::Degraded,
             reason: Some(one_line(reason.into())),
             note: None,
         }
     }
 
-    pub fn absent(name: &str, reason: impl Into<String>) -> Self {
+    pub fn absent(name: SourceName, reason: impl Into<String>) -> Self {
         SourceStatus {
-            name: name.into(),
+            name: name.as_str().into(),
             state: SourceState::Absent,
             reason: Some(one_line(reason.into())),
             note: None,
@@ -528,11 +593,11 @@ mod tests {
     #[test]
     fn a_source_reason_is_one_line() {
         let s = SourceStatus::absent(
-            "procfs.stat",
+            crate::snapshot::SourceName::ProcfsStat,
             "Internal error: bad line\nplease report this procfs bug\n  at ...",
         );
         assert_eq!(s.reason.as_deref(), Some("Internal error: bad line"));
-        let s = SourceStatus::degraded("x", "one line\n");
+        let s = SourceStatus::degraded(crate::snapshot::SourceName::Perf, "one line\n");
         assert_eq!(s.reason.as_deref(), Some("one line\n"));
     }
 

@@ -98,7 +98,7 @@ fn assemble(
             list.push(Box::new(b));
         }
         Some(Err(e)) => list.push(Box::new(FixedStatus(SourceStatus::absent(
-            "bpf",
+            crate::snapshot::SourceName::Bpf,
             format!("{e}; using procfs sampling"),
         )))),
         None => {}
@@ -106,7 +106,7 @@ fn assemble(
     list.push(match perf {
         Some(p) => Box::new(p),
         None => Box::new(FixedStatus(SourceStatus::absent(
-            "perf",
+            crate::snapshot::SourceName::Perf,
             "--sysroot is not the live system: its hardware counters cannot be opened",
         ))),
     });

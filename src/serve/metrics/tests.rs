@@ -270,8 +270,8 @@ fn the_series_count_is_readmes_formula() {
             ..Default::default()
         });
         s.sources = vec![
-            SourceStatus::active("bpf"),
-            SourceStatus::absent("perf", "-"),
+            SourceStatus::active(crate::snapshot::SourceName::Bpf),
+            SourceStatus::absent(crate::snapshot::SourceName::Perf, "-"),
         ];
         e.update(&s);
         let knobs: BTreeMap<String, String> = [("a", "1"), ("b", "off"), ("c", "fifo")]

@@ -370,7 +370,7 @@ impl BpfSource {
             );
         }
         SourceStatus {
-            name: "bpf".into(),
+            name: crate::snapshot::SourceName::Bpf.as_str().into(),
             state: if matters || self.settle_error.is_some() {
                 SourceState::Degraded
             } else {
@@ -392,7 +392,7 @@ pub fn unseen_matters(missed: u64, all: u64) -> bool {
 
 impl Source for BpfSource {
     fn name(&self) -> &'static str {
-        "bpf"
+        crate::snapshot::SourceName::Bpf.as_str()
     }
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {

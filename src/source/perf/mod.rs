@@ -393,7 +393,10 @@ impl PerfSource {
                     .collect::<Vec<_>>()
                     .join("; "),
             };
-            return SourceStatus::absent("perf", format!("hardware counters {r}"));
+            return SourceStatus::absent(
+                crate::snapshot::SourceName::Perf,
+                format!("hardware counters {r}"),
+            );
         }
         let mut notes = Vec::new();
         for (slot, why) in &self.missing {
@@ -411,9 +414,9 @@ impl PerfSource {
             notes.push(n.clone());
         }
         if notes.is_empty() {
-            SourceStatus::active("perf")
+            SourceStatus::active(crate::snapshot::SourceName::Perf)
         } else {
-            SourceStatus::degraded("perf", notes.join("; "))
+            SourceStatus::degraded(crate::snapshot::SourceName::Perf, notes.join("; "))
         }
     }
 }
@@ -456,7 +459,7 @@ fn delta(prev: &Reading, cur: &Reading) -> RawCounters {
 
 impl Source for PerfSource {
     fn name(&self) -> &'static str {
-        "perf"
+        crate::snapshot::SourceName::Perf.as_str()
     }
 
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {

@@ -17,7 +17,7 @@ pub mod tasks;
 use super::Source;
 use crate::kroot::KernelRoot;
 use crate::kstate::sched_ext;
-use crate::snapshot::{Snapshot, SourceStatus, SystemStats};
+use crate::snapshot::{Snapshot, SourceName, SourceStatus, SystemStats};
 use crate::topology::Topology;
 
 pub const SCHEDSTAT_PATH: &str = "/proc/schedstat";
@@ -66,8 +66,10 @@ impl ProcfsSource {
         let cur = match stat::read(&self.root) {
             Ok(s) => s,
             Err(e) => {
-                snap.sources
-                    .push(SourceStatus::absent("procfs.stat", e.to_string()));
+                snap.sources.push(SourceStatus::absent(
+                    crate::snapshot::SourceName::ProcfsStat,
+                    e.to_string(),
+                ));
                 return;
             }
         };
@@ -96,7 +98,9 @@ impl ProcfsSource {
                     .and_then(|t| stat::parse_loadavg(&t)),
             };
         }
-        snap.sources.push(SourceStatus::active("procfs.stat"));
+        snap.sources.push(SourceStatus::active(
+            crate::snapshot::SourceName::ProcfsStat,
+        ));
         self.prev_stat = Some(cur);
     }
 
@@ -104,13 +108,17 @@ impl ProcfsSource {
         let delta = match self.tasks.scan(&self.root, topo) {
             Ok(Some(d)) => d,
             Ok(None) => {
-                snap.sources
-                    .push(SourceStatus::degraded("procfs.tasks", SAMPLED_NOTE));
+                snap.sources.push(SourceStatus::degraded(
+                    crate::snapshot::SourceName::ProcfsTasks,
+                    SAMPLED_NOTE,
+                ));
                 return;
             }
             Err(e) => {
-                snap.sources
-                    .push(SourceStatus::absent("procfs.tasks", e.to_string()));
+                snap.sources.push(SourceStatus::absent(
+                    crate::snapshot::SourceName::ProcfsTasks,
+                    e.to_string(),
+                ));
                 return;
             }
         };
@@ -133,8 +141,10 @@ impl ProcfsSource {
         if let Some(e) = &delta.first_error {
             notes.push(format!("{} threads unreadable, e.g. {e}", delta.unreadable));
         }
-        snap.sources
-            .push(SourceStatus::degraded("procfs.tasks", notes.join("; ")));
+        snap.sources.push(SourceStatus::degraded(
+            crate::snapshot::SourceName::ProcfsTasks,
+            notes.join("; "),
+        ));
     }
 
     fn sample_schedstat(&mut self, topo: &Topology, snap: &mut Snapshot) {
@@ -142,14 +152,16 @@ impl ProcfsSource {
             Ok(t) => t,
             Err(e) if e.is_not_found() => {
                 snap.sources.push(SourceStatus::absent(
-                    "procfs.schedstat",
+                    crate::snapshot::SourceName::ProcfsSchedstat,
                     "schedstat unavailable (CONFIG_SCHEDSTATS off: /proc/schedstat does not exist)",
                 ));
                 return;
             }
             Err(e) => {
-                snap.sources
-                    .push(SourceStatus::absent("procfs.schedstat", e.to_string()));
+                snap.sources.push(SourceStatus::absent(
+                    crate::snapshot::SourceName::ProcfsSchedstat,
+                    e.to_string(),
+                ));
                 return;
             }
         };
@@ -158,7 +170,7 @@ impl ProcfsSource {
             Err(e) => {
                 let p = self.root.path(SCHEDSTAT_PATH);
                 snap.sources.push(SourceStatus::absent(
-                    "procfs.schedstat",
+                    crate::snapshot::SourceName::ProcfsSchedstat,
                     format!("{}: {e}", p.display()),
                 ));
                 return;
@@ -176,21 +188,21 @@ impl ProcfsSource {
             .flatten();
         let status = if enabled == Some(0) {
             SourceStatus::degraded(
-                "procfs.schedstat",
+                crate::snapshot::SourceName::ProcfsSchedstat,
                 format!(
                     "version {}; kernel.sched_schedstats=0: load-balance counters do not advance",
                     cur.version
                 ),
             )
         } else {
-            SourceStatus::active("procfs.schedstat")
+            SourceStatus::active(crate::snapshot::SourceName::ProcfsSchedstat)
         };
         snap.sources.push(status);
         self.prev_schedstat = Some(cur);
     }
 
     fn sample_sched_ext(&mut self, snap: &mut Snapshot) {
-        const NAME: &str = "procfs.sched_ext";
+        const NAME: SourceName = SourceName::ProcfsSchedExt;
         match sched_ext::read(&self.root) {
             Ok(Some(mut s)) => {
                 self.scx_since.stamp(&mut s, snap.time.unix_ns);
@@ -225,9 +237,12 @@ impl Source for ProcfsSource {
         let numa = self.numa.read(&self.root, topo);
         snap.numa = numa.stats;
         snap.sources.push(if numa.missing.is_empty() {
-            SourceStatus::active("procfs.numa")
+            SourceStatus::active(crate::snapshot::SourceName::ProcfsNuma)
         } else {
-            SourceStatus::degraded("procfs.numa", numa.missing.join("; "))
+            SourceStatus::degraded(
+                crate::snapshot::SourceName::ProcfsNuma,
+                numa.missing.join("; "),
+            )
         });
     }
 }

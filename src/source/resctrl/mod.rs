@@ -28,10 +28,10 @@ use std::path::PathBuf;
 
 use super::Source;
 use crate::kroot::KernelRoot;
-use crate::snapshot::{Snapshot, SourceState, SourceStatus};
+use crate::snapshot::{Snapshot, SourceName, SourceState, SourceStatus};
 use crate::topology::Topology;
 
-pub const NAME: &str = "resctrl";
+pub const NAME: SourceName = SourceName::Resctrl;
 
 /// What a run asks of resctrl beyond reading the groups there are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -244,7 +244,7 @@ fn status(
         };
         parts.extend(degraded);
         SourceStatus {
-            name: NAME.into(),
+            name: NAME.as_str().into(),
             state,
             reason: Some(parts.join("; ")),
             note: None,
@@ -254,7 +254,7 @@ fn status(
 
 impl Source for ResctrlSource {
     fn name(&self) -> &'static str {
-        NAME
+        NAME.as_str()
     }
 
     fn sample(&mut self, _topo: &Topology, snap: &mut Snapshot) {

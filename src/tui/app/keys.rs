@@ -233,8 +233,11 @@ impl App {
                 match (self.map_occupancy, has) {
                     (true, true) => self.say(Level::Info, "LLC map: L3 occupancy".to_string()),
                     (true, false) => {
-                        let why = crate::tui::views::source_reason(self, "resctrl")
-                            .unwrap_or_else(|| "no resctrl source".into());
+                        let why = crate::tui::views::source_reason(
+                            self,
+                            crate::snapshot::SourceName::Resctrl,
+                        )
+                        .unwrap_or_else(|| "no resctrl source".into());
                         self.say(Level::Warn, format!("L3 occupancy not available: {why}"));
                     }
                     (false, _) => self.say(Level::Info, "LLC map: busy".to_string()),

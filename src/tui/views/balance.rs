@@ -20,7 +20,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     };
     let t = app.theme();
     let Some(b) = s.balance.as_ref() else {
-        let why = super::source_reason(app, "procfs.schedstat")
+        let why = super::source_reason(app, crate::snapshot::SourceName::ProcfsSchedstat)
             .unwrap_or_else(|| "/proc/schedstat was not read".into());
         super::unavailable(f, area, app, "Balance", &why);
         return;

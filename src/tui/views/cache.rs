@@ -23,9 +23,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let has_l3 = s.llcs.iter().any(|g| g.cache.is_some());
     let has_counters = s.llcs.iter().any(|g| g.counters.is_some());
     if !has_l3 && !has_counters {
-        let perf = super::source_reason(app, "perf")
+        let perf = super::source_reason(app, crate::snapshot::SourceName::Perf)
             .unwrap_or_else(|| "the perf source is not running".into());
-        let l3 = super::source_reason(app, "resctrl")
+        let l3 = super::source_reason(app, crate::snapshot::SourceName::Resctrl)
             .unwrap_or_else(|| "the resctrl source is not running".into());
         super::unavailable(
             f,
@@ -58,13 +58,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             l3_area,
             app,
             "L3 occupancy and memory bandwidth",
-            "resctrl",
+            crate::snapshot::SourceName::Resctrl,
         );
     }
     if has_counters {
         draw_counters(f, ctr_area, app, s);
     } else {
-        reason_block(f, ctr_area, app, "Hardware counters", "perf");
+        reason_block(
+            f,
+            ctr_area,
+            app,
+            "Hardware counters",
+            crate::snapshot::SourceName::Perf,
+        );
     }
     if s.resctrl
         .as_ref()
@@ -77,7 +83,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
 }
 
 /// A one-line box: the part's title and why it is not shown.
-fn reason_block(f: &mut Frame, area: Rect, app: &App, title: &str, source: &str) {
+fn reason_block(
+    f: &mut Frame,
+    area: Rect,
+    app: &App,
+    title: &str,
+    source: crate::snapshot::SourceName,
+) {
     let why = super::source_reason(app, source)
         .unwrap_or_else(|| format!("the {source} source is not running"));
     let b = block(app, format!("{title} — not available"));
@@ -243,7 +255,7 @@ fn draw_counters(f: &mut Frame, area: Rect, app: &App, s: &Snapshot) {
             ])
         })
         .collect();
-    let note = super::source_reason(app, "perf").unwrap_or_default();
+    let note = super::source_reason(app, crate::snapshot::SourceName::Perf).unwrap_or_default();
     let title = if note.is_empty() {
         "Hardware counters per LLC".to_string()
     } else {

@@ -136,11 +136,10 @@ pub fn unavailable(f: &mut Frame, area: Rect, app: &App, title: &str, why: &str)
 }
 
 /// The reason a source gave, by name (exact, else prefix).
-pub fn source_reason(app: &App, name: &str) -> Option<String> {
+pub fn source_reason(app: &App, name: crate::snapshot::SourceName) -> Option<String> {
     let srcs = app.sources();
     srcs.iter()
-        .find(|s| s.name == name)
-        .or_else(|| srcs.iter().find(|s| s.name.starts_with(name)))
+        .find(|s| s.is(name))
         .and_then(|s| s.reason.clone())
 }
 

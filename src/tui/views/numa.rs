@@ -35,7 +35,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     };
     let t = app.theme();
     let Some(n) = s.numa.as_ref() else {
-        let why = super::source_reason(app, "procfs.numa")
+        let why = super::source_reason(app, crate::snapshot::SourceName::ProcfsNuma)
             .unwrap_or_else(|| "NUMA counters were not read".into());
         super::unavailable(f, area, app, "NUMA", &why);
         return;

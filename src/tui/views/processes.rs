@@ -31,7 +31,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             area,
             app,
             "Processes",
-            &super::source_reason(app, "procfs.tasks")
+            &super::source_reason(app, crate::snapshot::SourceName::ProcfsTasks)
                 .unwrap_or_else(|| "no source provided process rows".into()),
         );
         return;
