@@ -3,7 +3,7 @@
 //! when llctop has seen it.
 
 use crate::kroot::{KResult, KernelRoot};
-use crate::snapshot::SchedExt;
+use crate::snapshot::{SchedExt, ScxState};
 
 pub const DIR: &str = "/sys/kernel/sched_ext";
 pub const STATE: &str = "/sys/kernel/sched_ext/state";
@@ -15,7 +15,7 @@ pub const ABSENT: &str = "this kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT, 
 /// The directory as read now; `Ok(None)` when the kernel has no sched_ext.
 pub fn read(root: &KernelRoot) -> KResult<Option<SchedExt>> {
     let state = match root.read_trimmed(STATE) {
-        Ok(s) => s,
+        Ok(s) => ScxState::from(s),
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
@@ -29,7 +29,7 @@ pub fn read(root: &KernelRoot) -> KResult<Option<SchedExt>> {
     let ops = root
         .read_trimmed(OPS)
         .ok()
-        .filter(|s| !s.is_empty() && state != "disabled");
+        .filter(|s| !s.is_empty() && state != ScxState::Disabled);
     Ok(Some(SchedExt {
         state,
         ops,

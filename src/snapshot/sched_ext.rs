@@ -6,12 +6,70 @@ use serde::{Deserialize, Serialize};
 /// The name llctop gives the kernel's own fair scheduler (no BPF scheduler loaded).
 pub const EEVDF: &str = "eevdf";
 
+/// sched_ext's state (/sys/kernel/sched_ext/state), as the kernel spells it in
+/// `scx_enable_state_str[]`; a word this version does not know is kept as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ScxState {
+    Enabled,
+    #[default]
+    Disabled,
+    Enabling,
+    Disabling,
+    Prepping,
+    Other(String),
+}
+
+impl ScxState {
+    pub fn as_str(&self) -> &str {
+        match self {
+            ScxState::Enabled => "enabled",
+            ScxState::Disabled => "disabled",
+            ScxState::Enabling => "enabling",
+            ScxState::Disabling => "disabling",
+            ScxState::Prepping => "prepping",
+            ScxState::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ScxState {
+    fn from(s: &str) -> ScxState {
+        match s {
+            "enabled" => ScxState::Enabled,
+            "disabled" => ScxState::Disabled,
+            "enabling" => ScxState::Enabling,
+            "disabling" => ScxState::Disabling,
+            "prepping" => ScxState::Prepping,
+            x => ScxState::Other(x.to_string()),
+        }
+    }
+}
+
+impl From<String> for ScxState {
+    fn from(s: String) -> ScxState {
+        ScxState::from(s.as_str())
+    }
+}
+
+impl From<ScxState> for String {
+    fn from(s: ScxState) -> String {
+        s.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for ScxState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `/sys/kernel/sched_ext` at the end of the interval. `None` in the snapshot on kernels
 /// without sched_ext (the source status says why).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedExt {
-    /// `state`: `enabled`, `disabled`, `enabling`, `disabling` or `prepping`.
-    pub state: String,
+    /// `state`: the kernel's word for where sched_ext is.
+    pub state: ScxState,
     /// `root/ops`: the running BPF scheduler's ops name (e.g.
     /// `bpfland_1.1.4_x86_64_unknown_linux_gnu`), while one is loaded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -36,7 +94,7 @@ pub struct SchedExt {
 impl SchedExt {
     /// A BPF scheduler is loaded and running.
     pub fn enabled(&self) -> bool {
-        self.state == "enabled"
+        self.state == ScxState::Enabled
     }
 
     /// A BPF scheduler schedules the fair-class tasks (every one of them: `switch_all`),
@@ -64,7 +122,7 @@ impl SchedExt {
                 None => "",
             };
             format!("scx {}{scope}", self.short_name())
-        } else if self.state == "disabled" {
+        } else if self.state == ScxState::Disabled {
             EEVDF.to_string()
         } else {
             format!("sched_ext {}", self.state)
