@@ -163,30 +163,10 @@ pub enum Command {
     /// and cause) and placement, with llctop's counters per node, LLC and CPU, knob
     /// changes and findings (open it in ui.perfetto.dev; docs/timeline.md).
     Trace {
-        /// Output file (`.pftrace`).
-        #[arg(short, long, value_name = "FILE")]
-        output: PathBuf,
-        /// Stop after this long, in wall time (default: until the command exits, or
-        /// Ctrl-C, SIGTERM, SIGHUP, SIGQUIT).
-        #[arg(long, value_parser = parse_duration)]
-        duration: Option<Duration>,
-        /// Counter tracks per CPU too (busy, run-queue wait, migrations in and out).
-        #[arg(long)]
-        cpu_counters: bool,
-        /// The kernel's trace buffer: a power of two from 64KiB to 1GiB (records the
-        /// writer has not read when it is full are counted as lost).
-        #[arg(long, default_value = crate::source::bpf::tracing::RING_DEFAULT, value_parser = parse_buffer)]
-        buffer: u32,
-        /// Leave wakings out (no sched_waking hook: a third of the capture cost per
-        /// switch; the thread states then show no Runnable stretch after a sleep).
-        #[arg(long)]
-        no_wakings: bool,
+        #[command(flatten)]
+        plan: crate::trace::live::Plan,
         #[command(flatten)]
         changes: Changes,
-        /// A command to trace (after `--`): the trace covers its lifetime and llctop
-        /// exits with its status.
-        #[arg(last = true, value_name = "CMD")]
-        command: Vec<String>,
     },
     /// A recording in another format: `--perfetto` writes a Perfetto trace of its
     /// counters, migrations, placements, knob changes, markers, findings and A/B windows.

@@ -170,23 +170,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             duration,
             changes,
         }) => run::record::run(&opts, &root, &topo, &output, duration, &changes),
-        Some(Command::Trace {
-            output,
-            duration,
-            cpu_counters,
-            buffer,
-            no_wakings,
-            changes,
-            command,
-        }) => {
-            let plan = llctop::trace::live::Plan {
-                output,
-                duration,
-                cpu_counters,
-                buffer,
-                wakings: !no_wakings,
-                command,
-            };
+        Some(Command::Trace { plan, changes }) => {
             llctop::trace::live::run(&opts, &root, &topo, &plan, &changes)
         }
         Some(Command::Export {

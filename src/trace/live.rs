@@ -27,18 +27,30 @@ use crate::source::bpf::tracing::TraceTap;
 use crate::text::Esc;
 use crate::topology::Topology;
 
-/// What to trace and where (the command line of `llctop trace`).
-#[derive(Debug, Clone)]
+/// What to trace and where: the command line of `llctop trace` (src/cli.rs flattens it).
+#[derive(Debug, Clone, clap::Args)]
 pub struct Plan {
+    /// Output file (`.pftrace`).
+    #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+    /// Stop after this long, in wall time (default: until the command exits, or
+    /// Ctrl-C, SIGTERM, SIGHUP, SIGQUIT).
+    #[arg(long, value_parser = crate::cli::parse_duration)]
     pub duration: Option<Duration>,
-    /// Counter tracks per CPU too.
+    /// Counter tracks per CPU too (busy, run-queue wait, migrations in and out).
+    #[arg(long)]
     pub cpu_counters: bool,
-    /// The trace ring buffer, bytes (a power of two).
+    /// The kernel's trace buffer: a power of two from 64KiB to 1GiB (records the
+    /// writer has not read when it is full are counted as lost).
+    #[arg(long, default_value = crate::source::bpf::tracing::RING_DEFAULT, value_parser = crate::cli::parse_buffer)]
     pub buffer: u32,
-    /// Trace wakings (sched_waking): the thread states' Runnable stretches and who woke
-    /// whom.
-    pub wakings: bool,
+    /// Leave wakings out (no sched_waking hook: a third of the capture cost per
+    /// switch; the thread states then show no Runnable stretch after a sleep).
+    #[arg(long)]
+    pub no_wakings: bool,
+    /// A command to trace (after `--`): the trace covers its lifetime and llctop
+    /// exits with its status.
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -281,7 +293,7 @@ pub fn run(
         topo,
         crate::source::bpf::tracing::TraceConfig {
             ring: plan.buffer,
-            wakings: plan.wakings,
+            wakings: !plan.no_wakings,
         },
         opts.resctrl_setup(root, topo),
     )
