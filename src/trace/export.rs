@@ -57,30 +57,9 @@ pub fn export<W: std::io::Write>(
                 if let Some(log) = &s.events {
                     dropped += log.dropped;
                     for e in &log.events {
-                        let (from, to) =
-                            (u32::try_from(e.from_cpu).ok(), u32::try_from(e.to_cpu).ok());
-                        match (e.kind, from, to) {
-                            (EventKind::Migration, Some(from), Some(to)) => tl.migration(
-                                e.mono_ns,
-                                e.pid,
-                                e.tgid,
-                                &e.comm,
-                                from,
-                                to,
-                                e.distance,
-                                e.cause.unwrap_or(crate::snapshot::Cause::Other),
-                            )?,
-                            (EventKind::Placement, Some(parent), Some(to)) => tl.placement(
-                                e.mono_ns,
-                                e.pid,
-                                e.tgid,
-                                &e.comm,
-                                parent,
-                                to,
-                                e.nr_cpus_allowed,
-                                e.idle_allowed,
-                                e.idle_cpu.and_then(|c| u32::try_from(c).ok()),
-                            )?,
+                        match e.kind {
+                            EventKind::Migration => tl.migration(e)?,
+                            EventKind::Placement => tl.placement(e)?,
                             _ => {}
                         }
                     }

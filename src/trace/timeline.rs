@@ -18,7 +18,7 @@ mod events;
 
 use super::perfetto::{Arg, Event, Proc, Thread, TrackKind, Writer};
 use super::sched::Sched;
-use crate::snapshot::Cause;
+use crate::snapshot::{Cause, DetailEvent, EventKind};
 use crate::source::bpf::tracing::{Comm, TraceRecord};
 use crate::topology::{Distance, Topology};
 
@@ -353,7 +353,20 @@ impl<W: Write> Timeline<W> {
                 ..
             } => {
                 self.names.insert(pid, comm);
-                self.migration(ts, pid, tgid, &comm.as_string(), from, to, distance, cause)?
+                self.migration(&DetailEvent {
+                    kind: EventKind::Migration,
+                    mono_ns: ts,
+                    pid,
+                    tgid,
+                    comm: comm.as_string(),
+                    from_cpu: i32::try_from(from).unwrap_or(-1),
+                    to_cpu: i32::try_from(to).unwrap_or(-1),
+                    distance,
+                    cause: Some(cause),
+                    nr_cpus_allowed: 0,
+                    idle_allowed: None,
+                    idle_cpu: None,
+                })?
             }
             TraceRecord::Place {
                 ts,
@@ -365,17 +378,20 @@ impl<W: Write> Timeline<W> {
                 nr_cpus_allowed,
                 idle_allowed,
                 idle_cpu,
-            } => self.placement(
-                ts,
+            } => self.placement(&DetailEvent {
+                kind: EventKind::Placement,
+                mono_ns: ts,
                 pid,
                 tgid,
-                &comm.as_string(),
-                cpu,
-                to,
+                comm: comm.as_string(),
+                from_cpu: i32::try_from(cpu).unwrap_or(-1),
+                to_cpu: i32::try_from(to).unwrap_or(-1),
+                distance: None,
+                cause: None,
                 nr_cpus_allowed,
-                Some(idle_allowed),
-                idle_cpu,
-            )?,
+                idle_allowed: Some(idle_allowed),
+                idle_cpu: idle_cpu.and_then(|c| i32::try_from(c).ok()),
+            })?,
             TraceRecord::Fork {
                 ts,
                 pid,
@@ -505,21 +521,16 @@ impl<W: Write> Timeline<W> {
     }
 
     /// A migration: an instant on the thread named by its distance, and a flow from an
-    /// instant on the source CPU's track to one on the destination CPU's.
-    #[allow(clippy::too_many_arguments)]
-    pub fn migration(
-        &mut self,
-        mono: u64,
-        pid: u32,
-        tgid: u32,
-        comm: &str,
-        from: u32,
-        to: u32,
-        distance: Option<Distance>,
-        cause: Cause,
-    ) -> io::Result<()> {
-        let ts = self.ts(mono);
-        let dist = distance.map_or("unclassified", Distance::key);
+    /// instant on the source CPU's track to one on the destination CPU's. An event
+    /// without both CPUs draws nothing.
+    pub fn migration(&mut self, e: &DetailEvent) -> io::Result<()> {
+        let (Ok(from), Ok(to)) = (u32::try_from(e.from_cpu), u32::try_from(e.to_cpu)) else {
+            return Ok(());
+        };
+        let (pid, tgid, comm) = (e.pid, e.tgid, e.comm.as_str());
+        let cause = e.cause.unwrap_or(Cause::Other);
+        let ts = self.ts(e.mono_ns);
+        let dist = e.distance.map_or("unclassified", Distance::key);
         self.counts.migrations += 1;
         *self.counts.by_distance.entry(dist).or_default() += 1;
         let flow = self.next_flow;
@@ -568,21 +579,16 @@ impl<W: Write> Timeline<W> {
         })
     }
 
-    /// A new task's placement: an instant on its thread (and the target CPU).
-    #[allow(clippy::too_many_arguments)]
-    pub fn placement(
-        &mut self,
-        mono: u64,
-        pid: u32,
-        tgid: u32,
-        comm: &str,
-        parent_cpu: u32,
-        to: u32,
-        nr_cpus_allowed: u32,
-        idle_allowed: Option<u32>,
-        idle_cpu: Option<u32>,
-    ) -> io::Result<()> {
-        let ts = self.ts(mono);
+    /// A new task's placement (`from_cpu`: where its parent forked it): an instant on its
+    /// thread (and the target CPU). An event without both CPUs draws nothing.
+    pub fn placement(&mut self, e: &DetailEvent) -> io::Result<()> {
+        let (Ok(parent_cpu), Ok(to)) = (u32::try_from(e.from_cpu), u32::try_from(e.to_cpu)) else {
+            return Ok(());
+        };
+        let (pid, tgid, comm) = (e.pid, e.tgid, e.comm.as_str());
+        let (nr_cpus_allowed, idle_allowed) = (e.nr_cpus_allowed, e.idle_allowed);
+        let idle_cpu = e.idle_cpu.and_then(|c| u32::try_from(c).ok());
+        let ts = self.ts(e.mono_ns);
         self.counts.placements += 1;
         let mut args = vec![
             ("cpu".to_string(), Arg::Uint(u64::from(to))),
@@ -666,6 +672,85 @@ mod tests {
             .filter(|p| p.pid() == pid)
             .map(|p| p.ppid())
             .collect()
+    }
+
+    /// Every track event of `bytes`: (its name, its track uuid, flow ids out, in).
+    fn instants(bytes: &[u8]) -> Vec<(String, u64, Vec<u64>, Vec<u64>)> {
+        let t = Trace::parse_from_bytes(bytes).unwrap();
+        t.packet
+            .iter()
+            .filter(|p| p.has_track_event())
+            .map(|p| {
+                let e = p.track_event();
+                (
+                    e.name().to_string(),
+                    e.track_uuid(),
+                    e.flow_ids.clone(),
+                    e.terminating_flow_ids.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn event(kind: EventKind, from: i32, to: i32) -> DetailEvent {
+        DetailEvent {
+            kind,
+            mono_ns: 1_000,
+            pid: 11,
+            tgid: 10,
+            comm: "worker".into(),
+            from_cpu: from,
+            to_cpu: to,
+            distance: Some(Distance::CrossLlc),
+            cause: Some(Cause::Wakeup),
+            nr_cpus_allowed: 4,
+            idle_allowed: Some(2),
+            idle_cpu: Some(3),
+        }
+    }
+
+    #[test]
+    fn a_migration_is_an_instant_on_its_thread_and_a_flow_between_the_cpus() {
+        let topo = crate::topology::synthetic(1, 2, 2);
+        let mut tl = Timeline::new(Vec::new(), &topo, 0, false);
+        tl.start("7.2", "x86_64", None).unwrap();
+        tl.migration(&event(EventKind::Migration, 0, 2)).unwrap();
+        // Without a source CPU (an offline one): nothing drawn, nothing counted.
+        tl.migration(&event(EventKind::Migration, -1, 2)).unwrap();
+        assert_eq!(tl.counts.migrations, 1);
+        assert_eq!(tl.counts.by_distance.get("cross_llc"), Some(&1));
+        let out = tl.finish(2_000, &[]).unwrap();
+        let ev = instants(&out);
+        let on_thread: Vec<_> = ev.iter().filter(|e| e.0 == "cross_llc 0→2").collect();
+        assert_eq!(on_thread.len(), 1, "{ev:?}");
+        let cpu = |c: u64| ev.iter().find(|e| e.1 == T_CPU + c).unwrap();
+        let (from, to) = (cpu(0), cpu(2));
+        assert_eq!(from.0, "cross_llc worker (11) wakeup");
+        assert_eq!(from.2.len(), 1, "the flow leaves the source CPU");
+        assert_eq!(to.3, from.2, "and ends on the destination's");
+    }
+
+    #[test]
+    fn a_placement_says_the_idle_cpus_its_thread_could_have_had() {
+        let topo = crate::topology::synthetic(1, 2, 2);
+        let mut tl = Timeline::new(Vec::new(), &topo, 0, false);
+        tl.start("7.2", "x86_64", None).unwrap();
+        tl.placement(&event(EventKind::Placement, 0, 1)).unwrap();
+        let mut none_idle = event(EventKind::Placement, 0, 1);
+        none_idle.idle_allowed = Some(0);
+        tl.placement(&none_idle).unwrap();
+        assert_eq!(tl.counts.placements, 2);
+        let out = tl.finish(2_000, &[]).unwrap();
+        let names: Vec<String> = instants(&out).into_iter().map(|e| e.0).collect();
+        assert!(
+            names.contains(&"placed on 1 (2 allowed idle, lowest 3)".to_string()),
+            "{names:?}"
+        );
+        assert!(names.contains(&"placed on 1".to_string()), "{names:?}");
+        assert_eq!(
+            names.iter().filter(|n| *n == "worker (11) placed").count(),
+            2
+        );
     }
 
     #[test]
