@@ -28,6 +28,7 @@ pub mod markdown;
 pub mod mcp;
 pub mod mounts;
 pub mod output;
+pub mod parse;
 pub mod preferred;
 pub mod record;
 pub mod run;

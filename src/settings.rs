@@ -14,7 +14,8 @@ use clap::ValueEnum;
 use clap::parser::{ArgMatches, ValueSource};
 use serde::Deserialize;
 
-use crate::cli::{Cli, parse_interval};
+use crate::cli::Cli;
+use crate::parse::parse_interval;
 use crate::source;
 use crate::tui::app::ViewId;
 

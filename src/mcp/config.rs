@@ -124,7 +124,8 @@ impl Section {
     pub fn check(&self, file: Option<&Path>) -> Result<Config, String> {
         let mut c = Config::default();
         if let Some(t) = &self.timeout {
-            c.timeout = crate::cli::parse_duration(t).map_err(|e| format!("[mcp] timeout: {e}"))?;
+            c.timeout =
+                crate::parse::parse_duration(t).map_err(|e| format!("[mcp] timeout: {e}"))?;
         }
         if let Some(n) = self.max_sessions {
             if n == 0 || n > 4096 {

@@ -34,13 +34,13 @@ pub struct Plan {
     #[arg(long, value_name = "NAME", conflicts_with = "spec")]
     pub profile: Option<String>,
     /// Measured time per window (with a command: at least one snapshot, until it ends).
-    #[arg(long, default_value = "10s", value_parser = crate::cli::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::parse::parse_duration)]
     pub window: Duration,
     /// Windows per value.
     #[arg(long, default_value_t = 6)]
     pub rounds: u32,
     /// Not measured after each flip.
-    #[arg(long, default_value = "2s", value_parser = crate::cli::parse_duration_or_zero)]
+    #[arg(long, default_value = "2s", value_parser = crate::parse::parse_duration_or_zero)]
     pub warmup: Duration,
     /// Record the experiment (snapshots, knob lines, findings, windows, verdict).
     #[arg(short, long, value_name = "FILE")]
@@ -53,7 +53,7 @@ pub struct Plan {
     pub steady: bool,
     /// End a window's command that runs longer than this (SIGTERM, then SIGKILL after
     /// 5 s): that window is not counted.
-    #[arg(long, value_parser = crate::cli::parse_duration, requires = "command")]
+    #[arg(long, value_parser = crate::parse::parse_duration, requires = "command")]
     pub timeout: Option<Duration>,
     /// Run the command as this user (never root): its groups, gid and uid from the
     /// password database, a clean environment, in /.

@@ -35,14 +35,14 @@ pub struct Plan {
     pub output: PathBuf,
     /// Stop after this long, in wall time (default: until the command exits, or
     /// Ctrl-C, SIGTERM, SIGHUP, SIGQUIT).
-    #[arg(long, value_parser = crate::cli::parse_duration)]
+    #[arg(long, value_parser = crate::parse::parse_duration)]
     pub duration: Option<Duration>,
     /// Counter tracks per CPU too (busy, run-queue wait, migrations in and out).
     #[arg(long)]
     pub cpu_counters: bool,
     /// The kernel's trace buffer: a power of two from 64KiB to 1GiB (records the
     /// writer has not read when it is full are counted as lost).
-    #[arg(long, default_value = crate::source::bpf::tracing::RING_DEFAULT, value_parser = crate::cli::parse_buffer)]
+    #[arg(long, default_value = crate::source::bpf::tracing::RING_DEFAULT, value_parser = crate::parse::parse_buffer)]
     pub buffer: u32,
     /// Leave wakings out (no sched_waking hook: a third of the capture cost per
     /// switch; the thread states then show no Runnable stretch after a sleep).
