@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::findings::advisor::{FindingLine, State};
-use crate::snapshot::{Precision, SatSum, Snapshot};
+use crate::snapshot::{ByCause, ByDistance, Cause, Precision, SatSum, Snapshot};
+use crate::topology::Distance;
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct LlcWindow {
@@ -16,23 +17,6 @@ pub struct LlcWindow {
     pub busy: Option<f64>,
     /// Run-queue wait of its CPUs, seconds per second; null: not measured.
     pub rq_wait: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-pub struct Distances {
-    pub smt: u64,
-    pub llc: u64,
-    pub cross_llc: u64,
-    pub cross_node: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-pub struct Causes {
-    pub wakeup: u64,
-    pub load_balance: u64,
-    pub active_balance: u64,
-    pub numa: u64,
-    pub other: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -58,11 +42,11 @@ pub struct Watch {
     pub llcs: Vec<LlcWindow>,
     /// `exact` (BPF: every migration), `sampled`, or `none` (no migration source).
     pub migrations_precision: String,
-    pub migrations: Distances,
+    pub migrations: ByDistance,
     /// Migrations per second by distance.
-    pub migrations_per_sec: Distances,
+    pub migrations_per_sec: ByDistance,
     /// By cause, where the source tells causes apart (BPF); null otherwise.
-    pub causes: Option<Causes>,
+    pub causes: Option<ByCause>,
     pub findings: Vec<FindingBrief>,
 }
 
@@ -112,21 +96,17 @@ pub fn watch(snaps: &[&Snapshot], lines: &[&FindingLine]) -> Option<Watch> {
         })
         .collect();
     let migs: Vec<_> = snaps.iter().filter_map(|s| s.migrations.as_ref()).collect();
-    let mut d = Distances::default();
-    let mut causes: Option<Causes> = None;
+    let mut d = ByDistance::default();
+    let mut causes: Option<ByCause> = None;
     for m in &migs {
-        let b = &m.by_distance;
-        d.smt = d.smt.saturating_add(b.smt);
-        d.llc = d.llc.saturating_add(b.llc);
-        d.cross_llc = d.cross_llc.saturating_add(b.cross_llc);
-        d.cross_node = d.cross_node.saturating_add(b.cross_node);
+        for x in Distance::ALL {
+            d.add(x, m.by_distance.get(x));
+        }
         if let Some(c) = &m.by_cause {
-            let t = causes.get_or_insert_with(Causes::default);
-            t.wakeup = t.wakeup.saturating_add(c.wakeup);
-            t.load_balance = t.load_balance.saturating_add(c.load_balance);
-            t.active_balance = t.active_balance.saturating_add(c.active_balance);
-            t.numa = t.numa.saturating_add(c.numa);
-            t.other = t.other.saturating_add(c.other);
+            let t = causes.get_or_insert_with(ByCause::default);
+            for x in Cause::ALL {
+                t.add(x, c.get(x));
+            }
         }
     }
     let rate = |n: u64| {
@@ -136,12 +116,10 @@ pub fn watch(snaps: &[&Snapshot], lines: &[&FindingLine]) -> Option<Watch> {
             0.0
         }
     };
-    let per = Distances {
-        smt: rate(d.smt).round() as u64,
-        llc: rate(d.llc).round() as u64,
-        cross_llc: rate(d.cross_llc).round() as u64,
-        cross_node: rate(d.cross_node).round() as u64,
-    };
+    let mut per = ByDistance::default();
+    for x in Distance::ALL {
+        per.add(x, rate(d.get(x)).round() as u64);
+    }
     let precision = if migs.is_empty() {
         "none"
     } else if migs.iter().all(|m| m.precision == Precision::Exact) {

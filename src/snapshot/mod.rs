@@ -299,7 +299,7 @@ impl<I: Iterator<Item = u64>> SatSum for I {
 macro_rules! by_class {
     ($(#[$doc:meta])* $name:ident by $class:ident { $($field:ident: $variant:ident),+ $(,)? }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
         pub struct $name {
             $(pub $field: u64),+
         }
