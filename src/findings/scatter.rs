@@ -70,6 +70,9 @@ fn l3_share(w: &Window, pid: u32, llc: u32) -> Option<(f64, f64)> {
     (all > 0 && n > 0).then(|| (on as f64 / all as f64, sum as f64 / n as f64))
 }
 
+/// The scattered processes of the window: step 1 folds each process's figures, step 2
+/// (here) judges and describes each, with its cost ([`lived`]: a start-up is at most
+/// info) and what to try ([`suggestion`]).
 pub fn detect(w: &Window) -> Vec<Finding> {
     let n_llc = w.topo.llcs.len();
     let secs = w.secs();
@@ -77,33 +80,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         return Vec::new();
     }
     let llc_cpus = w.topo.llcs.iter().map(|l| l.cpus.len()).max().unwrap_or(0) as f64;
-    let mut procs: BTreeMap<u32, Acc> = BTreeMap::new();
-    let mut sampled = false;
-    for s in w.snaps {
-        let Some(t) = &s.processes else { continue };
-        sampled |= t.precision == Precision::Sampled;
-        for r in &t.rows {
-            let a = procs.entry(r.pid).or_default();
-            // The name it had while alive (an exited process's last rows have none).
-            if r.comm != crate::enrich::EXITED || a.comm.is_empty() {
-                a.comm.clone_from(&r.comm);
-            }
-            a.threads = a.threads.max(r.threads);
-            a.cpu_ns = a.cpu_ns.saturating_add(r.cpu_time_ns);
-            if a.per_llc.len() < r.runtime_per_llc_ns.len() {
-                a.per_llc.resize(r.runtime_per_llc_ns.len(), 0);
-            }
-            for (i, ns) in r.runtime_per_llc_ns.iter().enumerate() {
-                a.per_llc[i] = a.per_llc[i].saturating_add(*ns);
-            }
-            if let Some(h) = r.preferred_hit {
-                a.hit_num += h * r.cpu_time_ns as f64;
-                a.hit_den += r.cpu_time_ns as f64;
-            }
-            a.kind = r.preferred_kind;
-            a.prefs.push(r.preferred_llc);
-        }
-    }
+    let (procs, sampled) = fold(w);
     let mut out = Vec::new();
     for (pid, a) in procs {
         let key = format!("pid {pid}");
@@ -181,16 +158,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         // Go runtime's threads spreading for the seconds a start takes under emulation:
         // CI 2026-11-26, a promtool start 5 s long under TCG): its cost is a burst,
         // judged as a rate only once it has run two windows.
-        let seen = w
-            .context
-            .iter()
-            .filter(|s| {
-                s.processes
-                    .as_ref()
-                    .is_some_and(|t| t.rows.iter().any(|r| r.pid == pid))
-            })
-            .count();
-        let ran: f64 = w.context.iter().map(|s| s.time.interval_secs()).sum();
+        let (seen, ran) = lived(w, pid);
         if seen < w.context.len() || ran < YOUNG_SECS {
             severity = severity.min(super::Severity::Info);
             summary.push_str(&format!(
@@ -276,40 +244,100 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             .map(|(i, _)| i as u32)
             .collect();
         f.pids = vec![pid];
-        f.suggestion = Some(if kernel && flapping && !scattered {
-            Suggestion {
-                knob: Some("llc_balancing.epoch_period".into()),
-                value: Some("40".into()),
-                profile: None,
-                command: "llctop ab llc_balancing.epoch_period=<now>,40 -- <workload>".into(),
-                why: "a longer accounting epoch averages the process's runtime over more time, so its preferred LLC follows less noise".into(),
-            }
-        } else if kernel {
-            Suggestion {
-                knob: Some("llc_balancing.aggr_tolerance".into()),
-                value: Some("100".into()),
-                profile: None,
-                command: "llctop ab llc_balancing.aggr_tolerance=<now>,100 -- <workload>".into(),
-                why: "lifts the size limits under which cache-aware scheduling gathers a process in one LLC (at 1, a process whose threads fill the LLC is not gathered)".into(),
-            }
-        } else {
-            let cpus = w
-                .topo
-                .llcs
-                .get(top)
-                .map(|l| cpulist::format(&l.cpus))
-                .unwrap_or_default();
-            Suggestion {
-                knob: None,
-                value: None,
-                profile: None,
-                command: format!("taskset -a -p -c {cpus} {pid}  (measure what one LLC gains)"),
-                why: "no knob on this kernel gathers a process's threads: cache-aware scheduling (7.2+, CONFIG_SCHED_CACHE=y, llc_balancing/) does; pinning to one LLC shows what it would gain".into(),
-            }
-        });
+        f.suggestion = Some(suggestion(
+            w,
+            pid,
+            top,
+            kernel && flapping && !scattered,
+            kernel,
+        ));
         out.push(f);
     }
     out
+}
+
+/// Step 1: each process's figures over the window (and whether any were sampled).
+fn fold(w: &Window) -> (BTreeMap<u32, Acc>, bool) {
+    let mut procs: BTreeMap<u32, Acc> = BTreeMap::new();
+    let mut sampled = false;
+    for s in w.snaps {
+        let Some(t) = &s.processes else { continue };
+        sampled |= t.precision == Precision::Sampled;
+        for r in &t.rows {
+            let a = procs.entry(r.pid).or_default();
+            // The name it had while alive (an exited process's last rows have none).
+            if r.comm != crate::enrich::EXITED || a.comm.is_empty() {
+                a.comm.clone_from(&r.comm);
+            }
+            a.threads = a.threads.max(r.threads);
+            a.cpu_ns = a.cpu_ns.saturating_add(r.cpu_time_ns);
+            if a.per_llc.len() < r.runtime_per_llc_ns.len() {
+                a.per_llc.resize(r.runtime_per_llc_ns.len(), 0);
+            }
+            for (i, ns) in r.runtime_per_llc_ns.iter().enumerate() {
+                a.per_llc[i] = a.per_llc[i].saturating_add(*ns);
+            }
+            if let Some(h) = r.preferred_hit {
+                a.hit_num += h * r.cpu_time_ns as f64;
+                a.hit_den += r.cpu_time_ns as f64;
+            }
+            a.kind = r.preferred_kind;
+            a.prefs.push(r.preferred_llc);
+        }
+    }
+    (procs, sampled)
+}
+
+/// Step 3: in how many snapshots of the window and the one before the process was seen,
+/// and how long they span — a start-up is at most info.
+fn lived(w: &Window, pid: u32) -> (usize, f64) {
+    let seen = w
+        .context
+        .iter()
+        .filter(|s| {
+            s.processes
+                .as_ref()
+                .is_some_and(|t| t.rows.iter().any(|r| r.pid == pid))
+        })
+        .count();
+    let ran: f64 = w.context.iter().map(|s| s.time.interval_secs()).sum();
+    (seen, ran)
+}
+
+/// Step 4: what to try — a longer epoch for a kernel preference that flaps, the size
+/// tolerance for one the kernel would not take, else pinning to measure the gain.
+fn suggestion(w: &Window, pid: u32, top: usize, flapping_only: bool, kernel: bool) -> Suggestion {
+    if flapping_only {
+        Suggestion {
+            knob: Some("llc_balancing.epoch_period".into()),
+            value: Some("40".into()),
+            profile: None,
+            command: "llctop ab llc_balancing.epoch_period=<now>,40 -- <workload>".into(),
+            why: "a longer accounting epoch averages the process's runtime over more time, so its preferred LLC follows less noise".into(),
+        }
+    } else if kernel {
+        Suggestion {
+            knob: Some("llc_balancing.aggr_tolerance".into()),
+            value: Some("100".into()),
+            profile: None,
+            command: "llctop ab llc_balancing.aggr_tolerance=<now>,100 -- <workload>".into(),
+            why: "lifts the size limits under which cache-aware scheduling gathers a process in one LLC (at 1, a process whose threads fill the LLC is not gathered)".into(),
+        }
+    } else {
+        let cpus = w
+            .topo
+            .llcs
+            .get(top)
+            .map(|l| cpulist::format(&l.cpus))
+            .unwrap_or_default();
+        Suggestion {
+            knob: None,
+            value: None,
+            profile: None,
+            command: format!("taskset -a -p -c {cpus} {pid}  (measure what one LLC gains)"),
+            why: "no knob on this kernel gathers a process's threads: cache-aware scheduling (7.2+, CONFIG_SCHED_CACHE=y, llc_balancing/) does; pinning to one LLC shows what it would gain".into(),
+        }
+    }
 }
 
 #[cfg(test)]
