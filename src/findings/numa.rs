@@ -103,28 +103,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
     if !moving && !remote_faulting && !remote_alloc {
         return Vec::new();
     }
-    // The cgroups whose memory moved most.
-    let mut cgs: Vec<(String, u64)> = Vec::new();
-    for c in stats.iter().flat_map(|n| &n.cgroups) {
-        let n = c.numa_pages_migrated.unwrap_or(0);
-        match cgs.iter_mut().find(|(p, _)| *p == c.path) {
-            Some(e) => e.1 = e.1.saturating_add(n),
-            None => cgs.push((c.path.clone(), n)),
-        }
-    }
-    cgs.retain(|(_, n)| *n > 0);
-    // The root cgroup's memory.stat sums every cgroup's: name it only when alone. On a
-    // tie the deeper cgroup (the one the pages belong to) comes first.
-    if cgs.iter().any(|(p, _)| p != "/") {
-        cgs.retain(|(p, _)| p != "/");
-    }
-    let depth = |p: &str| p.matches('/').count();
-    cgs.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then_with(|| depth(&b.0).cmp(&depth(&a.0)))
-            .then_with(|| a.0.cmp(&b.0))
-    });
-    cgs.truncate(TOP_CGROUPS);
+    let cgs = top_cgroups(&stats);
     let mut parts = Vec::new();
     if moving || remote_faulting {
         parts.push(format!(
@@ -252,28 +231,62 @@ pub fn detect(w: &Window) -> Vec<Finding> {
             Agg::Sum,
         ));
     }
-    f.suggestion = Some(if mode == Some(0) {
-        Suggestion {
-            knob: Some("numa_balancing".into()),
-            value: Some("1".into()),
-            profile: None,
-            command: "llctop ab numa_balancing=0,1 -- <workload>".into(),
-            why: "NUMA balancing moves tasks and pages towards each other; measure whether it brings this memory home".into(),
+    f.suggestion = Some(suggestion(mode, &cgs));
+    vec![f]
+}
+
+/// The cgroups whose memory NUMA balancing moved most (at most [`TOP_CGROUPS`]): the
+/// root's memory.stat sums every cgroup's, so it is named only when alone; on a tie the
+/// deeper cgroup (the one the pages belong to) comes first.
+fn top_cgroups(stats: &[&crate::snapshot::NumaStats]) -> Vec<(String, u64)> {
+    let mut cgs: Vec<(String, u64)> = Vec::new();
+    for c in stats.iter().flat_map(|n| &n.cgroups) {
+        let n = c.numa_pages_migrated.unwrap_or(0);
+        match cgs.iter_mut().find(|(p, _)| *p == c.path) {
+            Some(e) => e.1 = e.1.saturating_add(n),
+            None => cgs.push((c.path.clone(), n)),
         }
+    }
+    cgs.retain(|(_, n)| *n > 0);
+    // The root cgroup's memory.stat sums every cgroup's: name it only when alone. On a
+    // tie the deeper cgroup (the one the pages belong to) comes first.
+    if cgs.iter().any(|(p, _)| p != "/") {
+        cgs.retain(|(p, _)| p != "/");
+    }
+    let depth = |p: &str| p.matches('/').count();
+    cgs.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| depth(&b.0).cmp(&depth(&a.0)))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    cgs.truncate(TOP_CGROUPS);
+    cgs
+}
+
+/// What to try: with balancing off, measure turning it on; with it on, measure turning
+/// it off (naming the per-cgroup switch where the kernel has one, for the top cgroup).
+fn suggestion(mode: Option<u32>, cgs: &[(String, u64)]) -> Suggestion {
+    if mode == Some(0) {
+        Suggestion {
+        knob: Some("numa_balancing".into()),
+        value: Some("1".into()),
+        profile: None,
+        command: "llctop ab numa_balancing=0,1 -- <workload>".into(),
+        why: "NUMA balancing moves tasks and pages towards each other; measure whether it brings this memory home".into(),
+    }
     } else {
         let per_cgroup = cgs
-            .first()
-            .map(|(p, _)| format!(" (or, where the kernel has cpu.numa_load_balance, cgroup.numa_load_balance@{p} alone — the per-cgroup switch of Chen Yu's RFC, sched/numa: Introduce per cgroup numa balance control)"))
-            .unwrap_or_default();
+        .first()
+        .map(|(p, _)| format!(" (or, where the kernel has cpu.numa_load_balance, cgroup.numa_load_balance@{p} alone — the per-cgroup switch of Chen Yu's RFC, sched/numa: Introduce per cgroup numa balance control)"))
+        .unwrap_or_default();
         Suggestion {
-            knob: Some("numa_balancing".into()),
-            value: Some("0".into()),
-            profile: Some("numa-balancing-off".into()),
-            command: format!("llctop ab --profile numa-balancing-off -- <workload>{per_cgroup}"),
-            why: "measures what the scanning, hinting faults and migrations cost or gain this workload".into(),
-        }
-    });
-    vec![f]
+        knob: Some("numa_balancing".into()),
+        value: Some("0".into()),
+        profile: Some("numa-balancing-off".into()),
+        command: format!("llctop ab --profile numa-balancing-off -- <workload>{per_cgroup}"),
+        why: "measures what the scanning, hinting faults and migrations cost or gain this workload".into(),
+    }
+    }
 }
 
 #[cfg(test)]
