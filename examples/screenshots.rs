@@ -2,7 +2,7 @@
 //! (tests/fixtures/recordings/placement-7.2-bpf.jsonl: 8 vCPUs, 4 LLCs, 2 nodes, SMT,
 //! kernel 7.2, the placement scenario's workload) replayed and drawn by the TUI itself
 //! into SVG (llctop::tui::shot), to docs/screenshots/. Rerun when a view changes
-//! (scripts/screenshots.sh); tests/screenshots.rs fails while a picture is stale.
+//! (scripts/screenshots.sh); tests/host/screenshots.rs fails while a picture is stale.
 
 use std::path::Path;
 

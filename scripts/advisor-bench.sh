@@ -2,7 +2,7 @@
 # The advisor's false-alarm benchmark (docs/advisor.md, "Ordinary work"): ordinary
 # workloads recorded with the BPF source, RUNS times each, and the findings `llctop
 # report` gives them, counted by severity. Target: no WARNING and no CRITICAL on any of
-# them (the seed lab's scenarios, which must still fire, are tests/lab_seed_*.rs). Needs
+# them (the seed lab's scenarios, which must still fire, are tests/lab/seed_*.rs). Needs
 # root (BPF). A workload whose program is missing here is listed as skipped, with why.
 # usage: scripts/advisor-bench.sh [RUNS] [SECONDS]   (defaults 5 and 6)
 #        scripts/advisor-bench.sh --lab [KERNEL] [RUNS]  (defaults 7.2 and 5): the same

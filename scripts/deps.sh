@@ -17,11 +17,11 @@ TEST_PKGS=(
   qemu-system-x86 busybox-static cpio   # the kernel lab (tests/lab/)
   tmux                       # the TUI in a real terminal (tests/tui_tmux.rs)
   libcap2-bin                # setcap: the non-root install test (tests/unprivileged.rs)
-  zsh fish man-db            # completions and man page checked by their own parsers (tests/habits.rs)
+  zsh fish man-db            # completions and man page checked by their own parsers (tests/host/habits.rs)
   prometheus                 # llctop serve scraped by a real Prometheus, linted by promtool (tests/serve.rs)
   linux-perf                 # perf record: the trace's migrations against sched_migrate_task (tests/trace.rs)
-  strace                     # bpf() calls counted in the big lab guest (tests/lab_big.rs) and by scripts/scale-bench.sh
-  stress-ng                  # ordinary work for the advisor's false-alarm benchmark (tests/lab_advisor.rs, scripts/advisor-bench.sh)
+  strace                     # bpf() calls counted in the big lab guest (tests/lab/big.rs) and by scripts/scale-bench.sh
+  stress-ng                  # ordinary work for the advisor's false-alarm benchmark (tests/lab/advisor.rs, scripts/advisor-bench.sh)
   chromium                   # the HTML pages opened in a real browser, headless (tests/html.rs, scripts/html-bench.sh)
   python3-pip                # pip, for the Python packages below
 )

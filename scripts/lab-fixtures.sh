@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate tests/fixtures/recordings/: real recordings from the seed lab (8 vCPUs, four
-# LLCs, two nodes, SMT), read by tests/mutation.rs (mutated 10,000 times) and
+# LLCs, two nodes, SMT), read by tests/host/mutation.rs (mutated 10,000 times) and
 # tests/reliability.rs. Each is one scenario's recording, taken from the guest's console
 # and stored uncompressed so a diff shows what changed:
 #   newidle-6.1-procfs.jsonl   newidle.sh on 6.1, the wake-heavy load as the kernel is

@@ -2,7 +2,7 @@
 //! TestBackend, each cell's symbol, colours and bold/italic/underline written as SVG text
 //! on a dark terminal background (runs of one style merged, each run stretched to its
 //! cells so columns line up whatever the viewer's monospace font). What the README's
-//! pictures are (scripts/screenshots.sh; tests/screenshots.rs checks they are current).
+//! pictures are (scripts/screenshots.sh; tests/host/screenshots.rs checks they are current).
 
 use std::fmt::Write as _;
 

@@ -1,6 +1,6 @@
 //! The kernel's own scheduler tracepoints (ftrace text) replayed into placements, and the
 //! `pinned-threads` workload's own view of a start: the oracle of the placement lab
-//! (tests/lab_seed_placement.rs), sharing no code with llctop.
+//! (tests/lab/seed_placement.rs), sharing no code with llctop.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,6 +1,6 @@
 #!/bin/busybox sh
 # /init of the lab guest: mount the kernel filesystems, run /lab/scenario.sh, power off.
-# Result protocol on the console (parsed by tests/lab.rs):
+# Result protocol on the console (parsed by tests/lab/main.rs):
 #   @@LAB key value...            one value
 #   @@BEGIN name / @@END name     a block of text
 #   @@FILE name <base64 lines> @@END name   a binary file (base64)

@@ -28,7 +28,7 @@
 #
 # Kernels are downloaded as .deb (no install) and unpacked into the cache
 # ($LLCTOP_LAB_CACHE, default ~/.cache/llctop-lab) and reused. Exit status: QEMU's
-# (124 when the time limit hit). The guest prints result lines; tests/lab.rs checks them.
+# (124 when the time limit hit). The guest prints result lines; tests/lab/main.rs checks them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kernel=${1:?kernel}

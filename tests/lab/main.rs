@@ -3,7 +3,18 @@
 //! scenario; each test below checks one aspect of its output and prints what it compared.
 //! A boot that fails, times out or never reports is a failure, never a skip.
 
+mod advisor;
+mod big;
+#[path = "../common/mod.rs"]
 mod common;
+mod sched;
+mod seed_ab;
+mod seed_cache_aware;
+mod seed_machine;
+mod seed_newidle;
+mod seed_numa;
+mod seed_placement;
+mod seed_trace;
 
 use std::collections::HashMap;
 use std::process::Command;

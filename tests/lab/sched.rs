@@ -6,7 +6,7 @@
 //! starting and stopping a scheduler, a SIGKILLed llctop's scheduler gone with it, a
 //! scheduler llctop did not start left alone, bad input, and an A/B verdict.
 
-mod common;
+use crate::common;
 
 use common::lab::{LabRun, recording};
 use llctop::knobs::session::KnobAction;

@@ -3,9 +3,9 @@
 //! L3 per core, so two LLCs per NUMA node with SMT inside each (EPYC CCXs in miniature),
 //! on Debian's 7.2 kernel (cache-aware scheduling, schedstat v17, `llc_balancing/`). One
 //! boot per scenario; each test checks one aspect and prints what it compared.
-//! One file per scenario (tests/lab_seed_*.rs); this one: numa.sh — seeds/003: per-cgroup NUMA balancing counters.
+//! One module per scenario (tests/lab/seed_*.rs); this one: numa.sh — seeds/003: per-cgroup NUMA balancing counters.
 
-mod common;
+use crate::common;
 
 use common::lab::{LabRun, recording};
 

@@ -12,7 +12,7 @@ use llctop::collect::Collector;
 use llctop::snapshot::{Precision, PreferredKind, SourceState};
 use llctop::source::procfs::ProcfsSource;
 
-mod common;
+use crate::common;
 use common::{put, writable_root};
 
 fn tps() -> u64 {

@@ -7,7 +7,7 @@
 //! number checked against them) — and neither may hold a WARNING or CRITICAL finding,
 //! while the Go starts' pile-ups are still seen (as info, with their cost).
 
-mod common;
+use crate::common;
 
 use llctop::findings::{Kind, Severity};
 

@@ -5,7 +5,7 @@
 //! shares no code with llctop: the guest's sysfs, the hoppers' own migration counts,
 //! the replayed views, `serve`'s scrape.
 
-mod common;
+use crate::common;
 
 use common::lab::{LabRun, cpus_of, hops_of, recording};
 use common::passes::Passes;

@@ -3,7 +3,7 @@
 //! the too-small terminal; the Knobs view changing a fixture knob through the session;
 //! the README key table against the keymap; replay showing what live showed.
 
-mod common;
+use crate::common;
 
 use llctop::run::pipeline::{Tick, Ticker};
 use std::time::Duration;

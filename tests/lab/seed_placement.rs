@@ -3,9 +3,9 @@
 //! L3 per core, so two LLCs per NUMA node with SMT inside each (EPYC CCXs in miniature),
 //! on Debian's 7.2 kernel (cache-aware scheduling, schedstat v17, `llc_balancing/`). One
 //! boot per scenario; each test checks one aspect and prints what it compared.
-//! One file per scenario (tests/lab_seed_*.rs); this one: placement.sh — seeds/001 (pile-up, against the kernel's own sched tracepoints) and seeds/002 (waiting beside an idle sibling).
+//! One module per scenario (tests/lab/seed_*.rs); this one: placement.sh — seeds/001 (pile-up, against the kernel's own sched tracepoints) and seeds/002 (waiting beside an idle sibling).
 
-mod common;
+use crate::common;
 
 use common::kernel_trace::{Started, Trace, trace_around};
 use common::lab::{LabRun, cpus_of, recording};

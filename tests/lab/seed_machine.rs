@@ -3,9 +3,9 @@
 //! L3 per core, so two LLCs per NUMA node with SMT inside each (EPYC CCXs in miniature),
 //! on Debian's 7.2 kernel (cache-aware scheduling, schedstat v17, `llc_balancing/`). One
 //! boot per scenario; each test checks one aspect and prints what it compared.
-//! One file per scenario (tests/lab_seed_*.rs); this one: foundation.sh and distances.sh — the machine as the guest's sysfs has it, schedstat v17, exact hops per distance class, the `llc_balancing/` knobs.
+//! One module per scenario (tests/lab/seed_*.rs); this one: foundation.sh and distances.sh — the machine as the guest's sysfs has it, schedstat v17, exact hops per distance class, the `llc_balancing/` knobs.
 
-mod common;
+use crate::common;
 
 use common::lab::{LabRun, cpus_of, hops_of, recording};
 

@@ -6,7 +6,7 @@
 //! In the debug build (overflow checks on): no panic, no case over its time limit. A
 //! failure prints the seed and the mutation, so it can be replayed.
 
-mod common;
+use crate::common;
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
