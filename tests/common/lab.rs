@@ -199,6 +199,13 @@ pub fn shared(cell: &'static Shared, boot: impl FnOnce() -> LabRun) -> &'static 
     }
 }
 
+/// Every boot of the test process takes its turn here: one guest at a time (the machine
+/// has two cores, and TCG takes both), whichever module of the lab's binary asks.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// One boot per (kernel, machine shape, scenario) per test process, shared by the tests
 /// that check it. Boots run one at a time (the machine has two cores).
 pub fn run(kernel: &str, shape: &str, scenario: &str) -> &'static LabRun {
@@ -216,8 +223,7 @@ pub fn run_with(kernel: &str, shape: &str, scenario: &str, append: &str) -> &'st
         .entry((kernel.into(), shape.into(), scenario.into(), append.into()))
         .or_insert_with(|| Box::leak(Box::new(Shared::new())));
     // Boots still one at a time: the first test to come boots, the others wait on the cell.
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = one_at_a_time();
     shared(cell, || {
         boot(kernel, shape, scenario, append, &Extra::default())
     })
@@ -244,6 +250,7 @@ pub fn run_scx(kernel: &str, shape: &str, scenario: &str) -> LabRun {
         ),
         timeout_s: Some(900),
     };
+    let _one = one_at_a_time();
     boot(kernel, shape, scenario, "", &extra)
 }
 
@@ -274,6 +281,7 @@ pub fn run_programs(
         files: String::new(),
         timeout_s: Some(timeout_s),
     };
+    let _one = one_at_a_time();
     boot(kernel, shape, scenario, append, &extra)
 }
 
