@@ -400,8 +400,8 @@ pub(super) fn proc_entries(
 }
 
 /// Give the `proc_vals` entries `idx` back (their `proc_idx` keys deleted already): each
-/// key set to [`PROC_KEY_NONE`], then its bit cleared, then its claim deleted, so the
-/// program may take it again (bpf/procs.bpf.h `proc_take`).
+/// key set to [`PROC_KEY_NONE`], then its bit cleared, then the claims deleted (one batch
+/// call), so the program may take them again (bpf/procs.bpf.h `proc_take`).
 pub(super) fn free_proc_entries(
     skel: &mut skel::LlctopSkel<'static>,
     vals: Option<&Mapped>,
@@ -440,9 +440,9 @@ pub(super) fn free_proc_entries(
         let hint = unsafe { AtomicU32::from_ptr(&mut bss.proc_hint) };
         hint.fetch_min(low / 64, Ordering::Relaxed);
     }
-    for &i in idx {
-        let _ = skel.maps.proc_claim.delete(&i.to_ne_bytes());
-    }
+    // The claims in one batch call (an exit storm is one bpf() call, not one per exit).
+    let keys: Vec<u8> = idx.iter().flat_map(|i| i.to_ne_bytes()).collect();
+    delete_keys(&skel.maps.proc_claim, &keys, std::mem::size_of::<u32>());
 }
 
 /// Take a free `proc_vals` entry as the program does (the lowest clear bit of the first
