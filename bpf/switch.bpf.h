@@ -175,12 +175,15 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 		trace_switch(cpu, preempt, prev, next, mono_of(cs, now, kq),
 			     direct);
 
+	/* Whether waits are watched now (a new thread placed beside an idle CPU, up to
+	 * watch_ns after the last span): read once for both ends of the switch. */
+	const bool watching = watch_ns && mono_of(cs, now, kq) <= watch_until + watch_ns;
 	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
 	if (!kq) {
 		u32 pid = RD(direct, prev, pid);
 		if (pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
 			wait_begin(prev, pid, now, false, direct);
-	} else if (watch_ns && out_pid && mono_of(cs, now, kq) <= watch_until + watch_ns) {
+	} else if (watching && out_pid) {
 		/* (with sched_info, only a watched thread's wait is stamped: see idle_watch.ws;
 		 * as long as its switch-ins are read, so no stamp goes stale) */
 		watch_mark(out_pid, preempt || task_state(prev, direct) == TASK_RUNNING ?
@@ -210,7 +213,7 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	 * (from the wait's own stamp; without one, d back: the start's low bit, a first
 	 * wait's mark, is 1 ns). A wait ending up to watch_ns after the last span may still
 	 * reach into it. */
-	if (watch_ns && mono_of(cs, now, kq) <= watch_until + watch_ns)
+	if (watching)
 		watch_wait(next_pid, start && now > start ? now - start : 0, kq ? 0 : now);
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): the slice that
