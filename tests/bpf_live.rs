@@ -8,7 +8,9 @@
 //!   distance class the topology gives for those CPUs;
 //! - two spinners sharing one CPU: the run-queue wait llctop counts for each equals the
 //!   kernel's own `run_delay` of it (/proc/thread-self/schedstat, read by the workload)
-//!   within 2%, with the waits taken from the kernel's sched_info and stamped at wakeup.
+//!   within 2%, with the waits taken from the kernel's sched_info and stamped at wakeup;
+//! - `llctop record`'s bpf() calls per interval (strace) stay flat while 3,000 short
+//!   processes exit (entries freed in batches, never one call per exit).
 
 mod common;
 
@@ -633,4 +635,133 @@ fn a_kernel_without_btf_is_named_not_a_bare_einval_and_procfs_takes_over() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("bpf Absent: this kernel has no BTF"), "{err}");
     assert!(err.contains("using procfs sampling"), "{err}");
+}
+
+/// Snapshot lines written to the recording at `path` so far.
+fn snapshots_in(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"snapshot\""))
+        .count()
+}
+
+/// strace (-f, bpf() only) attached to `pid` while `during` runs, then `settle` more:
+/// the bpf() commands it saw, and the recording's intervals that passed meanwhile.
+fn bpf_calls_while(
+    pid: u32,
+    rec: &std::path::Path,
+    dir: &std::path::Path,
+    during: impl FnOnce(),
+    settle: std::time::Duration,
+) -> (Vec<String>, usize) {
+    let log = dir.join(format!("strace-{}", snapshots_in(rec)));
+    let mut st = Command::new("strace")
+        .args(["-f", "-e", "trace=bpf", "-o"])
+        .arg(&log)
+        .args(["-p", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("strace (scripts/deps.sh installs it)");
+    // Attached once it has written its first line or a moment passed.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let first = snapshots_in(rec);
+    during();
+    std::thread::sleep(settle);
+    let last = snapshots_in(rec);
+    // SAFETY: kill(2) of our own child; SIGINT detaches strace cleanly.
+    unsafe { libc::kill(st.id() as i32, libc::SIGINT) };
+    let _ = st.wait();
+    let calls: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let i = l.find("bpf(BPF_")?;
+            Some(l[i + 4..].split(',').next()?.to_string())
+        })
+        .collect();
+    (calls, last.saturating_sub(first).max(1))
+}
+
+/// An exit storm costs no bpf() calls (issue "Always on"): `llctop record` with the BPF
+/// source, its bpf() calls per interval under strace while nothing in particular exits
+/// and while 3,000 short processes run and exit — each exited process's entries are
+/// freed in batches, never one call per exit.
+#[test]
+#[ignore = "needs root"]
+fn bpf_calls_per_interval_stay_flat_while_thousands_of_processes_exit() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llctop"))
+        .args([
+            "--interval",
+            "1s",
+            "record",
+            "--source",
+            "bpf",
+            "--duration",
+            "120s",
+            "-o",
+        ])
+        .arg(&rec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while snapshots_in(&rec) < 2 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no snapshots from record"
+        );
+        if let Ok(Some(st)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+            panic!("record ended ({st}): {err}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let quiet = bpf_calls_while(
+        child.id(),
+        &rec,
+        dir.path(),
+        || {},
+        std::time::Duration::from_secs(6),
+    );
+    let churn = bpf_calls_while(
+        child.id(),
+        &rec,
+        dir.path(),
+        || {
+            for _ in 0..3000 {
+                let _ = Command::new("/bin/true").status();
+            }
+        },
+        std::time::Duration::from_secs(3),
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let per = |(calls, n): &(Vec<String>, usize)| calls.len() as f64 / *n as f64;
+    let deletes = churn
+        .0
+        .iter()
+        .filter(|c| *c == "BPF_MAP_DELETE_ELEM")
+        .count();
+    println!(
+        "bpf() per interval: quiet {:.1} ({} intervals), 3,000 exits {:.1} ({} intervals, {deletes} single deletes)",
+        per(&quiet),
+        quiet.1,
+        per(&churn),
+        churn.1
+    );
+    assert!(!quiet.0.is_empty(), "strace saw the recorder's bpf() calls");
+    assert!(
+        per(&churn) <= per(&quiet) + 10.0,
+        "calls grew with exits: {:?}",
+        churn.0
+    );
+    assert!(deletes < 100, "{deletes} single deletes for 3,000 exits");
 }
