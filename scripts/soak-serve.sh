@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Soak benchmark for `llctop serve` (issue "Fleet"; not a timed test): serve with a 1 s
-# interval, scraped every second for DURATION seconds (default 600) while short-lived
-# processes come and go (SPAWN_PER_S /bin/true a second, default 50). Prints llctop's
+# Soak benchmark for `llctop serve` (issue "Fleet"; not a timed test): serve with an
+# INTERVAL (default 1s), scraped every SCRAPE_S seconds (default 1) for DURATION seconds
+# (default 600) while short-lived processes come and go (SPAWN_PER_S /bin/true a second,
+# default 50; 0: none). The fleet setting (issue "Always on"):
+#   INTERVAL=10s SCRAPE_S=10 SPAWN_PER_S=0 scripts/soak-serve.sh Prints llctop's
 # resident memory (first minute vs last minute, max), its CPU use (utime+stime over the
 # wall time, from /proc/PID/stat) and the scrape latency percentiles. Run as root for
 # the BPF source (as a user: procfs). Figures go to docs/performance.md.
@@ -9,11 +11,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-600}
 SPAWN_PER_S=${SPAWN_PER_S:-50}
+INTERVAL=${INTERVAL:-1s}
+SCRAPE_S=${SCRAPE_S:-1}
 cargo build --quiet --release --bin llctop
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-target/release/llctop --interval 1s serve --listen "127.0.0.1:$port" 2>/tmp/llctop-soak.err &
+target/release/llctop --interval "$INTERVAL" serve --listen "127.0.0.1:$port" 2>/tmp/llctop-soak.err &
 serve=$!
 churn() {
+  [ "$SPAWN_PER_S" -gt 0 ] || return 0
   while kill -0 "$serve" 2>/dev/null; do
     for _ in $(seq "$SPAWN_PER_S"); do /bin/true; done
     sleep 1
@@ -22,9 +27,10 @@ churn() {
 churn &
 churner=$!
 trap 'kill "$serve" "$churner" 2>/dev/null || true' EXIT
-python3 - "$serve" "$port" "$DURATION" <<'PY'
+python3 - "$serve" "$port" "$DURATION" "$SCRAPE_S" <<'PY'
 import os, sys, time, urllib.request
 pid, port, duration = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+every = float(sys.argv[4])
 tick = os.sysconf("SC_CLK_TCK")
 def rss_kb():
     for l in open(f"/proc/{pid}/status"):
@@ -47,7 +53,7 @@ while time.monotonic() - start < duration:
     lat.append((time.monotonic() - t) * 1000)
     series = sum(1 for l in body.decode().splitlines() if l and not l.startswith("#"))
     rss.append((t - start, rss_kb()))
-    time.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+    time.sleep(max(0.0, every - (time.monotonic() - t)))
 wall, c1 = time.monotonic() - start, cpu_s()
 lat.sort()
 pct = lambda p: lat[min(len(lat) - 1, int(p / 100 * len(lat)))]
