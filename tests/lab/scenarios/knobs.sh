@@ -84,7 +84,7 @@ echo N > $SCHED/verbose
 lab numa_before "$(cat /proc/sys/kernel/numa_balancing)"
 llctop live --source procfs --interval 500ms --set numa_balancing=0 >/tmp/numa.out 2>&1 &
 pid=$!
-wait_line /tmp/numa.out '^numa_balancing: ' $pid
+wait_line /tmp/numa.out '^llctop: numa_balancing: ' $pid
 lab numa_during "$(cat /proc/sys/kernel/numa_balancing)"
 kill -TERM $pid
 wait $pid || true  # 143: stopped by SIGTERM

@@ -48,7 +48,7 @@ lab_file numa_recording /tmp/numa.jsonl.gz
 
 llctop live --source procfs --interval 500ms --set numa_balancing=0 >/tmp/nb.out 2>&1 &
 pid=$!
-wait_line /tmp/nb.out '^numa_balancing: ' $pid
+wait_line /tmp/nb.out '^llctop: numa_balancing: ' $pid
 lab numa_balancing_during "$(cat /proc/sys/kernel/numa_balancing)"
 kill -TERM $pid
 wait $pid || true  # 143: stopped by SIGTERM
