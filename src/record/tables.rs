@@ -292,13 +292,13 @@ impl Summary {
         } else {
             format!("Placements: {} new tasks", self.placed)
         };
-        let mut t = Table::new("placements", title, vec![right("at"), left("pile-up")]);
+        let mut t = Table::new("placements", title, vec![right("at"), left("what")]);
         let t0 = self.t0.unwrap_or(0);
         for p in &piles {
             let at = p.first_ns.saturating_sub(t0) as f64 / 1e9;
-            let what = p.describe();
-            let what = what.strip_prefix("pile-up: ").unwrap_or(&what).to_string();
-            t.rows.push(vec![format!("{at:+.1}s"), what]);
+            // The pile-up's own sentence, whole ("pile-up: …"), as the findings and the
+            // lab's checks quote it.
+            t.rows.push(vec![format!("{at:+.1}s"), p.describe()]);
         }
         if self.events_dropped > 0 {
             t.notes.push(format!(

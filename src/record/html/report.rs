@@ -530,8 +530,13 @@ mod tests {
             for t in &tables {
                 assert!(text.contains(&t.title), "text lacks {}", t.title);
                 assert!(html.contains(&esc(&t.title)), "page lacks {}", t.title);
-                for c in &t.cols {
-                    assert!(text.contains(c.name) && html.contains(&esc(c.name)));
+                // Headings are drawn over rows only.
+                for c in t.cols.iter().filter(|_| !t.rows.is_empty()) {
+                    assert!(
+                        text.contains(c.name) && html.contains(&esc(c.name)),
+                        "{}",
+                        c.name
+                    );
                 }
                 for r in &t.rows {
                     for v in r {
