@@ -58,24 +58,28 @@ struct Browsed {
     screenshot_bytes: u64,
 }
 
+/// Headless Chromium with nowhere to go on the network (a proxy that refuses, no names).
+const HEADLESS: [&str; 11] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--proxy-server=127.0.0.1:9",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+];
+
 fn browse(page: &Path) -> Browsed {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", page.display());
     let run = |what: &[&str]| {
         let out = Command::new(chromium())
+            .args(HEADLESS)
             .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-extensions",
-                // The network: nowhere to go.
-                "--proxy-server=127.0.0.1:9",
-                "--host-resolver-rules=MAP * ~NOTFOUND",
                 "--enable-logging=stderr",
                 "--v=0",
                 "--window-size=1050,1400",
@@ -542,21 +546,8 @@ window.addEventListener('load', () => {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--proxy-server=127.0.0.1:9",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--window-size=1280,1400",
-            "--dump-dom",
-        ])
+        .args(HEADLESS)
+        .args(["--window-size=1280,1400", "--dump-dom"])
         .arg(format!(
             "--user-data-dir={}",
             dir.path().join("u").display()
