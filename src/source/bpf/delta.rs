@@ -282,6 +282,7 @@ pub fn processes(
 
 #[cfg(test)]
 mod tests {
+    use super::super::read;
     use super::*;
     use crate::topology::Distance;
 
@@ -437,6 +438,63 @@ mod tests {
         assert!(r.comm.is_empty(), "names are the enrichment stage's");
         assert_eq!((table.idle_counters, table.other_counters), (None, None));
         assert_eq!(pref.len(), 4, "the emulation follows every live process");
+    }
+
+    /// The lab's 64-CPU hopper: 10 cross-LLC hops, 5 counted in one CPU's slot and 5 in
+    /// another's; one read misses a slot flushed between the two maps. Every hop is
+    /// counted once over the reads, and so is the runtime; a process a read missed
+    /// altogether stays, with nothing counted for it.
+    #[test]
+    fn a_read_that_misses_counts_for_a_moment_counts_them_once() {
+        let t = topo();
+        let params = ProcessParams {
+            topo: &t,
+            nr_llc: 4,
+            pc_mask: 0,
+            kernel_llc: &[],
+            top: 10,
+            secs: 1.0,
+        };
+        let mut pref = PreferredLlc::new();
+        let reads = [
+            // Both slots read: 10 hops, 400 ns.
+            Some(proc(&[200, 200, 0, 0], [0, 0, 10, 0])),
+            // A slot of 5 hops and 200 ns flushed between the maps: missed.
+            Some(proc(&[200, 0, 0, 0], [0, 0, 5, 0])),
+            // In proc_vals now; 1 hop and 50 ns more meanwhile.
+            Some(proc(&[250, 200, 0, 0], [0, 0, 11, 0])),
+            // Only in a slot flushed between the maps: not seen at all.
+            None,
+            Some(proc(&[250, 200, 0, 0], [0, 0, 11, 0])),
+        ];
+        let mut prev = Cumulative::zeroed(16, 4);
+        let (mut hops, mut ns) = (0, 0);
+        for r in reads {
+            let mut cur = Cumulative::zeroed(16, 4);
+            if let Some(p) = r {
+                cur.procs.insert(7, p);
+            }
+            read::carry(&prev, &mut cur);
+            assert!(cur.procs.contains_key(&7), "carried on");
+            let table = processes(&prev, &cur, &params, &mut pref);
+            for row in &table.rows {
+                hops += row.migrations;
+                ns += row.cpu_time_ns;
+            }
+            prev = cur;
+        }
+        assert_eq!((hops, ns), (11, 450), "each counted once");
+        // A process forgotten (taken out of the read kept) is not carried: a new one with
+        // its number counts from zero.
+        prev.procs.remove(&7);
+        let mut cur = Cumulative::zeroed(16, 4);
+        cur.procs.insert(7, proc(&[30, 0, 0, 0], [1, 0, 0, 0]));
+        read::carry(&prev, &mut cur);
+        let table = processes(&prev, &cur, &params, &mut pref);
+        assert_eq!(
+            (table.rows[0].cpu_time_ns, table.rows[0].migrations),
+            (30, 1)
+        );
     }
 
     #[test]

@@ -409,7 +409,7 @@ impl Source for BpfSource {
         };
         self.settle_time = t0.elapsed();
         self.mapped.cover_vals(&self.skel);
-        let cur = read::read(
+        let mut cur = read::read(
             &self.skel,
             self.nr_cpus,
             self.nr_llc,
@@ -420,6 +420,9 @@ impl Source for BpfSource {
                 .as_ref()
                 .map_or((0, 0), |p| (p.procs.len(), p.ents.len())),
         );
+        if let Some(prev) = self.prev.as_ref() {
+            read::carry(prev, &mut cur);
+        }
         let mut events = std::mem::take(&mut *self.pending.borrow_mut());
         let unseen = self
             .prev

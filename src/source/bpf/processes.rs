@@ -177,6 +177,13 @@ impl BpfSource {
         self.fading = now.difference(&self.fading).copied().collect();
         self.gone
             .retain(|t, _| cur.procs.contains_key(t) && !forget.contains(t));
+        // Out of the read the next one is compared with too: that read does not carry
+        // them on (read::carry), and a new process that takes the number counts from zero.
+        if let Some(cur) = self.prev.as_mut() {
+            for t in &forget {
+                cur.procs.remove(t);
+            }
+        }
     }
 }
 

@@ -141,6 +141,62 @@ impl ProcCum {
     }
 }
 
+impl ProcCum {
+    /// Never below `b`, field by field (what an earlier read of the same process saw):
+    /// see [`carry`]. The preference is this read's.
+    fn at_least(&mut self, b: &ProcCum) {
+        let up = |a: &mut u64, b: u64| *a = (*a).max(b);
+        up(&mut self.wait_ns, b.wait_ns);
+        up(&mut self.pref_hit_ns, b.pref_hit_ns);
+        up(&mut self.pref_miss_ns, b.pref_miss_ns);
+        up(&mut self.unseen_ins, b.unseen_ins);
+        up(&mut self.unclassified, b.unclassified);
+        for (a, &b) in self.dist.iter_mut().zip(&b.dist) {
+            up(a, b);
+        }
+        for (l, y) in &b.llc {
+            let i = match self.llc.binary_search_by_key(l, |e| e.0) {
+                Ok(i) => i,
+                Err(i) => {
+                    self.llc.insert(i, (*l, LlcCum::default()));
+                    i
+                }
+            };
+            let x = &mut self.llc[i].1;
+            up(&mut x.runtime, y.runtime);
+            if let Some(yp) = y.pc.as_deref() {
+                let xp = x.pc.get_or_insert_with(Default::default);
+                for (a, &b) in xp.pc.iter_mut().zip(&yp.pc) {
+                    up(a, b);
+                }
+                up(&mut xp.enabled, yp.enabled);
+                up(&mut xp.running, yp.running);
+            }
+        }
+    }
+}
+
+/// Keep every process's figures in `cur` at least what `prev` had, and every process of
+/// `prev` in `cur` (the forgotten are taken out of `prev` first, see
+/// `BpfSource::forget_exited`). A read may miss counts for a moment — a slot flushed into
+/// `proc_vals` after `proc_vals` was read and before the slots were, a slice that ended
+/// between two maps — and they come back at the next read; the process's total is then
+/// below what an earlier read saw. Taken as it is, that drop would read as an entry
+/// re-created (counted from zero) and the counts would be counted again when they come
+/// back (the lab's 64-CPU hoppers: 15 cross-LLC hops counted for 10). Held at the
+/// earlier figure, the interval counts nothing for it and the next counts only what is
+/// new: a read never counts twice, so the held figure is never above the true one.
+pub fn carry(prev: &Cumulative, cur: &mut Cumulative) {
+    for (&tgid, b) in &prev.procs {
+        match cur.procs.get_mut(&tgid) {
+            Some(a) => a.at_least(b),
+            None => {
+                cur.procs.insert(tgid, b.clone());
+            }
+        }
+    }
+}
+
 /// Every counter of the program, cumulative since attach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cumulative {
