@@ -72,6 +72,11 @@ lab_file placement_trace /tmp/trace.gz
 lab_file placement_recording /tmp/pl.jsonl.gz
 lab_block report llctop report /tmp/pl.jsonl.gz
 
+# The recorder, this shell and what it starts (grep, usleep) keep off cpu2 and cpu3, the
+# LLC under test: at 8 vCPUs under TCG the recorder's seconds of CPU once made cpu3 busy
+# while cpu2 was shared. (The spinners pin themselves to cpu2.)
+ncpu=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
+taskset -a -p -c "0,1,4-$((ncpu - 1))" $$ >/dev/null
 record_start /tmp/wait.jsonl --source bpf --interval 1s
 # Two snapshots: llctop reads every knob's value after its first one (for `llctop diff`),
 # seconds of CPU under TCG that the scheduler may well put on idle cpu3.
@@ -87,6 +92,7 @@ wait "$w2"
 lab_block wait_stat sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 record_wait $(($(record_snaps) + 2))
 record_stop
+taskset -a -p -c "0-$((ncpu - 1))" $$ >/dev/null
 lab_block waiter1 cat /tmp/w1.out
 lab_block waiter2 cat /tmp/w2.out
 lab_file wait_recording /tmp/wait.jsonl.gz
