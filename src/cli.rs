@@ -96,6 +96,9 @@ pub struct Cli {
     /// The config file's `[mcp]` table (checked by `llctop mcp`).
     #[arg(skip)]
     pub mcp: crate::mcp::config::Section,
+    /// The config file's `[flight_recorder]` table (`llctop serve`'s recorder).
+    #[arg(skip)]
+    pub flight_recorder: crate::flight::Section,
     /// The config file read, if one was.
     #[arg(skip)]
     pub config_file: Option<PathBuf>,
@@ -234,6 +237,8 @@ pub enum Command {
         /// labels; 0: none). Opt-in: each process is a series, so cardinality grows with N.
         #[arg(long, default_value_t = 0, value_name = "N")]
         process_series: usize,
+        #[command(flatten)]
+        flight: crate::flight::Plan,
     },
     /// Serve agents over the Model Context Protocol (stdio, or HTTP with --listen): the live machine, recordings
     /// and, with --allow-writes, guarded knob experiments (docs/agents.md).

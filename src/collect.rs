@@ -41,6 +41,12 @@ impl Collector {
         }
     }
 
+    /// Number the snapshots on from `seq` (a flight recorder's history of this boot goes
+    /// on across restarts).
+    pub fn continue_after(&mut self, seq: u64) {
+        self.seq = seq.saturating_add(1);
+    }
+
     /// Run the sources and the enrichment stage into a snapshot stamped `now` (the end of
     /// the interval since `prev`, which the sources use for rates).
     fn read(&mut self, now: u64, prev: Option<u64>) -> Snapshot {

@@ -190,13 +190,21 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             listen,
             allow_remote,
             process_series,
+            flight,
         }) => {
             // Read-only whatever the command line says: serve reports knobs, never writes.
             let opts = llctop::run::Options {
                 read_only: true,
                 ..opts
             };
-            llctop::serve::run(&opts, &root, &topo, listen, allow_remote, process_series)
+            let flight = flight.resolve(&cli.flight_recorder)?;
+            let plan = llctop::serve::Plan {
+                listen,
+                allow_remote,
+                process_series,
+                flight,
+            };
+            llctop::serve::run(&opts, &root, &topo, &plan)
         }
         Some(Command::Mcp {
             allow_writes,

@@ -43,6 +43,34 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
+/// Make directory `d` (0700, with its parents) if it is missing, and check it is this
+/// process's own: a directory (not a link) of its user that no one else may write. The
+/// directories llctop keeps files in on its own (MCP's, the flight recorder's) are.
+pub fn own_dir(d: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    match std::fs::symlink_metadata(d) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(d)
+                .map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        Err(e) => return Err(format!("{}: {e}", d.display())),
+        Ok(_) => {}
+    }
+    let m = std::fs::symlink_metadata(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !m.file_type().is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{}: must be a directory of uid {me}'s that no one else may write (not a link): llctop keeps its files there",
+            d.display()
+        ));
+    }
+    Ok(())
+}
+
 /// How long each wait sleeps before it looks at the stop flag again.
 const STEP: Duration = Duration::from_millis(100);
 /// After a stop, how long the last lines may still wait for a slow reader.

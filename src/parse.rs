@@ -75,6 +75,26 @@ pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A size such as `1GiB`, `512M`, `4096`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: not a size (e.g. 512MiB, 1G)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("{s:?}: unknown unit (B, KiB, MiB, GiB, TiB)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,8 @@
 //! rebinds the TUI's actions (checked against the keymap), and a `[schedulers]` table that
 //! adds the `scheduler` knob's own choices (a sched_ext scheduler with its arguments), and
 //! `llctop mcp`'s `[mcp]` table (mcp/config.rs: what a client may run, the server's
-//! bounds). The command line wins over the
+//! bounds), and `llctop serve`'s `[flight_recorder]` table (flight/mod.rs). The command
+//! line wins over the
 //! file, the file over the built-in defaults. `llctop config --print` shows the result
 //! and where each value came from, as TOML that can be saved as the file.
 
@@ -35,6 +36,8 @@ pub struct File {
     pub schedulers: Option<std::collections::BTreeMap<String, Vec<String>>>,
     /// `llctop mcp`'s allow-list and bounds (mcp/config.rs), checked when it runs.
     pub mcp: Option<crate::mcp::config::Section>,
+    /// `llctop serve`'s flight recorder (flight/mod.rs), the options' defaults.
+    pub flight_recorder: Option<crate::flight::Section>,
 }
 
 /// The options the file may set, in its order: (key, the clap argument id).
@@ -104,6 +107,9 @@ pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> Result<Vec<(&'static str, O
     }
     if let Some(m) = &file.mcp {
         cli.mcp = m.clone();
+    }
+    if let Some(f) = &file.flight_recorder {
+        cli.flight_recorder = f.clone();
     }
     cli.config_file = file_path.clone().filter(|p| p.exists());
     if let Some(t) = &file.schedulers {

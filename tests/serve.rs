@@ -556,3 +556,354 @@ fn prometheus_agrees_with_a_recording_of_the_same_window() {
         "{busy_prom} vs {busy_rec}"
     );
 }
+
+// ---- The flight recorder (`serve --flight-recorder DIR`) ----
+
+/// `llctop --source procfs --interval INTERVAL serve --listen 127.0.0.1:PORT
+/// --flight-recorder DIR ARGS…`, its stderr appended to [`err_of`]`(tmp)`.
+fn recorder(
+    port: u16,
+    tmp: &std::path::Path,
+    dir: &std::path::Path,
+    interval: &str,
+    args: &[&str],
+) -> Kill {
+    let err = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(err_of(tmp))
+        .expect("stderr file");
+    Kill(
+        Command::new(BIN)
+            .args([
+                "--source",
+                "procfs",
+                "--interval",
+                interval,
+                "serve",
+                "--listen",
+            ])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--flight-recorder")
+            .arg(dir)
+            .args(args)
+            .env("XDG_CONFIG_HOME", "/nonexistent")
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("llctop serve"),
+    )
+}
+
+fn err_of(tmp: &std::path::Path) -> std::path::PathBuf {
+    tmp.join("serve.err")
+}
+
+fn said(tmp: &std::path::Path) -> String {
+    std::fs::read_to_string(err_of(tmp)).unwrap_or_default()
+}
+
+/// A series' value in a classic-format scrape (the first sample whose name and labels
+/// start with `prefix`).
+fn sample(body: &str, prefix: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+fn scrape(port: u16) -> String {
+    get(&format!("http://127.0.0.1:{port}/metrics"), None)
+        .map(|r| r.2)
+        .unwrap_or_default()
+}
+
+/// Bytes of the regular files directly in `dir` (the segments; dumps are in dumps/).
+fn kept_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn dumps(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir.join("dumps"))
+        .map(|rd| rd.filter_map(|e| Some(e.ok()?.path())).collect())
+        .unwrap_or_default();
+    v.retain(|p: &std::path::PathBuf| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("dump-"))
+    });
+    v.sort();
+    v
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[test]
+fn the_flight_recorder_keeps_the_last_seconds_and_dumps_them_on_sigusr1_and_post() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fr");
+    let port = free_port();
+    let mut srv = recorder(port, tmp.path(), &dir, "1s", &["--keep", "20s"]);
+    // 26 snapshots: past --keep, so the oldest have gone.
+    wait_for("26 snapshots", Duration::from_secs(120), || {
+        sample(&scrape(port), "llctop_snapshots_total").is_some_and(|n| n >= 26.0)
+    });
+    let metrics = scrape(port);
+    let oldest = sample(&metrics, "llctop_flight_recorder_oldest_seconds").unwrap();
+    assert!(
+        (20.0..=24.0).contains(&oldest),
+        "{oldest} s kept for --keep 20s"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "llctop_flight_recorder_state{state=\"recording\"}"
+        ),
+        Some(1.0)
+    );
+    let signalled = unix_ns();
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(srv.0.id() as i32, libc::SIGUSR1) }, 0);
+    wait_for("the SIGUSR1 dump", Duration::from_secs(20), || {
+        dumps(&dir).len() == 1
+    });
+    let d = &dumps(&dir)[0];
+    assert!(
+        d.to_string_lossy().ends_with("-signal.jsonl.gz"),
+        "{}",
+        d.display()
+    );
+    let rec = llctop::record::reader::open(d).expect("the dump is a recording");
+    let seqs: Vec<u64> = rec.snapshots.iter().map(|s| s.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let first_end = rec.snapshots[0].time.unix_ns;
+    println!(
+        "dump {}: {} snapshots, the first ending {:.1} s before the signal",
+        d.display(),
+        seqs.len(),
+        (signalled - first_end) as f64 / 1e9
+    );
+    assert!(
+        signalled - first_end >= 15_000_000_000,
+        "the history before the signal"
+    );
+    // `report` reads it as it reads any recording.
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(d)
+        .output()
+        .expect("llctop report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // POST answers with the dump's name; GET is not a dump.
+    let url = format!("http://127.0.0.1:{port}/flight-recorder/dump");
+    let mut r = ureq::post(&url).send_empty().expect("POST");
+    let body = r.body_mut().read_to_string().unwrap();
+    assert!(
+        std::path::Path::new(body.trim()).is_file() && body.contains("-http.jsonl.gz"),
+        "{body}"
+    );
+    assert_eq!(get(&url, None).unwrap().0, 405);
+    // Counted at the next snapshot.
+    for reason in ["signal", "http"] {
+        let name = format!("llctop_flight_recorder_dumps_total{{reason=\"{reason}\"}}");
+        wait_for(&name, Duration::from_secs(10), || {
+            sample(&scrape(port), &name) == Some(1.0)
+        });
+    }
+    // The directory is llctop's own.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    drop(srv.0.kill());
+}
+
+#[test]
+fn the_flight_recorder_never_passes_its_cap_and_drops_the_oldest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fr");
+    let port = free_port();
+    let cap = 256 * 1024;
+    let _srv = recorder(
+        port,
+        tmp.path(),
+        &dir,
+        "100ms",
+        &["--keep", "1h", "--max-size", "256KiB"],
+    );
+    let t = Instant::now();
+    let mut peak = 0;
+    // Until the first segment has been dropped to make room.
+    loop {
+        peak = peak.max(kept_bytes(&dir));
+        assert!(peak <= cap, "{peak} bytes on disk, over the cap of {cap}");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let segs = names.iter().filter(|n| n.starts_with("seg-")).count();
+        if segs >= 2 && !names.iter().any(|n| n.starts_with("seg-0000000000-")) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(240),
+            "no segment dropped in 240 s: {names:?} ({peak} bytes at most)\n{}",
+            said(tmp.path())
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let m = scrape(port);
+    let bytes = sample(&m, "llctop_flight_recorder_bytes").unwrap();
+    println!(
+        "dropped the oldest after {:.0} s; at most {peak} bytes on disk, {bytes} now (cap {cap})",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(bytes <= cap as f64);
+}
+
+#[test]
+fn a_killed_flight_recorder_drops_its_torn_segment_and_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fr");
+    let port = free_port();
+    let mut srv = recorder(port, tmp.path(), &dir, "500ms", &["--keep", "8s"]);
+    // Segments of 1 s: wait for two whole ones and a part being written.
+    wait_for("segments and a part", Duration::from_secs(60), || {
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.iter().filter(|n| n.starts_with("seg-")).count() >= 2
+            && names.iter().any(|n| n.ends_with(".part"))
+    });
+    srv.0.kill().unwrap();
+    srv.0.wait().unwrap();
+    let kept_before: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("seg-"))
+        .collect();
+    let port = free_port();
+    let _srv = recorder(port, tmp.path(), &dir, "500ms", &["--keep", "8s"]);
+    wait_for(
+        "the restart's first snapshots",
+        Duration::from_secs(60),
+        || sample(&scrape(port), "llctop_snapshots_total").is_some_and(|n| n >= 2.0),
+    );
+    let text = said(tmp.path());
+    assert!(
+        text.contains("a segment being written when llctop stopped") && text.contains("dropped"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{} segments kept", kept_before.len())),
+        "{text}"
+    );
+    let url = format!("http://127.0.0.1:{port}/flight-recorder/dump");
+    let mut r = ureq::post(&url).send_empty().expect("POST");
+    let path = r.body_mut().read_to_string().unwrap();
+    let rec = llctop::record::reader::open(std::path::Path::new(path.trim())).unwrap();
+    let seqs: Vec<u64> = rec.snapshots.iter().map(|s| s.seq).collect();
+    // Both runs' snapshots, numbered on across the restart.
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let gap = rec
+        .snapshots
+        .windows(2)
+        .map(|w| w[1].time.mono_ns - w[0].time.mono_ns)
+        .max()
+        .unwrap();
+    assert!(
+        gap > 700_000_000,
+        "the restart's gap is in the dump: {seqs:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_full_disk_keeps_the_exporter_answering_and_says_so() {
+    common::require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .expect("mount");
+    assert!(st.success(), "mount a tmpfs");
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _umount = Umount(mnt.clone());
+    // All but ~8 KiB taken: the first segment does not fit.
+    let filler = mnt.join("filler");
+    let _ = Command::new("dd")
+        .args(["if=/dev/zero", "bs=4k", "count=126"])
+        .arg(format!("of={}", filler.display()))
+        .stderr(Stdio::null())
+        .status();
+    let dir = mnt.join("fr");
+    let port = free_port();
+    let _srv = recorder(
+        port,
+        tmp.path(),
+        &dir,
+        "200ms",
+        &["--keep", "10s", "--max-size", "1MiB"],
+    );
+    wait_for("the disk_full state", Duration::from_secs(60), || {
+        sample(
+            &scrape(port),
+            "llctop_flight_recorder_state{state=\"disk_full\"}",
+        ) == Some(1.0)
+    });
+    // Still answering: metrics and health.
+    let snaps = sample(&scrape(port), "llctop_snapshots_total").unwrap();
+    wait_for("more snapshots", Duration::from_secs(30), || {
+        sample(&scrape(port), "llctop_snapshots_total").is_some_and(|n| n >= snaps + 5.0)
+    });
+    assert_eq!(
+        get(&format!("http://127.0.0.1:{port}/healthz"), None)
+            .unwrap()
+            .0,
+        200
+    );
+    assert!(
+        said(tmp.path()).contains("disk full"),
+        "{}",
+        said(tmp.path())
+    );
+    // Room again: recording again.
+    std::fs::remove_file(&filler).unwrap();
+    wait_for("recording again", Duration::from_secs(60), || {
+        sample(
+            &scrape(port),
+            "llctop_flight_recorder_state{state=\"recording\"}",
+        ) == Some(1.0)
+    });
+    assert!(
+        said(tmp.path()).contains("recording again"),
+        "{}",
+        said(tmp.path())
+    );
+}

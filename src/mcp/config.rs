@@ -25,6 +25,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::parse::parse_size;
+
 use serde::Deserialize;
 
 use crate::child::RunAs;
@@ -97,26 +99,6 @@ fn owned_safely(m: &std::fs::Metadata, euid: u32) -> bool {
 fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
-}
-
-/// A size such as `1GiB`, `512M`, `4096`.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?}: not a size (e.g. 512MiB, 1G)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(format!("{s:?}: unknown unit (B, KiB, MiB, GiB, TiB)")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?}: too large"))
 }
 
 impl Section {

@@ -7,7 +7,7 @@
 //! else — missing, elsewhere, a link out, not a regular file — gets one answer that says
 //! nothing about what is there.
 
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 /// The server's directory and what it may read.
@@ -33,28 +33,7 @@ impl Store {
 
     /// Make the directory (0700) if need be, and check it is the server's own.
     pub fn ensure(&self) -> Result<(), String> {
-        let d = &self.dir;
-        match std::fs::symlink_metadata(d) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(d)
-                    .map_err(|e| format!("{}: {e}", d.display()))?;
-            }
-            Err(e) => return Err(format!("{}: {e}", d.display())),
-            Ok(_) => {}
-        }
-        let m = std::fs::symlink_metadata(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if !m.file_type().is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
-            return Err(format!(
-                "{}: must be a directory of uid {me}'s that no one else may write (not a link): the server writes its files there",
-                d.display()
-            ));
-        }
-        Ok(())
+        crate::output::own_dir(&self.dir)
     }
 
     /// A new file's path, named by the server: `mcp-KIND-MS-PID-N.EXT` — N counts this

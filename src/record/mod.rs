@@ -60,6 +60,10 @@ pub struct Header {
     /// Every knob's value when recording started (`llctop diff` compares them).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub knobs: BTreeMap<String, String>,
+    /// The kernel's boot id (/proc/sys/kernel/random/boot_id): recordings of one boot
+    /// share it (their CLOCK_MONOTONIC times go on from each other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 impl Header {
@@ -84,7 +88,17 @@ impl Header {
             sources,
             command: std::env::args().collect(),
             knobs: BTreeMap::new(),
+            boot_id: None,
         }
+    }
+
+    /// With this boot's id, read under `root`.
+    pub fn with_boot_id(mut self, root: &crate::kroot::KernelRoot) -> Header {
+        self.boot_id = root
+            .read_trimmed("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .filter(|b| b.len() <= 64);
+        self
     }
 
     /// With the knob values of `registry` (those it could read).
@@ -334,6 +348,7 @@ mod tests {
             )],
             command: vec![],
             knobs: BTreeMap::new(),
+            boot_id: None,
         }
     }
 

@@ -389,6 +389,7 @@ mod tests {
             sources: vec![],
             command: vec![],
             knobs: Default::default(),
+            boot_id: None,
         };
         let mut rec = Recording::of(header, snaps);
         rec.markers.push(Marker {

@@ -431,6 +431,11 @@ impl Pipeline {
         }
     }
 
+    /// The snapshots numbered on from `seq`: see [`Collector::continue_after`].
+    pub fn continue_after(&mut self, seq: u64) {
+        self.collector.continue_after(seq);
+    }
+
     /// The sources released (BPF detached …): see [`Collector::release_sources`].
     pub fn release_sources(&mut self) {
         self.collector.release_sources();

@@ -19,6 +19,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
+use crate::knobs::session::KnobEvent;
 use crate::kroot::KernelRoot;
 use crate::run::pipeline::{Ctl, Pipeline, Sink, SourceChange, Tick};
 use crate::run::{Error, Options};
@@ -32,6 +33,8 @@ struct Shared {
     /// CLOCK_MONOTONIC at the last snapshot (0: none yet).
     last_mono_ns: u64,
     interval: Duration,
+    /// The flight recorder (its own lock), for `POST /flight-recorder/dump`.
+    flight: Option<Arc<Mutex<crate::flight::Recorder>>>,
 }
 
 /// Whether `addr` may be listened on: loopback always, anything else only when asked.
@@ -45,23 +48,62 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool) -> Result<(), String>
     }
 }
 
-pub fn run(
-    opts: &Options,
-    root: &KernelRoot,
-    topo: &Topology,
-    listen: SocketAddr,
-    allow_remote: bool,
-    process_series: usize,
-) -> Result<(), Error> {
-    check_listen(&listen, allow_remote)?;
+/// What `serve` is asked to do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub listen: SocketAddr,
+    pub allow_remote: bool,
+    pub process_series: usize,
+    /// The flight recorder's settings, when it is on.
+    pub flight: Option<crate::flight::Settings>,
+}
+
+pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> Result<(), Error> {
+    check_listen(&plan.listen, plan.allow_remote)?;
+    // The recorder's directory is checked (and what a killed run left read) before the
+    // sources load: a bad directory is refused at once.
+    let (host, kernel) = crate::record::host_and_kernel(root);
+    let recorder = match &plan.flight {
+        Some(s) => {
+            // Sources and knob values come with the run's first snapshots.
+            let header = crate::record::Header::new(
+                (host.clone(), kernel.clone()),
+                opts.interval,
+                topo.clone(),
+                Vec::new(),
+            )
+            .with_boot_id(root);
+            let (r, found) = crate::flight::Recorder::open(s.clone(), header, opts.interval)?;
+            for d in &found.dropped {
+                crate::say!("llctop serve: flight recorder: {d}");
+            }
+            Some((r, found))
+        }
+        None => None,
+    };
     let mut p = Pipeline::start(opts, root, topo, None, crate::run::stop_flag()?)?;
-    let (_, kernel) = crate::record::host_and_kernel(root);
+    let flight = recorder.map(|(mut r, found)| {
+        if let Some(seq) = found.last_seq {
+            p.continue_after(seq);
+        }
+        r.set_sources(&p.sources);
+        crate::say!(
+            "llctop serve: flight recorder in {}: the last {} (at most {}), {} segments kept; dump: kill -USR1 {} or POST /flight-recorder/dump",
+            crate::text::Esc(&r.dir().display().to_string()),
+            humantime::format_duration(r.settings().keep),
+            crate::units::bytes(r.settings().max_size),
+            found.segments,
+            std::process::id()
+        );
+        Arc::new(Mutex::new(r))
+    });
     let shared = Arc::new(Mutex::new(Shared {
         exporter: Exporter::new(topo)
             .with_kernel(kernel.as_deref())
-            .with_process_series(process_series),
+            .with_process_series(plan.process_series),
         last_mono_ns: 0,
         interval: opts.interval,
+        flight: flight.clone(),
     }));
     // Bound after the sources load (their descriptors count against the connection cap).
     let health: Arc<OnceLock<Arc<http::ListenerHealth>>> = Arc::new(OnceLock::new());
@@ -69,6 +111,7 @@ pub fn run(
         let (shared, health) = (Arc::clone(&shared), Arc::clone(&health));
         Arc::new(move |req| answer(req, &shared, health.get().map(|h| h.as_ref())))
     };
+    let listen = plan.listen;
     let mut server = http::Server::start(listen, handler)
         .map_err(|e| Error::from(format!("listen on {listen}: {e}")))?;
     let _ = health.set(Arc::clone(&server.health));
@@ -82,16 +125,64 @@ pub fn run(
     for c in crate::run::pipeline::source_changes(&[], &p.sources) {
         log_source(&c);
     }
-    let res = p.drive(&mut [&mut Exported { shared }]);
+    let usr1 = flight
+        .as_ref()
+        .map(|f| on_usr1(Arc::clone(f)))
+        .transpose()?;
+    let res = p.drive(&mut [&mut Exported { shared, flight }]);
+    if let Some(h) = usr1 {
+        h.close();
+    }
     server.stop();
     crate::say!("llctop serve: stopped");
     res
 }
 
+/// SIGUSR1 dumps the flight recorder's history (on a thread of its own, as it comes).
+fn on_usr1(
+    flight: Arc<Mutex<crate::flight::Recorder>>,
+) -> Result<signal_hook::iterator::Handle, Error> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR1])
+        .map_err(|e| Error::from(format!("SIGUSR1: {e}")))?;
+    let handle = signals.handle();
+    std::thread::Builder::new()
+        .name("llctop-usr1".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                let _ = dump(&flight, "signal");
+            }
+        })
+        .map_err(|e| Error::from(format!("SIGUSR1: {e}")))?;
+    Ok(handle)
+}
+
+/// A dump of the flight recorder, said on stderr: its path, or why there is none.
+fn dump(
+    flight: &Mutex<crate::flight::Recorder>,
+    reason: &str,
+) -> Result<std::path::PathBuf, String> {
+    let res = match flight.lock() {
+        Ok(mut r) => r.dump(reason),
+        Err(_) => Err("the recorder failed".into()),
+    };
+    match &res {
+        Ok(p) => crate::say!(
+            "llctop serve: flight recorder: {reason}: dumped the history to {}",
+            crate::text::Esc(&p.display().to_string())
+        ),
+        Err(e) => crate::say!(
+            "llctop serve: flight recorder: {reason}: no dump: {}",
+            crate::text::Esc(e)
+        ),
+    }
+    res
+}
+
 /// `serve`'s sink: each tick into the exporter (the advisor's findings as series, the
-/// knob values when re-read), each source change logged.
+/// knob values when re-read) and the flight recorder, each source change logged.
 struct Exported {
     shared: Arc<Mutex<Shared>>,
+    flight: Option<Arc<Mutex<crate::flight::Recorder>>>,
 }
 
 impl Sink for Exported {
@@ -99,15 +190,36 @@ impl Sink for Exported {
         for c in &t.sources {
             log_source(c);
         }
+        // The recorder first (its own lock): what it reports goes out with this tick.
+        let status = self.flight.as_ref().and_then(|f| {
+            let mut r = f.lock().ok()?;
+            for line in r.tick(t) {
+                crate::say!("llctop serve: {line}");
+            }
+            Some(r.status())
+        });
         match self.shared.lock() {
             Ok(mut s) => {
                 s.exporter.tick(t);
+                if let Some(st) = &status {
+                    s.exporter.flight(st);
+                }
                 s.last_mono_ns = t.snap.time.mono_ns;
                 Ok(true)
             }
             // The HTTP thread panicked holding the lock: nothing can be served.
             Err(_) => Err("serve: the HTTP side failed".into()),
         }
+    }
+
+    fn finish(&mut self, _: &[KnobEvent]) -> Result<(), Error> {
+        if let Some(f) = &self.flight
+            && let Ok(mut r) = f.lock()
+            && let Some(line) = r.close()
+        {
+            crate::say!("llctop serve: {line}");
+        }
+        Ok(())
     }
 }
 
@@ -147,6 +259,38 @@ fn reply(code: u16, ctype: &str, body: String, head_only: bool) -> Response<Full
     resp
 }
 
+/// Where a POST dumps the flight recorder's history.
+pub const DUMP_PATH: &str = "/flight-recorder/dump";
+
+/// `POST /flight-recorder/dump`: the dump's path (200), or why not — no recorder (404),
+/// nothing kept yet or a write that failed (503); another method is 405. Reachable from
+/// loopback only unless `--allow-remote` (where the listener is).
+fn dump_answer(req: &Request<Incoming>, shared: &Mutex<Shared>) -> Response<Full<Bytes>> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    if req.method() != Method::POST {
+        let mut r = reply(405, TEXT, "method not allowed: POST\n".into(), false);
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    let flight = match shared.lock() {
+        Ok(s) => s.flight.clone(),
+        Err(_) => return reply(500, TEXT, "collector failed\n".into(), false),
+    };
+    let Some(flight) = flight else {
+        return reply(
+            404,
+            TEXT,
+            "no flight recorder: start serve with --flight-recorder DIR\n".into(),
+            false,
+        );
+    };
+    match dump(&flight, "http") {
+        Ok(p) => reply(200, TEXT, format!("{}\n", p.display()), false),
+        Err(e) => reply(503, TEXT, format!("no dump: {e}\n"), false),
+    }
+}
+
 /// What `serve` answers: GET or HEAD of `/metrics`, `/healthz` and `/` (a query string is
 /// ignored); another method on them is 405, another path 404.
 fn answer(
@@ -156,6 +300,9 @@ fn answer(
 ) -> Response<Full<Bytes>> {
     const TEXT: &str = "text/plain; charset=utf-8";
     let path = req.uri().path();
+    if path == DUMP_PATH {
+        return dump_answer(req, shared);
+    }
     let known = matches!(path, "/metrics" | "/healthz" | "/");
     let head = req.method() == Method::HEAD;
     if !known {

@@ -536,3 +536,54 @@ fn lab_7_2_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
 fn lab_6_1_smt_tasks_wait_on_one_cpu_while_its_llc_sibling_idles() {
     check_wait_beside_idle_sibling("6.1");
 }
+
+/// `llctop serve --flight-recorder` beside the waiters: the work not conserved fires as a
+/// WARNING or worse and the recorder dumps the history by itself 2 s later — one ordinary
+/// recording whose snapshots run without a gap from before the waiters started to past
+/// the finding, with the finding's line in it.
+fn check_flight_dump(kernel: &str) {
+    use llctop::findings::Severity;
+    use llctop::findings::advisor::State;
+    let run = run(kernel, "placement.sh");
+    let said = run.block("serve_err");
+    println!("lab {kernel}/{SHAPE}: serve said:\n{said}");
+    let line = said
+        .lines()
+        .find(|l| l.contains("dumped the history"))
+        .unwrap_or_else(|| panic!("no automatic dump:\n{said}"));
+    assert!(
+        line.contains("warning-not_conserved") || line.contains("critical-not_conserved"),
+        "{line}"
+    );
+    let dump = recording(run, "flight_dump");
+    let seqs: Vec<u64> = dump.snapshots.iter().map(|s| s.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let fired = dump
+        .findings
+        .iter()
+        .find(|l| {
+            l.state == State::Fired
+                && l.finding.kind == Kind::NotConserved
+                && l.finding.severity >= Severity::Warning
+        })
+        .unwrap_or_else(|| panic!("no WARNING in the dump: {:?}", dump.findings));
+    let first = *seqs.first().unwrap();
+    let last = *seqs.last().unwrap();
+    println!(
+        "lab {kernel}/{SHAPE}: dump of snapshots {first}..={last}; the finding fired at {} (evidence from {})",
+        fired.seq, fired.finding.first_seq
+    );
+    // The history before: from before the evidence began (the waiters started after the
+    // recorder's first snapshots), and the 2 s after the finding.
+    assert!(
+        first < fired.finding.first_seq,
+        "{first} vs {}",
+        fired.finding.first_seq
+    );
+    assert!(last > fired.seq, "{last} vs {}", fired.seq);
+}
+
+#[test]
+fn lab_7_2_a_warning_dumps_the_flight_recorders_history_by_itself() {
+    check_flight_dump("7.2");
+}

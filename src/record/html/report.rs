@@ -509,6 +509,7 @@ mod tests {
             sources: vec![],
             command: vec![],
             knobs: Default::default(),
+            boot_id: None,
         };
         Recording::of(header, snaps)
     }

@@ -10,10 +10,7 @@ use crate::findings::{Finding, Kind};
 
 /// The `kind` label: the JSON name (`pile_up`, `newidle_churn`, …).
 fn kind_label(k: Kind) -> String {
-    serde_json::to_value(k)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    k.label().to_string()
 }
 
 /// Every kind × severity at 0.

@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 
 mod cache;
 mod findings;
+mod flight;
 mod sched;
 pub mod series;
 
@@ -43,6 +44,8 @@ pub struct Exporter {
     cache: cache::CacheSeries,
     /// Which scheduler is in charge (sched_ext).
     sched: sched::SchedSeries,
+    /// The flight recorder's (when it is on).
+    flight: flight::FlightSeries,
 }
 
 impl Exporter {
@@ -61,6 +64,7 @@ impl Exporter {
             proc_shown: BTreeMap::new(),
             cache: cache::CacheSeries::default(),
             sched: sched::SchedSeries::default(),
+            flight: flight::FlightSeries::default(),
         };
         e.set_kernel(None);
         e
@@ -157,6 +161,11 @@ impl Exporter {
         if let Some(v) = &t.knobs.values {
             self.knobs(v);
         }
+    }
+
+    /// The flight recorder's own figures (registered with the first).
+    pub fn flight(&mut self, st: &crate::flight::Status) {
+        self.flight.update(&self.m, &mut self.registry, st);
     }
 
     /// The OpenMetrics text of every series.

@@ -53,6 +53,8 @@ pub enum Group {
     Always,
     /// At the first snapshot that has sched_ext (a kernel without it shows none).
     SchedExt,
+    /// With the flight recorder on (`--flight-recorder`).
+    FlightRecorder,
 }
 
 /// One series.
@@ -246,6 +248,11 @@ pub enum S {
     SchedExtEnabled,
     SchedExt,
     SchedExtRejected,
+    FlightBytes,
+    FlightSegments,
+    FlightOldest,
+    FlightDumps,
+    FlightState,
 }
 
 /// The severities findings are exported at.
@@ -304,7 +311,7 @@ fn source_state(s: &Snapshot, o: &mut Out, on: fn(SourceState) -> bool) {
 }
 
 impl S {
-    pub const ALL: [S; 43] = [
+    pub const ALL: [S; 48] = [
         S::CpuBusy,
         S::LlcBusy,
         S::LlcWait,
@@ -348,6 +355,11 @@ impl S {
         S::SchedExtEnabled,
         S::SchedExt,
         S::SchedExtRejected,
+        S::FlightBytes,
+        S::FlightSegments,
+        S::FlightOldest,
+        S::FlightDumps,
+        S::FlightState,
     ];
 
     /// The series' definition.
@@ -864,6 +876,58 @@ impl S {
                     "Tasks the running BPF scheduler refused since it was enabled (/sys/kernel/sched_ext/nr_rejected; 0 while none runs)",
                     G,
                     &[],
+                    Feed::Own,
+                )
+            },
+            S::FlightBytes => Def {
+                group: Group::FlightRecorder,
+                unit: Bytes,
+                ..d(
+                    "flight_recorder",
+                    "Bytes the flight recorder's kept history takes on disk (its segments and the one being written; at most --max-size)",
+                    G,
+                    &[],
+                    Feed::Own,
+                )
+            },
+            S::FlightSegments => Def {
+                group: Group::FlightRecorder,
+                ..d(
+                    "flight_recorder_segments",
+                    "Segments the flight recorder keeps (the one being written included)",
+                    G,
+                    &[],
+                    Feed::Own,
+                )
+            },
+            S::FlightOldest => Def {
+                group: Group::FlightRecorder,
+                unit: Seconds,
+                ..d(
+                    "flight_recorder_oldest",
+                    "Age of the oldest snapshot the flight recorder keeps (what a dump now would reach back to)",
+                    G,
+                    &[],
+                    Feed::Own,
+                )
+            },
+            S::FlightDumps => Def {
+                group: Group::FlightRecorder,
+                ..d(
+                    "flight_recorder_dumps",
+                    "Dumps of the flight recorder written, by reason (signal: SIGUSR1, http: POST /flight-recorder/dump, warning or critical: a finding that fired)",
+                    C,
+                    &["reason"],
+                    Feed::Own,
+                )
+            },
+            S::FlightState => Def {
+                group: Group::FlightRecorder,
+                ..d(
+                    "flight_recorder_state",
+                    "1 for the flight recorder's state (recording, disk_full: nothing kept until there is room, write_error: the next segment tries again), 0 for the others",
+                    G,
+                    &["state"],
                     Feed::Own,
                 )
             },

@@ -65,6 +65,7 @@ fn replay_plays_at_speed_and_stops_at_the_end() {
             sources: vec![],
             command: vec![],
             knobs: Default::default(),
+            boot_id: None,
         },
         (0..10).map(snap).collect(),
     );

@@ -9,7 +9,8 @@
 #     eight rounds of both (under emulation the balancer moves threads early and often,
 #     so which start piles up varies: the test compares every start with the kernel's);
 #  3. shared/seeds/002's symptom: two spinners pinned to cpu2 wait for each other while
-#     cpu3, the other CPU of that LLC, stays idle (a second recording).
+#     cpu3, the other CPU of that LLC, stays idle (a second recording); `llctop serve`'s
+#     flight recorder dumps the history by itself once that fires as a WARNING.
 # Oracles: the kernel's own tracepoints through ftrace (placements, first runs, idle
 # CPUs), the workloads' own view of where each thread ran first, and the kernel's
 # run-queue delay of the spinners. Every step waits for an event, never for time.
@@ -77,6 +78,12 @@ lab_block report llctop report /tmp/pl.jsonl.gz
 # while cpu2 was shared. (The spinners pin themselves to cpu2.)
 ncpu=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
 taskset -a -p -c "0,1,4-$((ncpu - 1))" $$ >/dev/null
+# Beside it, `llctop serve` with the flight recorder: the work not conserved is a WARNING
+# (or worse) that dumps the history before it by itself, 2 s after it fires.
+llctop --interval 1s serve --listen 127.0.0.1:9465 --flight-recorder /tmp/fr --keep 5m \
+  --dump-after 2s >/tmp/serve.out 2>/tmp/serve.err &
+srv=$!
+wait_line /tmp/serve.err 'metrics every' "$srv"
 record_start /tmp/wait.jsonl --source bpf --interval 1s
 # Two snapshots: llctop reads every knob's value after its first one (for `llctop diff`),
 # seconds of CPU under TCG that the scheduler may well put on idle cpu3.
@@ -92,6 +99,12 @@ wait "$w2"
 lab_block wait_stat sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 record_wait $(($(record_snaps) + 2))
 record_stop
+wait_line /tmp/serve.err 'dumped the history' "$srv" || true
+kill -TERM "$srv"
+wait "$srv" || true
+lab_block serve_err cat /tmp/serve.err
+dump=$(ls /tmp/fr/dumps/dump-*.jsonl.gz 2>/dev/null | head -1)
+[ -z "$dump" ] || lab_file flight_dump "$dump"
 taskset -a -p -c "0-$((ncpu - 1))" $$ >/dev/null
 lab_block waiter1 cat /tmp/w1.out
 lab_block waiter2 cat /tmp/w2.out
