@@ -642,6 +642,16 @@ fn dumps(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// The names in `dir` (none when it cannot be read).
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -750,12 +760,7 @@ fn the_flight_recorder_never_passes_its_cap_and_drops_the_oldest() {
     loop {
         peak = peak.max(kept_bytes(&dir));
         assert!(peak <= cap, "{peak} bytes on disk, over the cap of {cap}");
-        let names: Vec<String> = std::fs::read_dir(&dir)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let names = names_in(&dir);
         let segs = names.iter().filter(|n| n.starts_with("seg-")).count();
         if segs >= 2 && !names.iter().any(|n| n.starts_with("seg-0000000000-")) {
             break;
@@ -784,20 +789,14 @@ fn a_killed_flight_recorder_drops_its_torn_segment_and_goes_on() {
     let mut srv = recorder(port, tmp.path(), &dir, "500ms", &["--keep", "8s"]);
     // Segments of 1 s: wait for two whole ones and a part being written.
     wait_for("segments and a part", Duration::from_secs(60), || {
-        let names: Vec<String> = std::fs::read_dir(&dir)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let names = names_in(&dir);
         names.iter().filter(|n| n.starts_with("seg-")).count() >= 2
             && names.iter().any(|n| n.ends_with(".part"))
     });
     srv.0.kill().unwrap();
     srv.0.wait().unwrap();
-    let kept_before: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+    let kept_before: Vec<String> = names_in(&dir)
+        .into_iter()
         .filter(|n| n.starts_with("seg-"))
         .collect();
     let port = free_port();
