@@ -6,12 +6,7 @@
 
 /* Bitmap words a search for a free proc_vals entry looks at, from proc_hint on (a bounded
  * loop: bpf_loop is 5.17+). 1,024 entries: a full stretch that long only when the table
- * is nearly full, and then the take is counted in proc_dropped. In each word a CPU tries
- * the first clear bit from its own position (its number mod 64) on, so CPUs that take
- * entries at one instant try different bits: when every CPU tried the word's lowest
- * clear bit, the 64-vCPU lab's 32 hoppers, taking their first entries at once, lost 3
- * hops' counts to claims contended in all 16 words (a longer search is too much for the
- * verifier). */
+ * is nearly full, and then the take is counted in proc_dropped. */
 enum { TAKE_WORDS = 16 };
 
 /* Take a free proc_vals entry for process tgid on LLC llc, zero it, store its index in
@@ -29,16 +24,11 @@ __noinline int proc_take(u32 tgid, u32 llc)
 	u64 bit = 0;
 	u8 one = 1;
 	u32 hint = proc_hint;
-	/* The bits below this CPU's position count as taken (when all above are, the word's
-	 * lowest clear bit). */
-	u64 below = (1ULL << (bpf_get_smp_processor_id() & 63)) - 1;
 	for (u32 i = 0; i < TAKE_WORDS; i++) {
 		u32 w = (hint + i) & (PROC_WORDS - 1);
 		u64 used = proc_used[w];
 		if (used == ~0ULL)
 			continue;
-		if ((used | below) != ~0ULL)
-			used |= below;
 		u64 b = ~used & -~used;
 		u32 cand = w * 64 + log2_u64(b);
 		/* Another CPU holds it (its bit may not show yet): the next word. */

@@ -445,8 +445,8 @@ pub(super) fn free_proc_entries(
     delete_keys(&skel.maps.proc_claim, &keys, std::mem::size_of::<u32>());
 }
 
-/// Take a free `proc_vals` entry as the program does (a clear bit of the first word with
-/// one, from the hint on; here the lowest, the program's CPU's own from its position): for userspace that fills the maps as the program
+/// Take a free `proc_vals` entry as the program does (the lowest clear bit of the first
+/// word with one, from the hint on): for userspace that fills the maps as the program
 /// would (the scale benchmark). `None` when every entry is taken.
 pub(super) fn take_proc_entry(skel: &mut skel::LlctopSkel<'static>) -> Option<u32> {
     use std::sync::atomic::{AtomicU64, Ordering};
