@@ -9,8 +9,9 @@
 #     eight rounds of both (under emulation the balancer moves threads early and often,
 #     so which start piles up varies: the test compares every start with the kernel's);
 #  3. shared/seeds/002's symptom: two spinners pinned to cpu2 wait for each other while
-#     cpu3, the other CPU of that LLC, stays idle (a second recording); `llctop serve`'s
-#     flight recorder dumps the history by itself once that fires as a WARNING.
+#     cpu3, the other CPU of that LLC, stays idle (a second recording); then the same
+#     under `llctop serve`, whose flight recorder dumps the history by itself once that
+#     fires as a WARNING.
 # Oracles: the kernel's own tracepoints through ftrace (placements, first runs, idle
 # CPUs), the workloads' own view of where each thread ran first, and the kernel's
 # run-queue delay of the spinners. Every step waits for an event, never for time.
@@ -78,12 +79,6 @@ lab_block report llctop report /tmp/pl.jsonl.gz
 # while cpu2 was shared. (The spinners pin themselves to cpu2.)
 ncpu=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
 taskset -a -p -c "0,1,4-$((ncpu - 1))" $$ >/dev/null
-# Beside it, `llctop serve` with the flight recorder: the work not conserved is a WARNING
-# (or worse) that dumps the history before it by itself, 2 s after it fires.
-llctop --interval 1s serve --listen 127.0.0.1:9465 --flight-recorder /tmp/fr --keep 5m \
-  --dump-after 2s >/tmp/serve.out 2>/tmp/serve.err &
-srv=$!
-wait_line /tmp/serve.err 'metrics every' "$srv"
 record_start /tmp/wait.jsonl --source bpf --interval 1s
 # Two snapshots: llctop reads every knob's value after its first one (for `llctop diff`),
 # seconds of CPU under TCG that the scheduler may well put on idle cpu3.
@@ -99,6 +94,24 @@ wait "$w2"
 lab_block wait_stat sh -c 'cat /tmp/stat0; echo --; grep "^cpu[0-9]" /proc/stat'
 record_wait $(($(record_snaps) + 2))
 record_stop
+
+# The same again under `llctop serve` with the flight recorder (apart: a second llctop
+# beside the recording adds waits of its own on cpu2): the work not conserved is a
+# WARNING (or worse) that dumps the history before it by itself, 2 s after it fires.
+# The spinners start once the recorder has written its first snapshot.
+llctop --interval 1s serve --listen 127.0.0.1:9465 --flight-recorder /tmp/fr --keep 5m \
+  --dump-after 2s >/tmp/serve.out 2>/tmp/serve.err &
+srv=$!
+n=0
+until ls /tmp/fr/.seg-*.part >/dev/null 2>&1; do
+  kill -0 "$srv" && [ $n -lt 1200 ] || break
+  usleep 50000; n=$((n + 1))
+done
+llctop-workload spin 2 4 >/dev/null &
+s1=$!
+llctop-workload spin 2 4 >/dev/null &
+s2=$!
+wait "$s1" "$s2"
 wait_line /tmp/serve.err 'dumped the history' "$srv" || true
 kill -TERM "$srv"
 wait "$srv" || true
