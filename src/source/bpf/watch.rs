@@ -74,6 +74,7 @@ mod tests {
             waits: 2,
             partial: 0,
             ws: 0,
+            rd: 0,
         }
     }
 
