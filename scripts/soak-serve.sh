@@ -3,7 +3,9 @@
 # INTERVAL (default 1s), scraped every SCRAPE_S seconds (default 1) for DURATION seconds
 # (default 600) while short-lived processes come and go (SPAWN_PER_S /bin/true a second,
 # default 50; 0: none). The fleet setting (issue "Always on"):
-#   INTERVAL=10s SCRAPE_S=10 SPAWN_PER_S=0 scripts/soak-serve.sh Prints llctop's
+#   INTERVAL=10s SCRAPE_S=10 SPAWN_PER_S=0 scripts/soak-serve.sh
+# FLIGHT=1: with the flight recorder on (a temporary directory, --keep 30m), as the
+# package's unit runs it; its bytes on disk are printed at the end. Prints llctop's
 # resident memory (first minute vs last minute, max), its CPU use (utime+stime over the
 # wall time, from /proc/PID/stat) and the scrape latency percentiles. Run as root for
 # the BPF source (as a user: procfs). Figures go to docs/performance.md.
@@ -15,7 +17,13 @@ INTERVAL=${INTERVAL:-1s}
 SCRAPE_S=${SCRAPE_S:-1}
 cargo build --quiet --release --bin llctop
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-target/release/llctop --interval "$INTERVAL" serve --listen "127.0.0.1:$port" 2>/tmp/llctop-soak.err &
+flight=()
+fdir=""
+if [ "${FLIGHT:-0}" = 1 ]; then
+  fdir=$(mktemp -d)
+  flight=(--flight-recorder "$fdir/flight")
+fi
+target/release/llctop --interval "$INTERVAL" serve --listen "127.0.0.1:$port" "${flight[@]}" 2>/tmp/llctop-soak.err &
 serve=$!
 churn() {
   [ "$SPAWN_PER_S" -gt 0 ] || return 0
@@ -26,7 +34,7 @@ churn() {
 }
 churn &
 churner=$!
-trap 'kill "$serve" "$churner" 2>/dev/null || true' EXIT
+trap 'kill "$serve" "$churner" 2>/dev/null || true; [ -z "$fdir" ] || rm -rf "$fdir"' EXIT
 python3 - "$serve" "$port" "$DURATION" "$SCRAPE_S" <<'PY'
 import os, sys, time, urllib.request
 pid, port, duration = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
@@ -66,3 +74,6 @@ print(f"RSS: first minute {mean(first)/1024:.1f} MiB, last minute {mean(last)/10
 print(f"CPU: {100*(c1-c0)/wall:.2f}% of one CPU")
 print(f"scrape latency: p50 {pct(50):.1f} ms, p99 {pct(99):.1f} ms, max {lat[-1]:.1f} ms")
 PY
+if [ -n "$fdir" ]; then
+  echo "flight recorder: $(du -sb "$fdir/flight" | cut -f1) bytes in $(find "$fdir/flight" -maxdepth 1 -name 'seg-*' | wc -l) segments (+ the one being written)"
+fi
