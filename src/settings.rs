@@ -297,6 +297,25 @@ mod tests {
     }
 
     #[test]
+    fn a_flight_recorder_table_gives_serves_recorder_its_defaults() {
+        let (c, _) = cli(
+            &[],
+            "[flight_recorder]\ndir = \"/var/lib/llctop/flight\"\nkeep = \"10m\"\n",
+        )
+        .unwrap();
+        let s = crate::flight::Plan::default()
+            .resolve(&c.flight_recorder)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.dir, std::path::PathBuf::from("/var/lib/llctop/flight"));
+        assert_eq!(s.keep, std::time::Duration::from_secs(600));
+        let e = cli(&[], "[flight_recorder]\nkept = \"10m\"\n")
+            .err()
+            .unwrap();
+        assert!(e.contains("kept"), "{e}");
+    }
+
+    #[test]
     fn bad_values_and_unknown_keys_name_the_key() {
         let e = cli(&[], "interval = \"1ns\"\n").err().unwrap();
         assert!(e.contains("config interval:") && e.contains("10ms"), "{e}");
