@@ -225,7 +225,9 @@ pub enum Command {
     /// Open a recording in the TUI: the same views, with pause, seek and speed.
     Replay { file: PathBuf },
     /// Serve the figures to Prometheus: /metrics (OpenMetrics or the classic text
-    /// format) and /healthz, read-only, until SIGTERM.
+    /// format) and /healthz, read-only, until SIGTERM; with --flight-recorder DIR, keep
+    /// the last minutes on disk and dump them on SIGUSR1, POST /flight-recorder/dump or a
+    /// WARNING finding.
     Serve {
         /// Address to listen on; not a loopback one only with --allow-remote.
         #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
