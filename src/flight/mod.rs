@@ -101,7 +101,15 @@ impl Plan {
     /// defaults; `None` when neither names a directory.
     pub fn resolve(&self, file: &Section) -> Result<Option<Settings>, String> {
         let Some(dir) = self.dir.clone().or_else(|| file.dir.clone()) else {
-            return Ok(None);
+            let given = self.keep.is_some()
+                || self.max_size.is_some()
+                || self.dump_after.is_some()
+                || self.auto_dumps_per_hour.is_some();
+            return if given {
+                Err("--keep, --max-size, --dump-after and --auto-dumps-per-hour are the flight recorder's: they need --flight-recorder DIR (or [flight_recorder] dir)".into())
+            } else {
+                Ok(None)
+            };
         };
         let key = |k: &str, e: String| format!("[flight_recorder] {k}: {e}");
         let keep = match (self.keep, &file.keep) {

@@ -301,6 +301,16 @@ fn settings_come_from_the_command_line_then_the_file_then_the_defaults() {
     assert_eq!(s.dump_after, Duration::from_secs(30), "then the default");
     assert_eq!(s.auto_per_hour, 4);
     assert_eq!(Plan::default().resolve(&Section::default()).unwrap(), None);
+    let alone = Plan {
+        keep: Some(Duration::from_secs(60)),
+        ..Plan::default()
+    };
+    assert!(
+        alone
+            .resolve(&Section::default())
+            .unwrap_err()
+            .contains("need --flight-recorder")
+    );
     let bad = Section {
         dir: Some("/x".into()),
         max_size: Some("12".into()),
