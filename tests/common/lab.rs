@@ -222,9 +222,11 @@ pub fn run_with(kernel: &str, shape: &str, scenario: &str, append: &str) -> &'st
         .unwrap_or_else(|p| p.into_inner())
         .entry((kernel.into(), shape.into(), scenario.into(), append.into()))
         .or_insert_with(|| Box::leak(Box::new(Shared::new())));
-    // Boots still one at a time: the first test to come boots, the others wait on the cell.
-    let _one = one_at_a_time();
+    // Boots still one at a time: the first test to come boots (taking the turn), the
+    // others wait on the cell; a test whose boot is done takes no turn (it waited behind
+    // other boots for nothing).
     shared(cell, || {
+        let _one = one_at_a_time();
         boot(kernel, shape, scenario, append, &Extra::default())
     })
 }
