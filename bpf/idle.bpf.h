@@ -46,9 +46,8 @@ static __always_inline bool idle_cum_at(struct cpu_stat *ys, u64 t, u64 *out)
 }
 
 /* New thread pid of tgid, placed at now while an allowed CPU (idle_cpu, the lowest)
- * sat idle: watch its waits for watch_ns (the first from now: it is queued). rd: its
- * sched_info.run_delay now (with sched_info). */
-static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 now, u64 rd)
+ * sat idle: watch its waits for watch_ns (the first from now: it is queued). */
+static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 now)
 {
 	if (!watch_ns || pid == tgid || idle_cpu < 0)
 		return;
@@ -57,8 +56,7 @@ static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 no
 		.cpu = idle_cpu,
 		.placed_ns = now,
 		.until_ns = now + watch_ns,
-		.ws = sched_info_waits ? 0 : now,
-		.rd = rd,
+		.ws = now,
 	};
 	if (bpf_map_update_elem(&idle_watch, &pid, &w, BPF_NOEXIST))
 		return;
@@ -66,28 +64,31 @@ static __always_inline void watch_placed(u32 pid, u32 tgid, s32 idle_cpu, u64 no
 		watch_until = w.until_ns;
 }
 
+/* Task pid, when it is watched, switched out at t (CLOCK_MONOTONIC) still runnable — it
+ * waits from t — or asleep (t 0: no wait); or was woken at t (woken): it waits from t
+ * unless it waits already (preempted on its way to sleep and woken while queued, its
+ * wait began at the preemption, as the kernel's trace has it) — a wakeup while it runs
+ * is overwritten by its switch-out. */
+static __always_inline void watch_mark(u32 pid, u64 t, const bool woken)
+{
+	struct idle_watch *w = bpf_map_lookup_elem(&idle_watch, &pid);
+	if (w && !(woken && w->ws))
+		w->ws = t;
+}
+
 /* Task pid switches in at we (CLOCK_MONOTONIC; read here when 0) after a wait of seg ns
  * by the waits' own clock: when it is watched, the part of the wait within its span, and
- * of that the part its idle CPU sat idle. Without sched_info the wait runs from its stamp
- * (idle_watch.ws), or seg before we without one; with it (rd: the task's run_delay now),
- * it is seg and what run_delay gained before it (idle_watch.rd): the kernel's own. Only
- * this switch-in writes the entry (a task switches in on one CPU at a time). */
-static __noinline void watch_wait(u32 pid, u64 seg, u64 we, u64 rd)
+ * of that the part its idle CPU sat idle. The wait runs from its stamp (idle_watch.ws),
+ * or seg before we without one. Only this switch-in writes the entry (a task switches in
+ * on one CPU at a time). */
+static __noinline void watch_wait(u32 pid, u64 seg, u64 we)
 {
 	struct idle_watch *w = bpf_map_lookup_elem(&idle_watch, &pid);
 	if (!w)
 		return;
 	if (!we)
 		we = bpf_ktime_get_ns();
-	if (sched_info_waits) {
-		/* run_delay once the kernel has added this wait's last part (sched_info_arrive,
-		 * just after this tracepoint, adds seg by the same clock reading). */
-		u64 after = rd + seg;
-		if (rd > w->rd)
-			seg += rd - w->rd;
-		w->rd = after;
-	}
-	u64 ws = we > seg ? we - seg : 0;
+	u64 ws = we - seg;
 	if (w->ws) {
 		ws = w->ws < we ? w->ws : we;
 		w->ws = 0;

@@ -410,16 +410,13 @@ struct idle_watch {
 	u64 idle_ns;
 	u32 waits;
 	u32 partial;
-	/* Without sched_info: when its first wait began (CLOCK_MONOTONIC): its placement;
-	 * cleared at the switch-in that ends it (later waits run from the wait stamps of
-	 * every task, wait_ts). */
+	/* When its current wait began (CLOCK_MONOTONIC), 0 when it is not waiting: stamped
+	 * at its placement, its wakeups (the sched_wakeup hook, loaded for this with
+	 * sched_info too) and its switch-outs still runnable; cleared at a switch-out asleep
+	 * and at the switch-in that ends the wait. One clock for every CPU, read where the
+	 * wait begins, as the kernel's own trace stamps it: a run queue's clock lags behind
+	 * it by as long as the queue went without an update. */
 	u64 ws;
-	/* With sched_info: its sched_info.run_delay as it will be once the wait that ends at
-	 * its next switch-in has begun (at its placement, then after each switch-in). At a
-	 * switch-in the wait is the kernel's own: what run_delay gained since (the parts
-	 * before the balancer moved it while queued) and the part since last_queued. No
-	 * wakeup hook: the kernel stamps every enqueue. */
-	u64 rd;
 };
 
 struct {

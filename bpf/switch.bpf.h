@@ -178,12 +178,16 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	/* Whether waits are watched now (a new thread placed beside an idle CPU, up to
 	 * watch_ns after the last span): read once for both ends of the switch. */
 	const bool watching = watch_ns && mono_of(cs, now, kq) <= watch_until + watch_ns;
-	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting.
-	 * (With sched_info the kernel stamps it: last_queued, run_delay.) */
+	/* prev stays runnable when preempted (or still TASK_RUNNING): it starts waiting. */
 	if (!kq) {
 		u32 pid = RD(direct, prev, pid);
 		if (pid != 0 && (preempt || task_state(prev, direct) == TASK_RUNNING))
 			wait_begin(prev, pid, now, false, direct);
+	} else if (watching && out_pid) {
+		/* (with sched_info, only a watched thread's wait is stamped: see idle_watch.ws;
+		 * as long as its switch-ins are read, so no stamp goes stale) */
+		watch_mark(out_pid, preempt || task_state(prev, direct) == TASK_RUNNING ?
+					    bpf_ktime_get_ns() : 0, false);
 	}
 
 	if (next_pid == 0)
@@ -210,8 +214,7 @@ static __always_inline int switch_body(bool preempt, struct task_struct *prev,
 	 * wait's mark, is 1 ns). A wait ending up to watch_ns after the last span may still
 	 * reach into it. */
 	if (watching)
-		watch_wait(next_pid, start && now > start ? now - start : 0, kq ? 0 : now,
-			   kq ? RD(direct, next, sched_info.run_delay) : 0);
+		watch_wait(next_pid, start && now > start ? now - start : 0, kq ? 0 : now);
 
 	/* The kernel's own preferred LLC (cache-aware scheduling, v7.2+): the slice that
 	 * begins is a hit when it begins on the LLC whose kernel id is the preference (its
@@ -246,12 +249,19 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	return switch_body(preempt, prev, next, direct, false, false, false);
 }
 
-/* A woken task starts waiting. Without sched_info_waits only: with it the kernel stamps
- * every enqueue (last_queued, run_delay), and this hook is not loaded. */
+/* A woken task starts waiting: without sched_info_waits every one is stamped; with it,
+ * only a thread watched beside an idle CPU (while one may be). */
 static __always_inline int on_wakeup(struct task_struct *p, bool first, const bool direct)
 {
-	if (sched_info_waits)
+	if (sched_info_waits) {
+		u64 until = watch_until;
+		if (!until)
+			return 0;
+		u64 t = bpf_ktime_get_ns();
+		if (t <= until)
+			watch_mark(RD(direct, p, pid), t, true);
 		return 0;
+	}
 	u32 pid = RD(direct, p, pid);
 	if (pid)
 		wait_begin(p, pid, bpf_ktime_get_ns(), first, direct);
@@ -276,13 +286,9 @@ static __always_inline int on_wakeup_new(struct task_struct *p, const bool direc
 		scan_loop(cs, mask, to);
 	else
 		scan_bounded(cs, mask, to);
-	if (cs->scan_idle != IDLE_UNKNOWN && cs->scan_idle) {
-		u64 rd = 0;
-		if (sched_info_waits && bpf_core_field_exists(p->sched_info))
-			rd = RD(direct, p, sched_info.run_delay);
+	if (cs->scan_idle != IDLE_UNKNOWN && cs->scan_idle)
 		watch_placed(RD(direct, p, pid), RD(direct, p, tgid), cs->scan_first,
-			     bpf_ktime_get_ns(), rd);
-	}
+			     bpf_ktime_get_ns());
 	emit(cs, EV_PLACEMENT, p, here, to, 0, 0, direct);
 	if (trace_on)
 		trace_task_event(p, here, to, 0, T_PLACE, 0, 0, direct);

@@ -269,10 +269,9 @@ impl BpfSource {
             .set_max_entries((nr_llc * nr_llc * nr_llc) as u32)?;
         let progs = &mut open.progs;
         let btf = mode == Mode::TpBtf;
-        // (program, tp_btf or raw_tp, a NUMA hook). The wakeup hook only without
-        // sched_info: with it the kernel stamps every wait (last_queued, run_delay), the
-        // watched ones beside an idle CPU too (bpf/idle.bpf.h), and a hook that did
-        // nothing else cost about an empty program per wakeup — one per switch.
+        // (program, tp_btf or raw_tp, a NUMA hook). The wakeup hook loads with sched_info
+        // too: it stamps the waits of new threads watched beside an idle CPU
+        // (bpf/idle.bpf.h), a clock read and a compare otherwise.
         for (p, is_btf, is_numa) in [
             (&mut progs.btf_switch, true, false),
             (&mut progs.btf_switch_old, true, false),
@@ -294,10 +293,6 @@ impl BpfSource {
             (&mut progs.raw_swap_numa, false, true),
         ] {
             p.set_autoload(is_btf == btf && (numa || !is_numa));
-        }
-        if waits == Waits::SchedInfo {
-            progs.btf_wakeup.set_autoload(false);
-            progs.raw_wakeup.set_autoload(false);
         }
         // Without atomic exchange (before 5.12) the switch and migrate programs that can
         // settle tasks are refused whole: their _old twins leave the settle out.

@@ -74,7 +74,6 @@ mod tests {
             waits: 2,
             partial: 0,
             ws: 0,
-            rd: 0,
         }
     }
 
