@@ -111,7 +111,7 @@ fn the_debian_package_installs_and_its_unit_serves_as_an_unprivileged_user() {
     let deb = String::from_utf8_lossy(&out.stdout)
         .lines()
         .last()
-        .map(|l| format!("{root}/{l}"))
+        .map(str::to_string)
         .expect("the .deb's path");
     let list = Command::new("dpkg-deb")
         .args(["--contents", &deb])
