@@ -608,14 +608,6 @@ fn not_mounted_not_monitoring_and_an_unreadable_mount_are_absent_with_the_reason
     let (st, why) = state(&c.tick().unwrap());
     assert_eq!(st, SourceState::Absent);
     assert!(why.contains("resctrl is not mounted"), "{why}");
-    // No monitoring hardware.
-    t.write("proc/cpuinfo", "flags\t: fpu sse2\n");
-    let (st, why) = state(&c.tick().unwrap());
-    assert_eq!(st, SourceState::Absent);
-    assert!(
-        why.contains("this CPU reports no cache or memory-bandwidth monitoring"),
-        "{why}"
-    );
     // Mounted, allocation only.
     t.write(
         "proc/self/mountinfo",
@@ -625,6 +617,25 @@ fn not_mounted_not_monitoring_and_an_unreadable_mount_are_absent_with_the_reason
     let (st, why) = state(&c.tick().unwrap());
     assert_eq!(st, SourceState::Absent);
     assert!(why.contains("monitors nothing (no info/L3_MON)"), "{why}");
+    // No monitoring hardware: absent for the whole run — a mount that comes later is not
+    // looked for (nor /proc/cpuinfo read again: a costly read on a big host, every
+    // interval).
+    t.write("proc/self/mountinfo", "");
+    t.write("proc/cpuinfo", "flags\t: fpu sse2\n");
+    let (st, why) = state(&c.tick().unwrap());
+    assert_eq!(st, SourceState::Absent);
+    assert!(
+        why.contains("this CPU reports no cache or memory-bandwidth monitoring"),
+        "{why}"
+    );
+    // (Looked for, it would read "monitors nothing": the mount has no L3_MON.)
+    t.write(
+        "proc/self/mountinfo",
+        "61 22 0:40 / /sys/fs/resctrl rw - resctrl resctrl rw\n",
+    );
+    let (st, why) = state(&c.tick().unwrap());
+    assert_eq!(st, SourceState::Absent, "not looked for again");
+    assert!(why.contains("reports no cache"), "{why}");
 }
 
 /// A writable session on the tree, its journal in the tree's directory.

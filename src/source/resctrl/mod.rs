@@ -58,7 +58,12 @@ pub struct Setup {
 }
 
 enum State {
+    /// Not there now: looked for again at every interval (a mount may come).
     Absent(String),
+    /// Not there for the whole run: the CPU reports no cache or memory-bandwidth
+    /// monitoring (hardware does not gain it; /proc/cpuinfo and the mounts are not read
+    /// again every interval — on a big host cpuinfo alone is a costly read).
+    Never(String),
     Ready(Box<reader::Reader>),
 }
 
@@ -131,6 +136,7 @@ impl ResctrlSource {
                     ));
                 }
             }
+            Err(why) if !tree::cpu_monitors(&self.root) => self.state = State::Never(why),
             Err(why) => self.state = State::Absent(why),
         }
     }
@@ -265,7 +271,7 @@ impl Source for ResctrlSource {
             o.step(snap.processes.as_ref());
         }
         let State::Ready(r) = &mut self.state else {
-            if let State::Absent(why) = &self.state {
+            if let State::Absent(why) | State::Never(why) = &self.state {
                 let why = match &self.trouble {
                     Some(t) => format!("{why}; {t}"),
                     None => why.clone(),
@@ -291,7 +297,7 @@ impl Source for ResctrlSource {
                 // Unmounted under us: looked for again at once (and every interval).
                 self.find();
                 let why = match &self.state {
-                    State::Absent(now) => now.clone(),
+                    State::Absent(now) | State::Never(now) => now.clone(),
                     State::Ready(_) => format!("resctrl could not be read: {why}"),
                 };
                 snap.sources.push(SourceStatus::absent(NAME, why));

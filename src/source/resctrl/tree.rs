@@ -79,6 +79,14 @@ pub fn not_mounted(root: &KernelRoot) -> String {
     )
 }
 
+/// Whether the CPU reports cache or memory-bandwidth monitoring (/proc/cpuinfo's flags;
+/// unreadable counts as yes: nothing is ruled out).
+pub fn cpu_monitors(root: &KernelRoot) -> bool {
+    root.read("/proc/cpuinfo")
+        .map(|t| !parse::monitoring_flags(&t).is_empty())
+        .unwrap_or(true)
+}
+
 /// The mount and what it monitors, or why there is nothing to read.
 pub fn find(root: &KernelRoot, topo: &Topology) -> Result<Layout, String> {
     let mounts = Mounts::discover(root);
