@@ -23,7 +23,7 @@ TEST_PKGS=(
   strace                     # bpf() calls counted in the big lab guest (tests/lab/big.rs) and by scripts/scale-bench.sh
   stress-ng                  # ordinary work for the advisor's false-alarm benchmark (tests/lab/advisor.rs, scripts/advisor-bench.sh)
   chromium                   # the HTML pages opened in a real browser, headless (tests/html.rs, scripts/html-bench.sh)
-  lintian                    # the Debian package checked (scripts/package --check, tests/setup.rs)
+  lintian dpkg-dev systemd   # the Debian package: checked, its Depends (dpkg-shlibdeps), its unit verified (scripts/package --check, tests/setup.rs)
   python3-pip                # pip, for the Python packages below
 )
 [ "$test_too" -eq 1 ] && PKGS+=("${TEST_PKGS[@]}")
