@@ -298,7 +298,10 @@ impl Recorder {
                 continue;
             };
             next_n = next_n.max(n + 1);
-            match dir.open(name).and_then(|f| segment::check(f, MAX_LINES)) {
+            match dir
+                .open(name)
+                .and_then(|f| segment::check(f, MAX_LINES, |_| ()))
+            {
                 Ok(_) => kept.push(Kept {
                     n,
                     first_s,
@@ -317,18 +320,22 @@ impl Recorder {
         // The snapshot numbers go on from this boot's newest segment.
         if let Some(k) = kept.last()
             && let Ok(f) = dir.open(&segment::name(k.n, k.first_s, k.last_s))
-            && let Ok(lines) = segment::check(f, MAX_LINES)
-            && lines
-                .first()
-                .and_then(|h| serde_json::from_str::<Header>(h).ok())
-                .is_some_and(|h| h.boot_id == header.boot_id)
         {
-            found.last_seq = lines
-                .iter()
-                .rev()
-                .filter_map(|l| serde_json::from_str::<SeqOnly>(l).ok())
-                .find(|l| l.ty == "snapshot")
-                .and_then(|l| l.seq);
+            let (mut same_boot, mut first, mut last) = (false, true, None);
+            let read = segment::check(f, MAX_LINES, |l| {
+                if std::mem::take(&mut first) {
+                    same_boot = serde_json::from_str::<Header>(l)
+                        .is_ok_and(|h| h.boot_id == header.boot_id);
+                } else if same_boot
+                    && let Ok(s) = serde_json::from_str::<SeqOnly>(l)
+                    && s.ty == "snapshot"
+                {
+                    last = s.seq.or(last);
+                }
+            });
+            if read.is_ok() && same_boot {
+                found.last_seq = last;
+            }
         }
         found.segments = kept.len();
         Ok((

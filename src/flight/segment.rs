@@ -134,12 +134,12 @@ pub fn header_member<R: BufRead>(r: R, limit: u64) -> io::Result<(String, u64)> 
     Ok((text, c.used))
 }
 
-/// Every line of a whole segment (each gzip member checked to its trailer), or why not:
-/// a segment is whole or it is not kept.
-pub fn check<R: Read>(r: R, limit: u64) -> io::Result<Vec<String>> {
+/// Read a whole segment (each gzip member checked to its trailer), each line given to
+/// `each` as it comes (none kept: a start reads up to --max-size of them): how many, or
+/// why not — a segment is whole or it is not kept.
+pub fn check<R: Read>(r: R, limit: u64, mut each: impl FnMut(&str)) -> io::Result<u64> {
     let d = flate2::read::MultiGzDecoder::new(r);
-    let mut lines = Vec::new();
-    let mut total = 0u64;
+    let (mut n, mut total) = (0u64, 0u64);
     for l in io::BufReader::new(d).lines() {
         let l = l?;
         total += l.len() as u64 + 1;
@@ -148,12 +148,13 @@ pub fn check<R: Read>(r: R, limit: u64) -> io::Result<Vec<String>> {
                 "larger decompressed than a segment can be",
             ));
         }
-        lines.push(l);
+        each(&l);
+        n += 1;
     }
-    if lines.is_empty() {
+    if n == 0 {
         return Err(io::Error::other("empty"));
     }
-    Ok(lines)
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -226,11 +227,10 @@ mod tests {
         let (h, at) = header_member(&bytes[..], 1 << 20).unwrap();
         assert_eq!(h, "{\"format\":\"x\"}\n");
         // What follows the header member is the lines' members, whole.
-        assert_eq!(
-            check(&bytes[at as usize..], 1 << 20).unwrap(),
-            vec!["a", "b", "c"]
-        );
-        assert_eq!(check(&bytes[..], 1 << 20).unwrap().len(), 4);
+        let mut got = Vec::new();
+        let n = check(&bytes[at as usize..], 1 << 20, |l| got.push(l.to_string())).unwrap();
+        assert_eq!((n, got), (3, vec!["a".to_string(), "b".into(), "c".into()]));
+        assert_eq!(check(&bytes[..], 1 << 20, |_| ()).unwrap(), 4);
         // Two lines in the first member: not a header.
         assert!(header_member(&gz(&["a\nb\n"])[..], 1 << 20).is_err());
         assert!(header_member(&bytes[..], 4).is_err(), "over the limit");
@@ -240,12 +240,15 @@ mod tests {
     fn a_torn_segment_is_refused_whole() {
         let bytes = gz(&["h\n", "a\nb\n"]);
         for cut in [bytes.len() - 3, bytes.len() / 2, 5] {
-            assert!(check(&bytes[..cut], 1 << 20).is_err(), "cut at {cut}");
+            assert!(
+                check(&bytes[..cut], 1 << 20, |_| ()).is_err(),
+                "cut at {cut}"
+            );
         }
         let mut bad = bytes.clone();
         let i = bad.len() - 6; // inside the trailer's CRC
         bad[i] ^= 0xff;
-        assert!(check(&bad[..], 1 << 20).is_err(), "a bad CRC");
-        assert!(check(&b""[..], 1 << 20).is_err(), "empty");
+        assert!(check(&bad[..], 1 << 20, |_| ()).is_err(), "a bad CRC");
+        assert!(check(&b""[..], 1 << 20, |_| ()).is_err(), "empty");
     }
 }
