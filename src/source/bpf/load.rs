@@ -53,6 +53,20 @@ fn is_permission(e: &libbpf_rs::Error) -> bool {
     e.to_string().contains("(os error 1)")
 }
 
+/// EAGAIN: the verifier stops when a signal is pending for the loading thread (any
+/// signal queued to the process may pick it, e.g. a child's SIGCHLD while the spawning
+/// thread blocks it, a terminal's SIGWINCH), and libbpf's own five quick retries can all
+/// fall inside one burst (seen once in CI; what sent the signals is not known).
+/// Not a refusal: the same load is tried again after a pause.
+fn is_interrupted(e: &libbpf_rs::Error) -> bool {
+    e.to_string().contains("(os error 11)")
+}
+
+/// Loads interrupted by signals retried this many times more, the pause growing by
+/// [`INTERRUPTED_PAUSE`] each time (1.5 s of pauses at most).
+const INTERRUPTED_RETRIES: u32 = 5;
+const INTERRUPTED_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl BpfSource {
     pub(super) fn load_all(
         topo: &Topology,
@@ -94,7 +108,17 @@ impl BpfSource {
                 if settle.is_some_and(|w| refused_walkers.contains(&w)) {
                     continue;
                 }
-                match Self::try_load(topo, mode, numa, waits, settle, trace, feats) {
+                let mut interrupted = 0;
+                let loaded = loop {
+                    match Self::try_load(topo, mode, numa, waits, settle, trace, feats) {
+                        Err(e) if is_interrupted(&e) && interrupted < INTERRUPTED_RETRIES => {
+                            interrupted += 1;
+                            std::thread::sleep(INTERRUPTED_PAUSE * interrupted);
+                        }
+                        r => break r,
+                    }
+                };
+                match loaded {
                     Ok((skel, ringbuf, pending)) => {
                         let nr_cpus = topo.nr_cpu_ids().max(1);
                         let slots = nr_cpus.min(MAX_CPUS) * layout::ACC_SLOTS;
@@ -173,7 +197,7 @@ impl BpfSource {
                     Err(e) if is_permission(&e) => return Err(LoadError::permission()),
                     Err(e) => {
                         last = format!(
-                            "{} ({}{}): {e}; libbpf: {}",
+                            "{} ({}{}): {e}{}; libbpf: {}",
                             mode.label(),
                             if numa {
                                 "with NUMA hooks"
@@ -181,6 +205,14 @@ impl BpfSource {
                                 "without NUMA hooks"
                             },
                             settle.map_or(String::new(), |w| format!(", {}", w.label())),
+                            if interrupted > 0 {
+                                format!(
+                                    " (the verifier was interrupted by a signal in {} tries)",
+                                    interrupted + 1
+                                )
+                            } else {
+                                String::new()
+                            },
                             last_libbpf_lines(3)
                         );
                     }
