@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 
 use base64::Engine;
 use serde_json::Value;
@@ -199,15 +199,49 @@ pub fn shared(cell: &'static Shared, boot: impl FnOnce() -> LabRun) -> &'static 
     }
 }
 
-/// Every boot of the test process takes its turn here: one guest at a time (the machine
-/// has two cores, and TCG takes both), whichever module of the lab's binary asks.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+/// How many guests run side by side: one per host core (each guest is one host thread:
+/// lab.sh runs QEMU's TCG single-threaded), or `LLCTOP_LAB_GUESTS`. On the 2-core
+/// development machine two at a time took the lab from N to M minutes, every boot's own
+/// time about what it is alone (docs/lab.md).
+fn guests() -> usize {
+    std::env::var("LLCTOP_LAB_GUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A guest's turn: held while it runs, given back when dropped.
+struct Turn;
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let (running, freed) = turns();
+        *running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
+
+fn turns() -> &'static (Mutex<usize>, Condvar) {
+    static TURNS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+    &TURNS
+}
+
+/// Every boot of the test process takes a turn here, whichever module of the lab's binary
+/// asks: at most [`guests`] at a time.
+fn turn() -> Turn {
+    let (running, freed) = turns();
+    let max = guests();
+    let mut n = running.lock().unwrap_or_else(|p| p.into_inner());
+    while *n >= max {
+        n = freed.wait(n).unwrap_or_else(|p| p.into_inner());
+    }
+    *n += 1;
+    Turn
 }
 
 /// One boot per (kernel, machine shape, scenario) per test process, shared by the tests
-/// that check it. Boots run one at a time (the machine has two cores).
+/// that check it. Boots take turns ([`turn`]).
 pub fn run(kernel: &str, shape: &str, scenario: &str) -> &'static LabRun {
     run_with(kernel, shape, scenario, "")
 }
@@ -222,11 +256,10 @@ pub fn run_with(kernel: &str, shape: &str, scenario: &str, append: &str) -> &'st
         .unwrap_or_else(|p| p.into_inner())
         .entry((kernel.into(), shape.into(), scenario.into(), append.into()))
         .or_insert_with(|| Box::leak(Box::new(Shared::new())));
-    // Boots still one at a time: the first test to come boots (taking the turn), the
-    // others wait on the cell; a test whose boot is done takes no turn (it waited behind
-    // other boots for nothing).
+    // The first test to come boots (taking a turn), the others wait on the cell; a test
+    // whose boot is done takes no turn (it would wait behind other boots for nothing).
     shared(cell, || {
-        let _one = one_at_a_time();
+        let _turn = turn();
         boot(kernel, shape, scenario, append, &Extra::default())
     })
 }
@@ -252,7 +285,7 @@ pub fn run_scx(kernel: &str, shape: &str, scenario: &str) -> LabRun {
         ),
         timeout_s: Some(900),
     };
-    let _one = one_at_a_time();
+    let _turn = turn();
     boot(kernel, shape, scenario, "", &extra)
 }
 
@@ -283,7 +316,7 @@ pub fn run_programs(
         files: String::new(),
         timeout_s: Some(timeout_s),
     };
-    let _one = one_at_a_time();
+    let _turn = turn();
     boot(kernel, shape, scenario, append, &extra)
 }
 

@@ -37,7 +37,10 @@ if [ ${#need[@]} -gt 0 ]; then
   done
 fi
 
-# The 7.2 kernel's config (package linux-config-7.2 from sid).
+# The 7.2 kernel's config (package linux-config-7.2 from sid), under lab.sh's lock on
+# the cache's downloads (boots run side by side; the sid package list is lab.sh's too).
+exec 8>"$cache/.fetch.lock"
+flock 8
 if [ ! -s "$dir/config-7.2" ]; then
   d="$cache/apt-sid"
   mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
@@ -56,4 +59,5 @@ if [ ! -s "$dir/config-7.2" ]; then
   mv "$dir/config-7.2.partial" "$dir/config-7.2"
   rm -rf "$tmp"
 fi
+flock -u 8
 echo "$dir"

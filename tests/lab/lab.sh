@@ -157,7 +157,11 @@ fetch_qemu10() {
   echo "$dir"
 }
 
-vmlinuz=$(fetch_kernel)
+# Boots run side by side (tests/common/lab.rs: one per host core): the downloads into the
+# shared cache, one at a time (two boots of one kernel on a fresh cache would run apt on
+# one package list and unpack into one directory together).
+fetch_locked() { ( exec 8>"$cache/.fetch.lock"; flock 8; "$@" ); }
+vmlinuz=$(fetch_locked fetch_kernel)
 log "kernel $kernel: $vmlinuz"
 
 work=$(mktemp -d)
@@ -186,7 +190,7 @@ chmod +x "$root/init"
 # QEMU 10 from the cache, with its own modules and firmware, never the system QEMU's.
 use_qemu10() {
   local q
-  q=$(fetch_qemu10)
+  q=$(fetch_locked fetch_qemu10)
   export QEMU_MODULE_DIR="$q/usr/lib/x86_64-linux-gnu/qemu"
   qemu=("$q/usr/bin/qemu-system-x86_64" -L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
 }
