@@ -51,6 +51,12 @@ if [ "$test_too" -eq 1 ]; then
     python3 -m pip install --quiet --disable-pip-version-check perfetto protobuf \
       || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages perfetto protobuf
   fi
+  # DuckDB and pyarrow read the Parquet export in the tests (tests/parquet_check.py).
+  if ! python3 -c 'import duckdb, pyarrow.parquet' >/dev/null 2>&1; then
+    echo "deps: installing the Python packages duckdb and pyarrow"
+    python3 -m pip install --quiet --disable-pip-version-check duckdb pyarrow \
+      || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages duckdb pyarrow
+  fi
 fi
 # Rust: the version Cargo.toml's rust-version names, or newer.
 need=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$(dirname "$0")/../Cargo.toml")

@@ -173,18 +173,24 @@ pub enum Command {
         changes: Changes,
     },
     /// A recording in another format: `--perfetto` writes a Perfetto trace of its
-    /// counters, migrations, placements, knob changes, markers, findings and A/B windows.
+    /// counters, migrations, placements, knob changes, markers, findings and A/B windows;
+    /// `--parquet` writes its tables as Parquet files for DuckDB, Spark, Trino or
+    /// ClickHouse (OUTPUT/TABLE/HOST-START.parquet; docs/fleet-data.md).
     Export {
         /// The recording.
         file: PathBuf,
         /// Write a Perfetto trace (the default).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "parquet")]
         perfetto: bool,
-        /// Output file.
+        /// Write Parquet tables into the directory OUTPUT (made if missing; recordings of
+        /// many hosts may share it).
+        #[arg(long)]
+        parquet: bool,
+        /// Output file (a directory with --parquet).
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// Counter tracks per CPU too.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "parquet")]
         cpu_counters: bool,
     },
     /// Summarise a recording.

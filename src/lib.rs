@@ -21,6 +21,7 @@ pub mod cpulist;
 pub mod enrich;
 pub mod experiment;
 pub mod findings;
+pub mod fleet;
 pub mod flight;
 pub mod knobs;
 pub mod kroot;

@@ -176,6 +176,14 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
         Some(Command::Export {
             file,
             perfetto: _,
+            parquet: true,
+            output,
+            cpu_counters: _,
+        }) => llctop::fleet::export::command(&file, &output),
+        Some(Command::Export {
+            file,
+            perfetto: _,
+            parquet: false,
             output,
             cpu_counters,
         }) => llctop::trace::export::run(&file, &output, cpu_counters),

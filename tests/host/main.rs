@@ -4,6 +4,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod fleet;
 mod habits;
 mod mutation;
 mod procfs_source;

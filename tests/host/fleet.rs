@@ -1,0 +1,160 @@
+//! Fleet data: the Parquet export read by readers that share no code with llctop —
+//! pyarrow and DuckDB (tests/parquet_check.py compares every cell of every table to the
+//! recording's JSON) — over recordings of several machines in one directory; the queries
+//! docs/fleet-data.md gives run in DuckDB over them; the schema section of
+//! docs/fleet-data.md is the one tables.rs defines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The lab's recordings kept as fixtures: four machines (kernels 6.1 and 7.2, shapes
+/// 2s2llc and 2s4llc-smt, procfs and BPF sources, an A/B run with knob changes and windows).
+fn fixtures() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(manifest().join("tests/fixtures/recordings"))
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 4, "{v:?}");
+    v
+}
+
+fn export(rec: &Path, dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_llctop"))
+        .args(["export", "--parquet"])
+        .arg(rec)
+        .arg("-o")
+        .arg(dir)
+        .output()
+        .expect("llctop export")
+}
+
+fn python(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new("python3")
+        .args(args)
+        .output()
+        .expect("python3 runs (scripts/deps.sh installs duckdb and pyarrow)")
+}
+
+#[test]
+fn every_table_of_every_recording_reads_back_cell_for_cell_in_pyarrow_and_duckdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    for rec in fixtures() {
+        let o = export(&rec, &out);
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            rec.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Each recording against its own rows, all of them in the one directory.
+    let script = manifest().join("tests/parquet_check.py");
+    for rec in fixtures() {
+        let o = python(&[script.as_os_str(), rec.as_os_str(), out.as_os_str()]);
+        println!(
+            "{}: {}",
+            rec.file_name().unwrap().to_string_lossy(),
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            rec.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let cells: u64 = summary
+            .as_object()
+            .unwrap()
+            .values()
+            .filter_map(|t| t["cells"].as_u64())
+            .sum();
+        assert!(cells > 1000, "compared {cells} cells");
+    }
+}
+
+/// The SQL blocks of docs/fleet-data.md, each run in DuckDB over the fixtures' export
+/// (`DIR` replaced by the directory): each must run, and the ones that list the fleet's
+/// hosts or runs must list every recording.
+#[test]
+fn the_documented_queries_run_in_duckdb_over_several_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    for rec in fixtures() {
+        assert!(export(&rec, &out).status.success());
+    }
+    let doc = std::fs::read_to_string(manifest().join("docs/fleet-data.md")).unwrap();
+    let queries: Vec<&str> = doc
+        .split("```sql\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert!(queries.len() >= 3, "{queries:?}");
+    let script = "import duckdb, json, sys\n\
+        rows = duckdb.sql(sys.argv[1]).fetchall()\n\
+        print(json.dumps([[str(c) for c in r] for r in rows]))\n";
+    for q in queries {
+        let q = q.replace("DIR", &out.display().to_string());
+        let o = python(&["-c".as_ref(), script.as_ref(), q.as_ref()]);
+        assert!(
+            o.status.success(),
+            "{q}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let rows: Vec<Vec<String>> = serde_json::from_slice(&o.stdout).unwrap();
+        println!(
+            "{q}-> {} rows: {:?}",
+            rows.len(),
+            &rows[..rows.len().min(4)]
+        );
+        if q.contains("-- one row per recording") {
+            assert_eq!(rows.len(), fixtures().len(), "one row per recording: {q}");
+        }
+    }
+}
+
+#[test]
+fn docs_schema_is_the_one_the_tables_define() {
+    let path = manifest().join("docs/fleet-data.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = ("<!-- schema:start -->\n", "<!-- schema:end -->");
+    let a = doc.find(start).expect("schema:start marker") + start.len();
+    let b = doc.find(end).expect("schema:end marker");
+    let want = llctop::fleet::tables::markdown();
+    if doc[a..b] != want {
+        let fixed = format!("{}{want}{}", &doc[..a], &doc[b..]);
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-data.md");
+        std::fs::write(&tmp, fixed).unwrap();
+        panic!(
+            "docs/fleet-data.md's schema differs from src/fleet/tables.rs: the regenerated page is {} (copy it over)",
+            tmp.display()
+        );
+    }
+}
+
+/// A table's directory that is a link, or a file where a directory goes, is refused with
+/// its name; nothing is written through it.
+#[test]
+fn a_link_at_a_tables_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("cpus")).unwrap();
+    let o = export(&fixtures()[0], &out);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cpus") && err.contains("not a directory"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
