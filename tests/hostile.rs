@@ -831,7 +831,8 @@ fn a_flood_of_blank_or_unknown_lines_is_refused_at_once() {
     }
 }
 
-/// A long export is stopped by SIGINT within a second or so, and leaves no file.
+/// A long export (Perfetto, Parquet) is stopped by SIGINT within a second or so, and leaves
+/// no file.
 #[test]
 fn export_stops_on_a_signal_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -858,39 +859,51 @@ fn export_stops_on_a_signal_and_leaves_nothing() {
     }
     let rec = dir.path().join("long.jsonl");
     std::fs::write(&rec, out).unwrap();
-    let trace = dir.path().join("long.pftrace");
-    let mut child = Command::new(BIN)
-        .args(["export", "--perfetto"])
-        .arg(&rec)
-        .arg("-o")
-        .arg(&trace)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "still exporting ({seq} snapshots)"
-    );
-    // SAFETY: kill(2) of our child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t0 = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
+    for (format, out) in [("--perfetto", "long.pftrace"), ("--parquet", "parquet")] {
+        let out = dir.path().join(out);
+        let mut child = Command::new(BIN)
+            .args(["export", format])
+            .arg(&rec)
+            .arg("-o")
+            .arg(&out)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(800));
         assert!(
-            t0.elapsed() < std::time::Duration::from_secs(10),
-            "SIGINT ignored"
+            child.try_wait().unwrap().is_none(),
+            "{format}: still exporting ({seq} snapshots)"
         );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
-    println!(
-        "export of {seq} snapshots stopped {:?} after SIGINT",
-        t0.elapsed()
-    );
-    assert_eq!(status.code(), Some(130));
-    assert!(!trace.exists(), "a stopped export leaves no file");
+        // SAFETY: kill(2) of our child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let t0 = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "{format}: SIGINT ignored"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        println!(
+            "export {format} of {seq} snapshots stopped {:?} after SIGINT",
+            t0.elapsed()
+        );
+        assert_eq!(status.code(), Some(130), "{format}");
+        // No file: not the trace, and not one table's file (each is discarded).
+        let mut left = Vec::new();
+        let mut todo = vec![out.clone()];
+        while let Some(p) = todo.pop() {
+            match std::fs::read_dir(&p) {
+                Ok(d) => todo.extend(d.flatten().map(|e| e.path())),
+                Err(_) if p.exists() => left.push(p),
+                Err(_) => {}
+            }
+        }
+        assert!(left.is_empty(), "{format}: a stopped export left {left:?}");
+    }
 }
 
 /// `llctop ab -- CMD` where CMD ignores SIGTERM: the experiment ends, the knob is put back,
