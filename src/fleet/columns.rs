@@ -5,10 +5,12 @@
 
 use std::sync::Arc;
 
+use arrow_array::builder::PrimitiveBuilder;
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, ListBuilder, StringBuilder, TimestampNanosecondBuilder,
     UInt32Builder, UInt64Builder,
 };
+use arrow_array::types::{ArrowPrimitiveType, UInt32Type, UInt64Type};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
@@ -133,40 +135,8 @@ impl<R> Column<R> {
                 |b, v| b.append_option(v.and_then(|t| i64::try_from(t).ok())),
                 |mut b| Arc::new(b.finish()),
             ),
-            Get::U64List(g) => fill(
-                rows,
-                *g,
-                ListBuilder::new(UInt64Builder::new()).with_field(Arc::new(Field::new(
-                    "item",
-                    DataType::UInt64,
-                    false,
-                ))),
-                |b, v| match v {
-                    Some(xs) => {
-                        b.values().append_slice(&xs);
-                        b.append(true);
-                    }
-                    None => b.append(false),
-                },
-                |mut b| Arc::new(b.finish()),
-            ),
-            Get::U32List(g) => fill(
-                rows,
-                *g,
-                ListBuilder::new(UInt32Builder::new()).with_field(Arc::new(Field::new(
-                    "item",
-                    DataType::UInt32,
-                    false,
-                ))),
-                |b, v| match v {
-                    Some(xs) => {
-                        b.values().append_slice(&xs);
-                        b.append(true);
-                    }
-                    None => b.append(false),
-                },
-                |mut b| Arc::new(b.finish()),
-            ),
+            Get::U64List(g) => list::<R, UInt64Type>(rows, *g),
+            Get::U32List(g) => list::<R, UInt32Type>(rows, *g),
         };
         if !self.nullable && a.null_count() > 0 {
             return Err(format!(
@@ -177,6 +147,22 @@ impl<R> Column<R> {
         }
         Ok(a)
     }
+}
+
+/// A list column of `T` values (never NULL inside a list).
+fn list<R, T: ArrowPrimitiveType>(rows: &[R], get: fn(&R) -> Option<Vec<T::Native>>) -> ArrayRef {
+    let item = Arc::new(Field::new("item", T::DATA_TYPE, false));
+    let mut b = ListBuilder::new(PrimitiveBuilder::<T>::new()).with_field(item);
+    for r in rows {
+        match get(r) {
+            Some(xs) => {
+                b.values().append_slice(&xs);
+                b.append(true);
+            }
+            None => b.append(false),
+        }
+    }
+    Arc::new(b.finish())
 }
 
 /// The schema of `cols`.

@@ -90,6 +90,32 @@ pub trait Cached {
     fn cache(&self) -> Option<&CacheMon>;
 }
 
+/// A snapshot's row type: its identity (`ctx`) and snapshot (`s`) fields.
+macro_rules! timed_rows {
+    ($($row:ident),+ $(,)?) => {$(
+        impl Row for $row<'_> {
+            fn ctx(&self) -> &Ctx {
+                self.ctx
+            }
+        }
+        impl Timed for $row<'_> {
+            fn snap(&self) -> &Snapshot {
+                self.s
+            }
+        }
+    )+};
+}
+
+timed_rows!(
+    IntervalRow,
+    CpuRow,
+    GroupRow,
+    ProcessRow,
+    MoveRow,
+    DomainRow,
+    ResctrlRow
+);
+
 fn doc(path: &str, at: &str) -> String {
     format!("`{path}` ([{}]({at}))", at.split('#').next().unwrap_or(at))
 }
@@ -216,17 +242,6 @@ fn spelled<T: serde::Serialize>(t: &T) -> Option<String> {
 pub struct IntervalRow<'a> {
     pub ctx: &'a Ctx,
     pub s: &'a Snapshot,
-}
-
-impl Row for IntervalRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for IntervalRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
 }
 
 pub fn intervals<'a>() -> Vec<Column<IntervalRow<'a>>> {
@@ -426,16 +441,6 @@ pub struct CpuRow<'a> {
     pub node: Option<u32>,
 }
 
-impl Row for CpuRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for CpuRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
-}
 impl Counted for CpuRow<'_> {
     fn counters(&self) -> Option<&Counters> {
         self.c.counters.as_deref()
@@ -539,16 +544,6 @@ pub struct GroupRow<'a> {
     pub node: Option<u32>,
 }
 
-impl Row for GroupRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for GroupRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
-}
 impl Counted for GroupRow<'_> {
     fn counters(&self) -> Option<&Counters> {
         self.g.counters.as_ref()
@@ -659,16 +654,6 @@ pub struct ProcessRow<'a> {
     pub p: &'a ProcessStats,
 }
 
-impl Row for ProcessRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for ProcessRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
-}
 impl Counted for ProcessRow<'_> {
     fn counters(&self) -> Option<&Counters> {
         self.p.counters.as_ref()
@@ -814,17 +799,6 @@ pub struct MoveRow<'a> {
     pub n: u64,
 }
 
-impl Row for MoveRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for MoveRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
-}
-
 pub fn llc_migrations<'a>() -> Vec<Column<MoveRow<'a>>> {
     type R<'a> = MoveRow<'a>;
     let mut c = interval::<R>();
@@ -859,17 +833,6 @@ pub struct DomainRow<'a> {
     pub s: &'a Snapshot,
     pub version: u32,
     pub d: &'a DomainBalance,
-}
-
-impl Row for DomainRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for DomainRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
 }
 
 macro_rules! lb_cols {
@@ -992,16 +955,6 @@ pub struct ResctrlRow<'a> {
     pub d: &'a crate::snapshot::DomainMon,
 }
 
-impl Row for ResctrlRow<'_> {
-    fn ctx(&self) -> &Ctx {
-        self.ctx
-    }
-}
-impl Timed for ResctrlRow<'_> {
-    fn snap(&self) -> &Snapshot {
-        self.s
-    }
-}
 impl Cached for ResctrlRow<'_> {
     fn cache(&self) -> Option<&CacheMon> {
         Some(&self.d.mon)
