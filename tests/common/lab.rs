@@ -213,10 +213,11 @@ fn guests() -> usize {
 /// llctop saw with the guest's own idle time and the kernel's trace to the millisecond,
 /// or judge fractions of busy time, and a guest sharing the host with another one runs
 /// unevenly enough to move those (seen 2026-11-27 with two guests on two cores:
-/// placement.sh's "cpu3 idles meanwhile" read 11–22% busy and 3 of 11 waits were ms
-/// apart from the trace; advisor_bench.sh raised a newidle WARNING on perf bench — it
-/// also failed in a CI run with guests one at a time, for a reason that run did not
-/// print: alone is necessary for it, maybe not enough).
+/// 3 of placement.sh's 11 piled threads' waits were ms apart from the trace (alone:
+/// none); advisor_bench.sh raised a newidle WARNING on perf bench — it also failed in a
+/// CI run with guests one at a time, for a reason that run did not print: alone may not
+/// be enough for it. placement.sh's "cpu3 idles meanwhile" on 7.2 read 11–22% busy beside
+/// another guest and 14–27% alone: that one is the scenario's, not the harness's).
 const ALONE: [&str; 2] = ["placement.sh", "advisor_bench.sh"];
 
 /// A guest's turn: `n` of the [`guests`] slots, held while it runs, given back when
