@@ -265,7 +265,8 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 opts.interval,
                 topo.clone(),
                 p.sources.clone(),
-            );
+            )
+            .with_boot_id(root);
             let mut r = Recording::new(Writer::over(out, &header)?, None);
             r.line(Line::Experiment(exp.clone()))?;
             Some(r)

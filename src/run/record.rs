@@ -152,7 +152,8 @@ pub fn run(
         opts.interval,
         topo.clone(),
         p.sources.clone(),
-    );
+    )
+    .with_boot_id(root);
     let writer = Writer::over(out, &header)?;
     // After the header: the knob lines come after the start they are measured from.
     p.change_knobs(opts, root, topo, changes)?;
