@@ -30,9 +30,8 @@ pub struct Ctx {
     /// `HOST-START`: the host (or `unknown`) and the recording's start, ns since the
     /// Unix epoch.
     pub run_id: String,
-    /// The recording's start (ns since the Unix epoch) and requested interval (ns).
+    /// The recording's start, ns since the Unix epoch.
     pub start_unix_ns: u64,
-    pub interval_ns: u64,
 }
 
 impl Ctx {
@@ -47,7 +46,6 @@ impl Ctx {
                 h.start_unix_ns
             ),
             start_unix_ns: h.start_unix_ns,
-            interval_ns: h.interval_ns,
         }
     }
 }

@@ -237,7 +237,6 @@ impl Drop for Turn {
 
 /// Slots taken, and scenarios of [`ALONE`] waiting for all of them (no new guest starts
 /// meanwhile: else one waiting alone could wait for every other boot).
-#[derive(Default)]
 struct Slots {
     running: usize,
     alone_waiting: usize,
