@@ -302,6 +302,28 @@ pub fn idle_while_each_waited(
     watched: &[(u32, i32)],
     span: f64,
 ) -> std::collections::BTreeMap<u32, Waited> {
+    waited_within(text, watched, |born| (born, born + span))
+}
+
+/// From the kernel's trace: these threads' run-queue wait between `from` and `to` (the
+/// trace's clock, seconds), in all — the oracle of a figure summed over whole snapshots
+/// (a process's wait over the snapshots a finding spans). Threads whose creation the
+/// trace lacks count nothing.
+pub fn waited_between(text: &str, tids: &[u32], from: f64, to: f64) -> f64 {
+    let watched: Vec<(u32, i32)> = tids.iter().map(|&t| (t, -1)).collect();
+    waited_within(text, &watched, |_| (from, to))
+        .values()
+        .map(|w| w.wait)
+        .sum()
+}
+
+/// The walk both share: each watched thread's waits (and the part while its CPU idled)
+/// inside the window `window` gives for its creation time.
+fn waited_within(
+    text: &str,
+    watched: &[(u32, i32)],
+    window: impl Fn(f64) -> (f64, f64),
+) -> std::collections::BTreeMap<u32, Waited> {
     use std::collections::{BTreeMap, BTreeSet};
     let field = |l: &str, k: &str| -> Option<String> {
         l.split_whitespace()
@@ -332,7 +354,8 @@ pub fn idle_while_each_waited(
         if let Some(t0) = last {
             for t in &waiting {
                 let Some(&from) = born.get(t) else { continue };
-                let (lo, hi) = (t0.max(from), ts.min(from + span));
+                let (start, end) = window(from);
+                let (lo, hi) = (t0.max(start), ts.min(end));
                 if hi > lo {
                     let e = out.entry(*t).or_default();
                     let idled = if idle.get(&cpu_of[t]) == Some(&true) {

@@ -274,17 +274,43 @@ fn check_placement(kernel: &str) {
             h.spared_ns = (spared * spared_by * 1e9) as u64;
             llctop::findings::harm::Harm::severity(Some(h))
         };
+        // The process's wait is summed over the snapshots from the one holding its first
+        // placement to the one holding HARM_SPAN_NS after its last ("the start's first
+        // second"): the kernel's trace counts the wait of the process (its parent and
+        // threads) over exactly those snapshots' time. Against the threads' whole
+        // run_delay it is short whenever they outlive that second (CI, 2026-11-28:
+        // quiet7's 1.60 s of their 2.07 s, the last second left out by where the
+        // snapshots fell).
+        let (from, to) = (pile.first_ns, pile.last_ns + llctop::findings::harm::HARM_SPAN_NS);
+        let spanned: Vec<(u64, u64)> = rec
+            .snapshots
+            .iter()
+            .map(|s| (s.time.mono_ns - s.time.interval_ns, s.time.mono_ns))
+            .filter(|&(begin, end)| end >= from && begin <= to)
+            .collect();
+        let (lo, hi) = (
+            spanned.iter().map(|s| s.0).min().expect("snapshots over the start") as f64 / 1e9,
+            spanned.iter().map(|s| s.1).max().expect("snapshots over the start") as f64 / 1e9,
+        );
+        let process: Vec<u32> = Started::parse(out)
+            .threads
+            .iter()
+            .map(|t| t.0)
+            .chain([f.pids[0]])
+            .collect();
+        let traced = common::kernel_trace::waited_between(&text, &process, lo, hi);
         println!(
-            "lab {kernel}/{SHAPE}: {case}: pile-up {} — the threads' run_delay {:.3} s (llctop {:.3} s), runtime {:.3} s; their idle CPUs idle while they waited {spared:.4} s (the trace): earns {:?}",
+            "lab {kernel}/{SHAPE}: {case}: pile-up {} — the process's wait over {lo:.3}..{hi:.3} s {:.3} s (the trace {traced:.3} s); the threads' whole run_delay {:.3} s, runtime {:.3} s; their idle CPUs idle while they waited {spared:.4} s (the trace): earns {:?}",
             f.severity_tag(),
-            delay as f64 / 1e9,
             mine / 1e9,
+            delay as f64 / 1e9,
             runtime as f64 / 1e9,
             oracle(1.0, 1.0)
         );
         assert!(
-            (mine - delay as f64).abs() <= 0.15 * delay as f64 + 100e6,
-            "{case}: llctop's wait {mine} against the threads' run_delay {delay}"
+            (mine / 1e9 - traced).abs() <= 0.1 * traced + 0.05,
+            "{case}: llctop's wait {:.4} s over {lo:.3}..{hi:.3} s against the kernel trace's {traced:.4} s there",
+            mine / 1e9
         );
         // Near a threshold the two measures may fall on either side of it: the severity is
         // one the kernel's figures earn somewhere in the process wait's ±25% (llctop's
