@@ -216,8 +216,18 @@ pub enum Command {
         b: PathBuf,
         /// Write a self-contained HTML page (the figures and each recording's busy
         /// heatmap) instead of the text.
-        #[arg(long, value_name = "OUT.html")]
+        #[arg(long, value_name = "OUT.html", conflicts_with = "fleet")]
         html: Option<PathBuf>,
+        /// Canary A/B across hosts: A and B are each a directory of recordings (or one
+        /// recording), one or more per host; per metric each host's median is one value,
+        /// the two groups of hosts compared (rank-sum test, bootstrap interval, p adjusted
+        /// across metrics by Holm's method). Files that are no recording, hosts too short
+        /// and hosts without a metric are dropped and named.
+        #[arg(long)]
+        fleet: bool,
+        /// With --fleet: the verdict as JSON (hosts' summaries included).
+        #[arg(long, requires = "fleet")]
+        json: bool,
     },
     /// A/B experiment: flip a knob between two values in ABBA-ordered windows, discard a
     /// warm-up after each flip, and say per metric whether B differs from A beyond the

@@ -139,7 +139,37 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             }
             Ok(())
         }
-        Some(Command::Diff { a, b, html }) => {
+        Some(Command::Diff {
+            a,
+            b,
+            fleet: true,
+            json,
+            ..
+        }) => {
+            let (arm_a, arm_b) = (
+                llctop::fleet::canary::arm(&a)?,
+                llctop::fleet::canary::arm(&b)?,
+            );
+            let v = llctop::fleet::canary::compare(&arm_a, &arm_b);
+            if json {
+                let doc = serde_json::json!({
+                    "verdict": v,
+                    "hosts_a": arm_a.hosts,
+                    "hosts_b": arm_b.hosts,
+                });
+                llctop::out!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                llctop::out!(
+                    "{}",
+                    guard(&llctop::fleet::canary::render(
+                        &v,
+                        (&a.display().to_string(), &b.display().to_string())
+                    ))
+                );
+            }
+            Ok(())
+        }
+        Some(Command::Diff { a, b, html, .. }) => {
             if let Some(out) = &html {
                 llctop::output::check(out, &[&a, &b])?;
             }

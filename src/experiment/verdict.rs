@@ -75,7 +75,21 @@ pub fn by_arm(windows: &[&Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<
 }
 
 fn word(c: &stats::Comparison, better: Better, a: &[f64], b: &[f64]) -> &'static str {
-    if !c.significant() {
+    judged(c.significant(), c, better, a, b)
+}
+
+/// The verdict word of a comparison judged `significant` (by its own p, or by one
+/// adjusted for many metrics: the fleet's): `no difference` when every value is the same,
+/// `no detectable difference` when not significant, else `better`/`worse` or, for a metric
+/// with no better direction, `higher`/`lower`.
+pub fn judged(
+    significant: bool,
+    c: &stats::Comparison,
+    better: Better,
+    a: &[f64],
+    b: &[f64],
+) -> &'static str {
+    if !significant {
         let first = a.first().or(b.first());
         let constant = a.iter().chain(b).all(|v| Some(v) == first);
         return if constant {

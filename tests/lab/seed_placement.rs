@@ -281,7 +281,10 @@ fn check_placement(kernel: &str) {
         // run_delay it is short whenever they outlive that second (CI, 2026-11-28:
         // quiet7's 1.60 s of their 2.07 s, the last second left out by where the
         // snapshots fell).
-        let (from, to) = (pile.first_ns, pile.last_ns + llctop::findings::harm::HARM_SPAN_NS);
+        let (from, to) = (
+            pile.first_ns,
+            pile.last_ns + llctop::findings::harm::HARM_SPAN_NS,
+        );
         let spanned: Vec<(u64, u64)> = rec
             .snapshots
             .iter()
@@ -289,8 +292,18 @@ fn check_placement(kernel: &str) {
             .filter(|&(begin, end)| end >= from && begin <= to)
             .collect();
         let (lo, hi) = (
-            spanned.iter().map(|s| s.0).min().expect("snapshots over the start") as f64 / 1e9,
-            spanned.iter().map(|s| s.1).max().expect("snapshots over the start") as f64 / 1e9,
+            spanned
+                .iter()
+                .map(|s| s.0)
+                .min()
+                .expect("snapshots over the start") as f64
+                / 1e9,
+            spanned
+                .iter()
+                .map(|s| s.1)
+                .max()
+                .expect("snapshots over the start") as f64
+                / 1e9,
         );
         let process: Vec<u32> = Started::parse(out)
             .threads
