@@ -153,6 +153,20 @@ fn pct(v: f64) -> String {
     format!("{:+.1}%", v * 100.0)
 }
 
+/// A comparison's first columns as the tables print them, padded: the metric, A's and
+/// B's medians with their unit, B vs A and its interval (`ab`'s and the fleet's tables).
+pub fn cells(metric: &str, c: &stats::Comparison) -> String {
+    format!(
+        "{:<28} {:>11} {:>11} {:>8} {:>18}",
+        Esc(metric),
+        super::metrics::shown(metric, c.median_a),
+        super::metrics::shown(metric, c.median_b),
+        c.change.map(pct).unwrap_or_else(|| "-".into()),
+        c.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
+            .unwrap_or_else(|| "-".into()),
+    )
+}
+
 /// The table: one line per metric, the ones that moved first.
 pub fn render(exp: &Experiment, v: &Verdict) -> String {
     let mut out = String::new();
@@ -177,18 +191,7 @@ pub fn render(exp: &Experiment, v: &Verdict) -> String {
     rows.sort_by_key(|r| !moved(r));
     for r in rows {
         let c = &r.stats;
-        let _ = writeln!(
-            out,
-            "{:<28} {:>11} {:>11} {:>8} {:>18} {:>6.3}  {}",
-            Esc(&r.metric),
-            super::metrics::shown(&r.metric, c.median_a),
-            super::metrics::shown(&r.metric, c.median_b),
-            c.change.map(pct).unwrap_or_else(|| "-".into()),
-            c.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
-                .unwrap_or_else(|| "-".into()),
-            c.p,
-            r.verdict
-        );
+        let _ = writeln!(out, "{} {:>6.3}  {}", cells(&r.metric, c), c.p, r.verdict);
     }
     for c in caveats(exp, v) {
         let _ = writeln!(out, "{}", Esc(&c));

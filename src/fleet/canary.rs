@@ -278,10 +278,6 @@ pub fn compare(a: &Arm, b: &Arm) -> FleetVerdict {
     }
 }
 
-fn pct(v: f64) -> String {
-    format!("{:+.1}%", v * 100.0)
-}
-
 /// The text: what was compared and how, one line per metric (the ones that moved
 /// first), then what was dropped.
 pub fn render(v: &FleetVerdict, (a, b): (&str, &str)) -> String {
@@ -307,13 +303,8 @@ pub fn render(v: &FleetVerdict, (a, b): (&str, &str)) -> String {
         let c = &r.stats;
         let _ = writeln!(
             out,
-            "{:<28} {:>11} {:>11} {:>8} {:>18} {:>6.3} {:>7.3} {:>7}  {}",
-            Esc(&r.metric),
-            metrics::shown(&r.metric, c.median_a),
-            metrics::shown(&r.metric, c.median_b),
-            c.change.map(pct).unwrap_or_else(|| "-".into()),
-            c.ci.map(|(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
-                .unwrap_or_else(|| "-".into()),
+            "{} {:>6.3} {:>7.3} {:>7}  {}",
+            verdict::cells(&r.metric, c),
             c.p,
             r.p_holm,
             format!("{}/{}", c.n_a, c.n_b),
