@@ -215,8 +215,8 @@ pub enum Command {
         a: PathBuf,
         b: PathBuf,
         /// Write a self-contained HTML page (the figures and each recording's busy
-        /// heatmap) instead of the text.
-        #[arg(long, value_name = "OUT.html", conflicts_with = "fleet")]
+        /// heatmap; with --fleet, the verdict and each host's value) instead of the text.
+        #[arg(long, value_name = "OUT.html", conflicts_with = "json")]
         html: Option<PathBuf>,
         /// Canary A/B across hosts: A and B are each a directory of recordings (or one
         /// recording), one or more per host; per metric each host's median is one value,

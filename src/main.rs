@@ -144,14 +144,21 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             b,
             fleet: true,
             json,
-            ..
+            html,
         }) => {
+            if let Some(out) = &html {
+                llctop::output::check(out, &[&a, &b])?;
+            }
             let (arm_a, arm_b) = (
                 llctop::fleet::canary::arm(&a)?,
                 llctop::fleet::canary::arm(&b)?,
             );
             let v = llctop::fleet::canary::compare(&arm_a, &arm_b);
-            if json {
+            let names = (a.display().to_string(), b.display().to_string());
+            if let Some(out) = html {
+                let page = llctop::fleet::canary::page(&v, (&arm_a, &arm_b), (&names.0, &names.1));
+                record::html::write(&out, &[&a, &b], &page)?;
+            } else if json {
                 let doc = serde_json::json!({
                     "verdict": v,
                     "hosts_a": arm_a.hosts,
@@ -161,10 +168,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             } else {
                 llctop::out!(
                     "{}",
-                    guard(&llctop::fleet::canary::render(
-                        &v,
-                        (&a.display().to_string(), &b.display().to_string())
-                    ))
+                    guard(&llctop::fleet::canary::render(&v, (&names.0, &names.1)))
                 );
             }
             Ok(())

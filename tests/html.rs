@@ -6,6 +6,8 @@
 //! metric equal the windows counted; a screenshot is not blank. The figures the page
 //! embeds are held against the text report of the same file.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -603,7 +605,39 @@ fn pages_are_readable_at_a_glance() {
         a.as_os_str(),
         b.as_os_str(),
     ]);
-    for page in [&report, &compare, &diff] {
+    // The fleet's page: eight hosts a side, one metric shifted (a host too short dropped).
+    let fleet = dir.path().join("fleet.html");
+    let (fa, fb) = (dir.path().join("control"), dir.path().join("canary"));
+    for (d, x) in [(&fa, 1.0), (&fb, 1.6)] {
+        std::fs::create_dir_all(d).unwrap();
+        for i in 0..8 {
+            common::fleet_host(d, &format!("host{x}-{i}"), 25, x);
+        }
+    }
+    common::fleet_host(&fb, "short", 6, 1.6);
+    llctop(&[
+        os("diff"),
+        os("--fleet"),
+        os("--html"),
+        fleet.as_os_str(),
+        fa.as_os_str(),
+        fb.as_os_str(),
+    ]);
+    let f = std::fs::read_to_string(&fleet).unwrap();
+    assert!(
+        f.contains("Holm") && f.contains("host short: too short"),
+        "the fleet page's notes"
+    );
+    let fleet_data = data(&f);
+    let xllc = fleet_data["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "migrations.xllc")
+        .expect("the shifted metric on the page");
+    assert_eq!(xllc["verdict"], "worse");
+    assert_eq!(xllc["b"].as_array().unwrap().len(), 8, "a dot per host");
+    for page in [&report, &compare, &diff, &fleet] {
         let m = measure(page);
         println!("{}: {} texts measured", page.display(), m["count"]);
         assert!(m["count"].as_u64().unwrap() > 20, "{m}");

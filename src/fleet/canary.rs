@@ -350,6 +350,85 @@ pub fn render(v: &FleetVerdict, (a, b): (&str, &str)) -> String {
     out
 }
 
+/// The page (`llctop diff --fleet --html`): the verdict table as the text has it (with
+/// every note the text gives), then per metric each host's value as a dot and each
+/// group's median; the figures as JSON for scripts.
+pub fn page(v: &FleetVerdict, (a, b): (&Arm, &Arm), names: (&str, &str)) -> String {
+    use crate::record::html::{chart, charts, esc, section};
+    let mut body = format!(
+        "<p>A = {} hosts ({}) · B = {} hosts ({}) · a host's value is the median of its windows of {WINDOW_SNAPSHOTS} snapshots · p adjusted across the {} metrics by Holm's method</p>",
+        v.hosts_a,
+        esc(names.0),
+        v.hosts_b,
+        esc(names.1),
+        v.rows.len()
+    );
+    let mut table = String::from(
+        "<table><tr><th>metric</th><th>A median</th><th>B median</th><th>change</th><th>95% interval</th><th>p</th><th>p (Holm)</th><th>hosts</th><th>verdict</th></tr>",
+    );
+    let mut dots = String::new();
+    let mut rows = Vec::new();
+    let of = |arm: &Arm, k: &str| -> Vec<f64> {
+        arm.hosts
+            .iter()
+            .filter_map(|h| h.metrics.get(k).copied())
+            .collect()
+    };
+    let mut sorted: Vec<&Row> = v.rows.iter().collect();
+    sorted.sort_by_key(|r| r.verdict.starts_with("no "));
+    for r in sorted {
+        let c = &r.stats;
+        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+        let _ = write!(
+            table,
+            "<tr data-metric=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{}/{}</td><td>{}</td></tr>",
+            esc(&r.metric),
+            esc(&r.metric),
+            esc(&metrics::shown(&r.metric, c.median_a)),
+            esc(&metrics::shown(&r.metric, c.median_b)),
+            c.change.map_or("-".into(), pct),
+            c.ci.map_or("-".into(), |(lo, hi)| format!("{} .. {}", pct(lo), pct(hi))),
+            c.p,
+            r.p_holm,
+            c.n_a,
+            c.n_b,
+            esc(&r.verdict)
+        );
+        let (va, vb) = (of(a, &r.metric), of(b, &r.metric));
+        let _ = write!(
+            dots,
+            "<div class=\"ab\" data-metric=\"{}\" data-a=\"{}\" data-b=\"{}\">{}<p class=\"note\">{}</p></div>",
+            esc(&r.metric),
+            va.len(),
+            vb.len(),
+            chart(charts::ab_dots(&r.metric, &va, &vb)),
+            esc(&r.verdict)
+        );
+        rows.push(
+            serde_json::json!({"metric": r.metric, "a": va, "b": vb, "verdict": r.verdict,
+            "p": c.p, "p_holm": r.p_holm, "median_a": c.median_a, "median_b": c.median_b}),
+        );
+    }
+    table.push_str("</table>");
+    // The text's notes after its table (what was left out and why), the same words.
+    let text = render(v, names);
+    for l in text.lines().skip(2 + v.rows.len()) {
+        let _ = write!(table, "<p class=\"note\">{}</p>", esc(l));
+    }
+    section(&mut body, "verdict", "Verdict", &table);
+    section(
+        &mut body,
+        "hosts",
+        "Each host's value (dots), each group's median (bar)",
+        &dots,
+    );
+    crate::record::html::page(
+        &format!("llctop diff --fleet · {} vs {}", names.0, names.1),
+        &body,
+        &serde_json::json!({"hosts_a": v.hosts_a, "hosts_b": v.hosts_b, "rows": rows, "dropped": v.dropped}),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

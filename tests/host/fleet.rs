@@ -159,43 +159,6 @@ fn a_link_at_a_tables_directory_is_refused() {
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
 
-/// A host's recording for the canary A/B: the 6.1 procfs fixture's header (host named)
-/// and its first snapshot `n` times, one a second, with the cross-LLC migrations scaled
-/// by `xllc` and a noise of ±10 % per snapshot (deterministic: from the host and seq).
-fn host_recording(dir: &Path, host: &str, n: u64, xllc: f64) {
-    let text = std::fs::read_to_string(
-        manifest().join("tests/fixtures/recordings/newidle-6.1-procfs.jsonl"),
-    )
-    .unwrap();
-    let mut lines = text.lines();
-    let mut head: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
-    head["host"] = host.into();
-    let snap: serde_json::Value = lines
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["type"] == "snapshot")
-        .unwrap();
-    let mut out = vec![head.to_string()];
-    let seed = host
-        .bytes()
-        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
-    for seq in 0..n {
-        let mut s = snap.clone();
-        s["seq"] = seq.into();
-        s["time"]["interval_ns"] = 1_000_000_000u64.into();
-        s["time"]["mono_ns"] = (10_000_000_000u64 + seq * 1_000_000_000).into();
-        s["time"]["unix_ns"] = (1_795_460_000_000_000_000u64 + seq * 1_000_000_000).into();
-        let r = (seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(seq.wrapping_mul(1442695040888963407))
-            >> 33) as f64
-            / (1u64 << 31) as f64;
-        s["migrations"]["by_distance"]["cross_llc"] =
-            ((1000.0 * xllc * (0.9 + 0.2 * r)).round() as u64).into();
-        out.push(s.to_string());
-    }
-    std::fs::write(dir.join(format!("{host}.jsonl")), out.join("\n") + "\n").unwrap();
-}
-
 /// `llctop diff --fleet`: eight canary hosts whose cross-LLC migrations are 60 % higher
 /// than eight control hosts' — that metric called worse, the others (the same on every
 /// host) not; a file that is no recording and a host too short named and dropped, the
@@ -207,10 +170,10 @@ fn diff_fleet_calls_the_shifted_metric_and_names_what_it_dropped() {
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
     for i in 0..8 {
-        host_recording(&a, &format!("control{i}"), 25, 1.0);
-        host_recording(&b, &format!("canary{i}"), 25, 1.6);
+        crate::common::fleet_host(&a, &format!("control{i}"), 25, 1.0);
+        crate::common::fleet_host(&b, &format!("canary{i}"), 25, 1.6);
     }
-    host_recording(&b, "canary-short", 6, 1.6);
+    crate::common::fleet_host(&b, "canary-short", 6, 1.6);
     std::fs::write(b.join("junk.jsonl"), "this is not a recording\n").unwrap();
     let run = |json: bool| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_llctop"));

@@ -46,7 +46,7 @@ table{border-collapse:collapse;font-size:.9em}td,th{padding:2px 8px;text-align:l
 .ab{display:inline-block;vertical-align:top;margin:2px}";
 
 /// A page: title, body sections, and the figures drawn (JSON).
-fn page(title: &str, body: &str, data: &serde_json::Value) -> String {
+pub fn page(title: &str, body: &str, data: &serde_json::Value) -> String {
     // `</` cannot end the JSON block early: every `<` in it is escaped by serde's string
     // rules only inside strings, so escape it everywhere.
     let data = data.to_string().replace('<', "\\u003c");
@@ -60,7 +60,8 @@ fn page(title: &str, body: &str, data: &serde_json::Value) -> String {
     )
 }
 
-fn section(out: &mut String, id: &str, title: &str, inner: &str) {
+/// A section of a page, with its heading.
+pub fn section(out: &mut String, id: &str, title: &str, inner: &str) {
     let _ = write!(
         out,
         "<section id=\"{id}\"><h2>{}</h2>\n{inner}\n</section>\n",
@@ -99,7 +100,7 @@ fn missing(why: &str) -> String {
 }
 
 /// A chart, or what went wrong drawing it.
-fn chart(r: Result<String, String>) -> String {
+pub fn chart(r: Result<String, String>) -> String {
     r.unwrap_or_else(|e| missing(&format!("this chart could not be drawn: {e}")))
 }
 
