@@ -91,7 +91,9 @@ impl Collector {
     }
 
     /// Run `f` on every snapshot, one per `interval`, drift-free, until `f` returns false
-    /// or `stop()` says so. Sleeps in short steps so that a stop request is seen quickly.
+    /// or `stop()` says so. Sleeps until the next tick, woken at once by a stop (the
+    /// signals' bell, crate::signals::ring) and looking at `stop()` at least every
+    /// [`STOP_LOOK`] all the same (a flag set without a ring).
     /// Ticks missed while the process did not run (SIGSTOP, a stalled machine, a slow
     /// `f`) are skipped, not caught up: one longer snapshot, never a burst of slivers.
     pub fn run(
@@ -100,7 +102,7 @@ impl Collector {
         stop: impl Fn() -> bool,
         mut f: impl FnMut(Snapshot) -> bool,
     ) {
-        let step = Duration::from_millis(50).min(interval);
+        let step = STOP_LOOK.min(interval);
         self.baseline();
         let mut deadline = std::time::Instant::now();
         loop {
@@ -110,6 +112,7 @@ impl Collector {
             };
             deadline = next;
             loop {
+                let seen = crate::signals::rings();
                 if stop() {
                     return;
                 }
@@ -117,7 +120,7 @@ impl Collector {
                 if now >= deadline {
                     break;
                 }
-                std::thread::sleep(step.min(deadline - now));
+                crate::signals::nap(seen, step.min(deadline - now));
             }
             let (missed, on) = regrid(deadline, std::time::Instant::now(), interval);
             deadline = on;
@@ -129,6 +132,10 @@ impl Collector {
         }
     }
 }
+
+/// How often [`Collector::run`] looks at its stop condition while it waits for a tick,
+/// besides waking for each ring of the signals' bell.
+pub const STOP_LOOK: Duration = Duration::from_secs(1);
 
 /// The ticks missed at a tick due at `deadline` that runs at `now`, and the deadline the
 /// next interval counts from: the same grid when the tick is less than half an interval

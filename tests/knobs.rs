@@ -860,13 +860,7 @@ fn features_decode_from_sched_debug_and_btf_when_the_file_refuses() {
 fn live_kernel_lockdown_lists_features_read_only_with_the_reason() {
     // Reading /sys/kernel/debug needs root.
     common::require_root();
-    let debug = Path::new("/sys/kernel/debug/sched");
-    if !debug.exists() {
-        let st = Command::new("mount")
-            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
-            .status();
-        assert!(debug.exists(), "debugfs cannot be mounted here ({st:?})");
-    }
+    let debug = common::sched_debugfs();
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_llctop"))
         .args(["--read-only", "--journal"])

@@ -54,8 +54,9 @@ fn lockdown() -> bool {
 #[test]
 #[ignore = "needs root"]
 fn live_tui_in_a_real_terminal() {
-    // The BPF source and the knobs need root.
+    // The BPF source and the knobs need root; the feature knobs, debugfs.
     common::require_root();
+    common::sched_debugfs();
     let t = Tmux::new("live");
     let dir = tempfile::tempdir().expect("tempdir");
     let journal = dir.path().join("journal.json");

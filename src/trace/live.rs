@@ -155,6 +155,7 @@ fn writer_thread(
             if failed {
                 // The collector stops too: nothing more can be written.
                 stop.store(true, Ordering::Relaxed);
+                crate::signals::ring();
             }
             !failed && !done.load(Ordering::Relaxed)
         },
@@ -258,6 +259,7 @@ fn start_command(cmd: &[String], stop: &Arc<AtomicBool>) -> Result<Command, Erro
     let waiter = std::thread::spawn(move || {
         let st = child.wait().ok();
         stop.store(true, Ordering::Relaxed);
+        crate::signals::ring();
         st
     });
     Ok(Command {

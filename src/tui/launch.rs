@@ -144,6 +144,7 @@ pub fn live(
     )?;
     let res = super::run(&mut app, rx, &stop);
     stop.store(true, Ordering::Relaxed);
+    crate::signals::ring();
     let _ = feed.join();
     if let Some(r) = app.recording.take() {
         let n = r.snapshots();

@@ -163,3 +163,17 @@ pub fn fleet_host(dir: &Path, host: &str, n: u64, xllc: f64) {
     }
     std::fs::write(dir.join(format!("{host}.jsonl")), out.join("\n") + "\n").unwrap();
 }
+
+/// The sched debugfs directory (/sys/kernel/debug/sched: the sched features and the other
+/// debugfs knobs), mounting debugfs where it is not: a test that needs it must not depend
+/// on another test binary having mounted it before (a fresh boot has it unmounted).
+pub fn sched_debugfs() -> &'static Path {
+    let debug = Path::new("/sys/kernel/debug/sched");
+    if !debug.exists() {
+        let st = Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .status();
+        assert!(debug.exists(), "debugfs cannot be mounted here ({st:?})");
+    }
+    debug
+}
