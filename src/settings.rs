@@ -194,6 +194,28 @@ pub fn render(cli: &Cli, origins: &[(&'static str, Origin)]) -> String {
             s.push_str(&format!("{} = [{}]\n", b.name, cmd.join(", ")));
         }
     }
+    // The commands' own tables, as the file gave them (each checked by its command).
+    for (table, note, text) in [
+        (
+            "mcp",
+            "llctop mcp's allow-list and bounds, from the file",
+            toml::to_string(&cli.mcp),
+        ),
+        (
+            "flight_recorder",
+            "llctop serve's flight recorder, from the file",
+            toml::to_string(&cli.flight_recorder),
+        ),
+    ] {
+        match text {
+            Ok(t) if !t.trim().is_empty() => s.push_str(&format!(
+                "\n[{table}]  # {note}\n{}",
+                section_body(table, &t)
+            )),
+            Ok(_) => {}
+            Err(e) => s.push_str(&format!("\n# [{table}]: cannot be shown: {e}\n")),
+        }
+    }
     if !cli.keys.is_empty() {
         s.push_str("\n[keys]  # rebound in the file; the rest as `llctop keys` lists\n");
         for (action, keys) in &cli.keys {
@@ -202,6 +224,17 @@ pub fn render(cli: &Cli, origins: &[(&'static str, Origin)]) -> String {
         }
     }
     s
+}
+
+/// A table serialized on its own, its sub-tables (`[commands]`) named under the table
+/// they belong to (`[mcp.commands]`).
+fn section_body(table: &str, t: &str) -> String {
+    t.lines()
+        .map(|l| match l.strip_prefix('[') {
+            Some(rest) if !l.starts_with("[[") => format!("[{table}.{rest}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect()
 }
 
 fn name(v: impl ValueEnum) -> String {
@@ -313,6 +346,37 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("kept"), "{e}");
+    }
+
+    #[test]
+    fn config_print_shows_the_commands_tables_as_toml_the_file_takes_back() {
+        let file = "[flight_recorder]\ndir = \"/var/lib/llctop/flight\"\nkeep = \"10m\"\n\
+                    [mcp]\nuser = \"nobody\"\nmax_sessions = 8\n\
+                    [mcp.commands]\nbench = [\"/usr/bin/true\", \"-x\"]\n";
+        let (_, text) = cli(&[], file).unwrap();
+        for want in [
+            "[flight_recorder]",
+            "dir = \"/var/lib/llctop/flight\"",
+            "keep = \"10m\"",
+            "[mcp]",
+            "user = \"nobody\"",
+            "max_sessions = 8",
+            "[mcp.commands]",
+        ] {
+            assert!(text.contains(want), "{want}\n{text}");
+        }
+        // What it prints is a config file: read back, the same tables.
+        let back: File = toml::from_str(&text).unwrap();
+        let mcp = back.mcp.unwrap();
+        assert_eq!(mcp.user.as_deref(), Some("nobody"));
+        assert_eq!(mcp.commands.unwrap()["bench"], ["/usr/bin/true", "-x"]);
+        assert_eq!(back.flight_recorder.unwrap().keep.as_deref(), Some("10m"));
+        // Neither table in the file: neither printed.
+        let (_, text) = cli(&[], "").unwrap();
+        assert!(
+            !text.contains("[mcp]") && !text.contains("[flight_recorder]"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -76,13 +76,18 @@ pub struct Plan {
 }
 
 /// The config file's `[flight_recorder]` table: the same settings as the options.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Section {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub keep: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_size: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dump_after: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_dumps_per_hour: Option<u32>,
 }
 

@@ -32,16 +32,24 @@ use serde::Deserialize;
 use crate::child::RunAs;
 
 /// The `[mcp]` table as the file has it.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Section {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_origins: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub recordings: Option<Vec<PathBuf>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_sessions: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_dir_bytes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub commands: Option<BTreeMap<String, Vec<String>>>,
 }
 
