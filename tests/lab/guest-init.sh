@@ -42,11 +42,13 @@ record_snaps() { n=$(grep -c '"type":"snapshot"' "$rec_file" 2>/dev/null); echo 
 record_cost() {
   echo "$(record_snaps) $(cut -d' ' -f14,15 /proc/$rec_pid/stat) $(awk '/^VmHWM/ {print $2}' /proc/$rec_pid/status)"
 }
+# record_wait N: until the recording has N snapshots (a hang guard of 4,800 looks, 4 min
+# at least: a loaded TCG guest stretches 1 s intervals to 3 s and more).
 record_wait() {
   n=0
   until [ "$(record_snaps)" -ge "$1" ]; do
     kill -0 "$rec_pid" 2>/dev/null || { cat /tmp/record.err; return 1; }
-    usleep 50000; n=$((n + 1)); [ $n -lt 2400 ] || return 1
+    usleep 50000; n=$((n + 1)); [ $n -lt 4800 ] || return 1
   done
 }
 # kernel_gathered PID: snapshots of the recording in which llctop shows the kernel's
