@@ -145,34 +145,7 @@ fn dispatch(mut cli: Cli) -> Result<(), Error> {
             fleet: true,
             json,
             html,
-        }) => {
-            if let Some(out) = &html {
-                llctop::output::check(out, &[&a, &b])?;
-            }
-            let (arm_a, arm_b) = (
-                llctop::fleet::canary::arm(&a)?,
-                llctop::fleet::canary::arm(&b)?,
-            );
-            let v = llctop::fleet::canary::compare(&arm_a, &arm_b);
-            let names = (a.display().to_string(), b.display().to_string());
-            if let Some(out) = html {
-                let page = llctop::fleet::canary::page(&v, (&arm_a, &arm_b), (&names.0, &names.1));
-                record::html::write(&out, &[&a, &b], &page)?;
-            } else if json {
-                let doc = serde_json::json!({
-                    "verdict": v,
-                    "hosts_a": arm_a.hosts,
-                    "hosts_b": arm_b.hosts,
-                });
-                llctop::out!("{}", serde_json::to_string_pretty(&doc)?);
-            } else {
-                llctop::out!(
-                    "{}",
-                    guard(&llctop::fleet::canary::render(&v, (&names.0, &names.1)))
-                );
-            }
-            Ok(())
-        }
+        }) => llctop::fleet::canary::command(&a, &b, json, html.as_deref()),
         Some(Command::Diff { a, b, html, .. }) => {
             if let Some(out) = &html {
                 llctop::output::check(out, &[&a, &b])?;

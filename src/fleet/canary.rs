@@ -350,6 +350,37 @@ pub fn render(v: &FleetVerdict, (a, b): (&str, &str)) -> String {
     out
 }
 
+/// `llctop diff --fleet A B`: both sides read, compared, and the verdict printed as text,
+/// as JSON (with each host's summary) or written as a page (through the one output path:
+/// no link followed, never over an input).
+pub fn command(
+    a: &Path,
+    b: &Path,
+    json: bool,
+    html: Option<&Path>,
+) -> Result<(), crate::run::Error> {
+    if let Some(out) = html {
+        crate::output::check(out, &[a, b])?;
+    }
+    let (arm_a, arm_b) = (arm(a)?, arm(b)?);
+    let v = compare(&arm_a, &arm_b);
+    let names = (a.display().to_string(), b.display().to_string());
+    if let Some(out) = html {
+        let p = page(&v, (&arm_a, &arm_b), (&names.0, &names.1));
+        crate::record::html::write(out, &[a, b], &p)?;
+    } else if json {
+        let doc = serde_json::json!({
+            "verdict": v,
+            "hosts_a": arm_a.hosts,
+            "hosts_b": arm_b.hosts,
+        });
+        crate::out!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        crate::out!("{}", crate::text::guard(&render(&v, (&names.0, &names.1))));
+    }
+    Ok(())
+}
+
 /// The page (`llctop diff --fleet --html`): the verdict table as the text has it (with
 /// every note the text gives), then per metric each host's value as a dot and each
 /// group's median; the figures as JSON for scripts.
