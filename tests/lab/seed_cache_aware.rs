@@ -26,9 +26,11 @@ fn passes_of(run: &LabRun) -> Passes {
     Passes::parse(run.block("share_out"), &llcs)
 }
 
-/// The advisor on the shared-working-set scenario (seeds/000): while the kernel gathers
-/// the two threads in one LLC, no finding; once the tolerance is cut to 0 and they run
-/// one per LLC, "threads scattered over LLCs" for that process, offering llc_balancing.
+/// The advisor on the shared-working-set scenario (seeds/000): once the tolerance is cut
+/// to 0 and the threads run one per LLC, "threads scattered over LLCs" for that process,
+/// offering llc_balancing. Every episode (before the cut too, while the kernel had not
+/// gathered them yet) at the severity the workload's own view of where its threads ran
+/// earns.
 fn check_scattered_after_the_cut(run: &LabRun) {
     let rec = recording(run, "cache_aware_recording");
     let pid: u32 = run.value("share_pid").parse().unwrap();
@@ -46,9 +48,15 @@ fn check_scattered_after_the_cut(run: &LabRun) {
             .collect::<Vec<_>>()
     );
     assert!(!eps.is_empty(), "{:?}", common::lab::problem_kinds(&adv));
+    // Held after the cut on evidence from after it: fired then, or (one still open from
+    // before) updated on a window that starts after it. Before the cut the kernel may take
+    // a while to gather the threads (under TCG on a busy host it once left them apart at
+    // #34..#38 of 41): an episode then is checked like any other below, against the
+    // workload's own view of where its threads ran.
     assert!(
-        eps.iter().all(|e| e.fired_seq > cut),
-        "fired only after the cut"
+        eps.iter()
+            .any(|e| e.fired_seq > cut || e.latest().first_seq > cut),
+        "held on evidence from after the cut"
     );
     // At the severity its cost earns, from the workload's own view of where it ran: its
     // threads' passes off their busiest LLC over the finding's snapshots, × its threads
