@@ -156,13 +156,13 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         ));
         // A process not seen through this window and the one before is a start-up (a
         // Go runtime's threads spreading for the seconds a start takes under emulation:
-        // CI 2026-11-26, a promtool start 5 s long under TCG): its cost is a burst,
-        // judged as a rate only once it has run two windows.
+        // CI 2026-11-26, a promtool start 5 s long under TCG) or an end: its cost is a
+        // burst, judged as a rate only over two windows it ran through.
         let (seen, ran) = lived(w, pid);
         if seen < w.context.len() || ran < YOUNG_SECS {
             severity = severity.min(super::Severity::Info);
             summary.push_str(&format!(
-                "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up, at most info until it has run two windows",
+                "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up or an end, at most info until it has run through two windows",
                 w.context.len()
             ));
         }

@@ -1,7 +1,8 @@
 //! Kernel state read both by the sources (every interval) and by the knobs session
-//! (before and after it writes): which sched_ext scheduler is in charge, and resctrl's
-//! group directories. Plain reads through the one root prefix ([`crate::kroot`]); the
+//! (before and after it writes): which sched_ext scheduler is in charge, whether the 7.2
+//! cache-aware scheduler runs, and resctrl's group directories. Plain reads through the one root prefix ([`crate::kroot`]); the
 //! sources and the knobs sit above this module, so neither reaches into the other.
 
+pub mod cache_aware;
 pub mod resctrl;
 pub mod sched_ext;

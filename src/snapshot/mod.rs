@@ -11,6 +11,7 @@
 //! New fields are added with `#[serde(default)]` so older recordings keep loading.
 
 mod cache;
+mod cache_aware;
 mod events;
 mod process;
 mod sched_ext;
@@ -20,6 +21,7 @@ pub use cache::{
     CacheMon, DomainCounters, DomainMon, GroupKind, MAX_BYTES_PER_SEC, Resctrl, ResctrlGroup,
     ResctrlInfo, Unread,
 };
+pub use cache_aware::CacheAware;
 pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
 pub use process::{PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ScxState, ops_matches_binary, ops_short_name};
@@ -68,6 +70,10 @@ pub struct Snapshot {
     /// kernels without sched_ext.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched_ext: Option<SchedExt>,
+    /// Whether the 7.2 cache-aware scheduler runs, beside what `llc_balancing/enabled`
+    /// asks for (procfs source); `None` on kernels without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_aware: Option<CacheAware>,
 }
 impl Snapshot {
     /// Runtime-weighted preferred-LLC hit over the process rows, and whether any row's
@@ -474,10 +480,12 @@ pub enum SourceName {
     ProcfsNuma,
     /// /sys/kernel/sched_ext: which scheduler is in charge.
     ProcfsSchedExt,
+    /// llc_balancing/ and the domain partitions: whether cache-aware scheduling runs.
+    ProcfsCacheAware,
 }
 
 impl SourceName {
-    pub const ALL: [SourceName; 8] = [
+    pub const ALL: [SourceName; 9] = [
         SourceName::Bpf,
         SourceName::Perf,
         SourceName::Resctrl,
@@ -486,6 +494,7 @@ impl SourceName {
         SourceName::ProcfsSchedstat,
         SourceName::ProcfsNuma,
         SourceName::ProcfsSchedExt,
+        SourceName::ProcfsCacheAware,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -498,6 +507,7 @@ impl SourceName {
             SourceName::ProcfsSchedstat => "procfs.schedstat",
             SourceName::ProcfsNuma => "procfs.numa",
             SourceName::ProcfsSchedExt => "procfs.sched_ext",
+            SourceName::ProcfsCacheAware => "procfs.cache_aware",
         }
     }
 

@@ -7,7 +7,9 @@
 //! - `procfs.schedstat` ([`schedstat`]): load-balance counters per domain level;
 //! - `procfs.numa` ([`numa`]): vmstat/numastat/cgroup NUMA counters;
 //! - `procfs.sched_ext` ([`crate::kstate::sched_ext`], shared with the knobs): which BPF
-//!   scheduler runs, if any.
+//!   scheduler runs, if any;
+//! - `procfs.cache_aware` ([`crate::kstate::cache_aware`], shared with the knobs): whether
+//!   the 7.2 cache-aware scheduler runs, beside what `llc_balancing/enabled` asks for.
 
 pub mod numa;
 pub mod schedstat;
@@ -16,7 +18,7 @@ pub mod tasks;
 
 use super::Source;
 use crate::kroot::KernelRoot;
-use crate::kstate::sched_ext;
+use crate::kstate::{cache_aware, sched_ext};
 use crate::snapshot::{Snapshot, SourceName, SourceStatus, SystemStats};
 use crate::topology::Topology;
 
@@ -37,12 +39,19 @@ pub struct ProcfsSource {
     scx_since: sched_ext::Since,
     /// The kernel's lack of sched_ext has been said (once: nothing else changes there).
     scx_absent_said: bool,
+    /// Where cgroup v2 is mounted (cpuset partitions), read once.
+    cgroup2: Option<std::path::PathBuf>,
+    /// cgroup v1's cpuset is mounted: its partitions are not read.
+    cpuset_v1: bool,
+    /// The kernel's lack of cache-aware scheduling has been said (once).
+    cas_absent_said: bool,
 }
 
 impl ProcfsSource {
     /// `top`: number of process rows kept per snapshot.
     pub fn new(root: KernelRoot, top: usize) -> Self {
         let pkg_domain = schedstat::package_domain_name(crate::kroot::kernel_version(&root));
+        let mounts = crate::mounts::Mounts::discover(&root);
         ProcfsSource {
             root,
             pkg_domain,
@@ -53,6 +62,9 @@ impl ProcfsSource {
             numa: numa::NumaReader::new(),
             scx_since: sched_ext::Since::default(),
             scx_absent_said: false,
+            cgroup2: mounts.cgroup2,
+            cpuset_v1: mounts.cpuset_v1.is_some(),
+            cas_absent_said: false,
         }
     }
 
@@ -222,6 +234,33 @@ impl ProcfsSource {
     }
 }
 
+impl ProcfsSource {
+    fn sample_cache_aware(&mut self, topo: &Topology, snap: &mut Snapshot) {
+        const NAME: SourceName = SourceName::ProcfsCacheAware;
+        match cache_aware::read(&self.root, topo, self.cgroup2.as_deref()) {
+            Ok(Some(c)) => {
+                snap.cache_aware = Some(c);
+                snap.sources.push(if self.cpuset_v1 {
+                    SourceStatus::degraded(
+                        NAME,
+                        "cgroup v1 cpuset is mounted: its partitions (sched_load_balance 0) are not read",
+                    )
+                } else {
+                    SourceStatus::active(NAME)
+                });
+            }
+            // Said once, as sched_ext's absence is.
+            Ok(None) if !self.cas_absent_said => {
+                self.cas_absent_said = true;
+                snap.sources
+                    .push(SourceStatus::absent(NAME, cache_aware::absence(&self.root)));
+            }
+            Ok(None) => {}
+            Err(e) => snap.sources.push(SourceStatus::absent(NAME, e)),
+        }
+    }
+}
+
 impl Source for ProcfsSource {
     fn name(&self) -> &'static str {
         "procfs"
@@ -234,6 +273,7 @@ impl Source for ProcfsSource {
         }
         self.sample_schedstat(topo, snap);
         self.sample_sched_ext(snap);
+        self.sample_cache_aware(topo, snap);
         let numa = self.numa.read(&self.root, topo);
         snap.numa = numa.stats;
         snap.sources.push(if numa.missing.is_empty() {
