@@ -962,3 +962,43 @@ fn values_changed_behind_llctop_are_seen_at_the_next_refresh() {
         "{gone:?}"
     );
 }
+
+/// `llc_balancing/enabled` reads 1 where the kernel cannot act on it: the knobs say so,
+/// by the kernel's rule over the domain partitions (the lab's 2 LLCs of 2 CPUs).
+#[test]
+fn llc_balancing_knobs_say_when_cache_aware_scheduling_does_not_run() {
+    let (dir, root) = fixture();
+    let topo = llctop::topology::discover(&root).unwrap();
+    let effect = |root: &KernelRoot, id: &str| {
+        Registry::discover(root, Some(&topo))
+            .get(id)
+            .unwrap()
+            .not_in_effect
+            .clone()
+    };
+    assert_eq!(effect(&root, "llc_balancing.imb_pct"), None, "runs");
+    // isolcpus=2-3: the top-level partition is cpus 0-1, one LLC.
+    put(dir.path(), "sys/devices/system/cpu/isolated", "2-3\n");
+    let why = effect(&root, "llc_balancing.enabled").unwrap_or_default();
+    assert!(
+        why.starts_with("enabled but not active: no sched-domain partition spans two LLCs")
+            && why.contains("(partitions 0-1)"),
+        "{why}"
+    );
+    assert_eq!(
+        effect(&root, "llc_balancing.imb_pct").as_deref(),
+        Some(why.as_str())
+    );
+    // Asked off: the other knobs steer nothing; `enabled` says so by its value.
+    put(dir.path(), "sys/devices/system/cpu/isolated", "\n");
+    put(
+        dir.path(),
+        "sys/kernel/debug/sched/llc_balancing/enabled",
+        "0\n",
+    );
+    assert_eq!(effect(&root, "llc_balancing.enabled"), None);
+    assert!(
+        effect(&root, "llc_balancing.imb_pct")
+            .is_some_and(|w| w.contains("cache-aware scheduling is off")),
+    );
+}

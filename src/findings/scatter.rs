@@ -304,6 +304,26 @@ fn lived(w: &Window, pid: u32) -> (usize, f64) {
     (seen, ran)
 }
 
+/// Cache-aware scheduling not running at the window's end: `Some(None)` asked off,
+/// `Some(Some(why))` enabled but kept off by the kernel's rule; `None`: it runs, or the
+/// kernel has none.
+fn not_running(w: &Window) -> Option<Option<String>> {
+    let c = w.snaps.last()?.cache_aware.as_ref()?;
+    match (c.enabled, c.active()) {
+        (_, true) => None,
+        (false, _) => Some(None),
+        (true, false) => Some(c.why_not()),
+    }
+}
+
+fn llc_cpus(w: &Window, top: usize) -> String {
+    w.topo
+        .llcs
+        .get(top)
+        .map(|l| cpulist::format(&l.cpus))
+        .unwrap_or_default()
+}
+
 /// Step 4: what to try — a longer epoch for a kernel preference that flaps, the size
 /// tolerance for one the kernel would not take, else pinning to measure the gain.
 fn suggestion(w: &Window, pid: u32, top: usize, flapping_only: bool, kernel: bool) -> Suggestion {
@@ -315,6 +335,29 @@ fn suggestion(w: &Window, pid: u32, top: usize, flapping_only: bool, kernel: boo
             command: "llctop ab llc_balancing.epoch_period=<now>,40 -- <workload>".into(),
             why: "a longer accounting epoch averages the process's runtime over more time, so its preferred LLC follows less noise".into(),
         }
+    } else if let Some(why) = not_running(w).filter(|_| kernel) {
+        // The kernel's rule keeps it off: no llc_balancing knob gathers anything then.
+        match why {
+            None => Suggestion {
+                knob: Some("llc_balancing.enabled".into()),
+                value: Some("1".into()),
+                profile: None,
+                command: "llctop ab llc_balancing.enabled=0,1 -- <workload>".into(),
+                why: "cache-aware scheduling is off here (llc_balancing/enabled 0); on, the kernel gathers a process's threads in the LLC it runs most in".into(),
+            },
+            Some(why) => Suggestion {
+                knob: None,
+                value: None,
+                profile: None,
+                command: format!(
+                    "taskset -a -p -c {} {pid}  (measure what one LLC gains)",
+                    llc_cpus(w, top)
+                ),
+                why: format!(
+                    "cache-aware scheduling is enabled but not active here ({why}), so no llc_balancing knob gathers it; pinning to one LLC shows what it would gain"
+                ),
+            },
+        }
     } else if kernel {
         Suggestion {
             knob: Some("llc_balancing.aggr_tolerance".into()),
@@ -324,12 +367,7 @@ fn suggestion(w: &Window, pid: u32, top: usize, flapping_only: bool, kernel: boo
             why: "lifts the size limits under which cache-aware scheduling gathers a process in one LLC (at 1, a process whose threads fill the LLC is not gathered)".into(),
         }
     } else {
-        let cpus = w
-            .topo
-            .llcs
-            .get(top)
-            .map(|l| cpulist::format(&l.cpus))
-            .unwrap_or_default();
+        let cpus = llc_cpus(w, top);
         Suggestion {
             knob: None,
             value: None,
@@ -462,6 +500,29 @@ mod tests {
             k[0].suggestion.as_ref().and_then(|s| s.knob.as_deref()),
             Some("llc_balancing.aggr_tolerance")
         );
+        // Cache-aware scheduling kept off by the kernel's rule, or asked off: no tuning
+        // of it is suggested, but what would answer.
+        for (enabled, knob, says) in [
+            (
+                true,
+                None,
+                "enabled but not active here (no sched-domain partition",
+            ),
+            (false, Some("llc_balancing.enabled"), "off here"),
+        ] {
+            let mut snaps = series(4, [750, 750, 0, 0], None, PreferredKind::Kernel);
+            for s in &mut snaps {
+                s.cache_aware = Some(crate::snapshot::CacheAware {
+                    enabled,
+                    multi_llc: false,
+                    partitions: vec!["0-1".into()],
+                });
+            }
+            let f = run(&snaps);
+            let sug = f[0].suggestion.clone().unwrap();
+            assert_eq!(sug.knob.as_deref(), knob, "{sug:?}");
+            assert!(sug.why.contains(says), "{sug:?}");
+        }
     }
 
     #[test]

@@ -62,7 +62,12 @@ pub fn read(
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let online: BTreeSet<u32> = topo.cpus.iter().filter(|c| c.online).map(|c| c.cpu).collect();
+    let online: BTreeSet<u32> = topo
+        .cpus
+        .iter()
+        .filter(|c| c.online)
+        .map(|c| c.cpu)
+        .collect();
     let isolcpus = read_list(root, ISOLATED)?;
     let (roots, isolated) = match cgroup2 {
         Some(m) => partition_roots(root, m)?,

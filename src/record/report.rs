@@ -128,6 +128,7 @@ impl Summary {
             let _ = writeln!(out, "  source {}: {}", Esc(name), Esc(n));
         }
         out.push_str(&self.schedulers.section(self.t0.unwrap_or(0)));
+        out.push_str(&self.cache_aware.section(self.t0.unwrap_or(0)));
 
         out.push_str(&self.findings());
 

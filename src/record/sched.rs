@@ -1,6 +1,7 @@
 //! The scheduler in charge over a recording: stretches of consecutive snapshots under
 //! one scheduler (`eevdf`, or a sched_ext BPF scheduler), for `report`, and the one that
-//! ran most of a recording, for `diff`.
+//! ran most of a recording, for `diff`; the same stretches of whether the 7.2
+//! cache-aware scheduler ran (`active`, `off`, `enabled, not active: why`), for `report`.
 
 use std::fmt::Write as _;
 
@@ -20,18 +21,45 @@ pub struct Stretch {
     pub rejected: Option<u64>,
 }
 
+/// Which state the stretches follow.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Follows {
+    /// The scheduler in charge (`/sys/kernel/sched_ext`).
+    #[default]
+    SchedExt,
+    /// Whether cache-aware scheduling ran (`llc_balancing/`, the domain partitions).
+    CacheAware,
+}
+
 #[derive(Debug, Default)]
 pub struct Schedulers {
     pub stretches: Vec<Stretch>,
+    follows: Follows,
 }
 
 impl Schedulers {
+    pub fn following(follows: Follows) -> Schedulers {
+        Schedulers {
+            stretches: Vec::new(),
+            follows,
+        }
+    }
+
     pub fn add(&mut self, s: &Snapshot) {
-        let Some(x) = &s.sched_ext else {
-            return;
+        let (who, rejected) = match self.follows {
+            Follows::SchedExt => {
+                let Some(x) = &s.sched_ext else {
+                    return;
+                };
+                (x.describe(), x.enabled().then_some(x.nr_rejected).flatten())
+            }
+            Follows::CacheAware => {
+                let Some(c) = &s.cache_aware else {
+                    return;
+                };
+                (c.describe(), None)
+            }
         };
-        let who = x.describe();
-        let rejected = x.enabled().then_some(x.nr_rejected).flatten();
         match self.stretches.last_mut() {
             Some(l) if l.who == who => {
                 l.secs += s.time.interval_secs();
@@ -72,10 +100,13 @@ impl Schedulers {
         if self.stretches.is_empty() {
             return out;
         }
-        let _ = writeln!(
-            out,
-            "\nScheduler in charge (/sys/kernel/sched_ext; seconds from the start)"
-        );
+        let title = match self.follows {
+            Follows::SchedExt => "Scheduler in charge (/sys/kernel/sched_ext",
+            Follows::CacheAware => {
+                "Cache-aware scheduling (llc_balancing/enabled and the kernel's rule over the domain partitions"
+            }
+        };
+        let _ = writeln!(out, "\n{title}; seconds from the start)");
         for s in &self.stretches {
             let at = s.start_mono_ns.saturating_sub(t0_mono_ns) as f64 / 1e9;
             let _ = writeln!(
@@ -150,5 +181,42 @@ mod tests {
         // Without sched_ext: nothing said here (the source line says why).
         let none = Schedulers::default();
         assert_eq!((none.main(), none.section(0)), (None, String::new()));
+    }
+
+    #[test]
+    fn cache_aware_stretches_say_why_it_did_not_run() {
+        let mut c = Schedulers::following(Follows::CacheAware);
+        for (i, (enabled, multi)) in [(true, true), (true, true), (true, false), (false, false)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut s = snap(i as u64, "disabled", None);
+            s.cache_aware = Some(crate::snapshot::CacheAware {
+                enabled,
+                multi_llc: multi,
+                partitions: vec![if multi { "0-7" } else { "0-1" }.into()],
+            });
+            c.add(&s);
+        }
+        let who: Vec<_> = c.stretches.iter().map(|x| x.snapshots).collect();
+        assert_eq!(who, [2, 1, 1]);
+        let text = c.section(0);
+        assert!(
+            text.contains("Cache-aware scheduling (llc_balancing/enabled"),
+            "{text}"
+        );
+        assert!(text.contains("   +0.0s active"), "{text}");
+        assert!(
+            text.contains("   +2.0s enabled, not active: no sched-domain partition spans two LLCs"),
+            "{text}"
+        );
+        assert!(
+            text.contains("   +3.0s off (llc_balancing/enabled 0)"),
+            "{text}"
+        );
+        // A kernel without it: nothing said.
+        let mut none = Schedulers::following(Follows::CacheAware);
+        none.add(&snap(0, "enabled", None));
+        assert_eq!(none.section(0), String::new());
     }
 }

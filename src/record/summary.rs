@@ -118,6 +118,8 @@ pub struct Summary {
     pub(super) l3: super::l3::L3,
     /// Which scheduler was in charge, in stretches.
     pub(super) schedulers: super::sched::Schedulers,
+    /// Whether cache-aware scheduling ran, in stretches.
+    pub(super) cache_aware: super::sched::Schedulers,
     /// The same snapshots as time series, for charts (`report --html`).
     pub(super) series: super::series::Series,
 }
@@ -153,6 +155,7 @@ impl Summary {
             precision: None,
             l3: super::l3::L3::default(),
             schedulers: super::sched::Schedulers::default(),
+            cache_aware: super::sched::Schedulers::following(super::sched::Follows::CacheAware),
         }
     }
 
@@ -207,6 +210,7 @@ impl Summary {
         }
         self.l3.add(s);
         self.schedulers.add(s);
+        self.cache_aware.add(s);
         self.series.add(s);
         self.busy_all.add(s.system.busy);
         for (i, m) in self.busy_llc.iter_mut().enumerate() {

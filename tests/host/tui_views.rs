@@ -1333,6 +1333,28 @@ fn the_scheduler_in_charge_is_in_the_header_and_each_process_class_in_processes(
     has(&s, " fair ", "processes");
 }
 
+#[test]
+fn whether_cache_aware_scheduling_runs_is_in_the_header() {
+    let topo = fixture_topology("qemu-lab-2s2llc");
+    // A kernel without it: nothing said.
+    let app = live_app(&topo, 2);
+    assert!(!screen(&app, 160, 50).contains("cache-aware"));
+    for (enabled, multi, said) in [
+        (true, true, "cache-aware on"),
+        (false, true, "cache-aware off"),
+        (true, false, "cache-aware enabled, not active"),
+    ] {
+        let app = live_app_with(&topo, 2, |s| {
+            s.cache_aware = Some(llctop::snapshot::CacheAware {
+                enabled,
+                multi_llc: multi,
+                partitions: vec!["0-1".into()],
+            });
+        });
+        has(&screen(&app, 160, 50), said, "header");
+    }
+}
+
 /// Replay's Knobs view lists the knobs the recording began with and their values at the
 /// position shown — at 120×30 too, where the change log does not fit (it said "listed
 /// below" and listed nothing).

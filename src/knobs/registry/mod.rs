@@ -57,6 +57,22 @@ pub struct Registry {
     pub(crate) sched_started: Option<String>,
 }
 
+/// What an `llc_balancing/` knob does while cache-aware scheduling does not run (`None`:
+/// it runs, or the knob is `enabled` itself set to 0, which says so by its value).
+pub fn cache_aware_effect(c: &crate::snapshot::CacheAware, id: &str) -> Option<String> {
+    match (c.enabled, c.multi_llc) {
+        (true, true) => None,
+        (false, _) if id == "llc_balancing.enabled" => None,
+        (false, _) => {
+            Some("no effect now: cache-aware scheduling is off (llc_balancing.enabled 0)".into())
+        }
+        (true, false) => Some(format!(
+            "enabled but not active: {}",
+            c.why_not().unwrap_or_default()
+        )),
+    }
+}
+
 impl Registry {
     /// Discover every knob under `root`. Reads only; domains are read from debugfs only
     /// if `sched/verbose` already exposes them (see `Session::read_domains`).
@@ -108,19 +124,29 @@ impl Registry {
         self.scheduler_knob();
     }
 
-    /// Mark the fair-class knobs while a sched_ext scheduler schedules every task: they
+    /// Mark the fair-class knobs while a sched_ext scheduler schedules every task, and
+    /// the `llc_balancing/` knobs while cache-aware scheduling does not run (enabled 0,
+    /// or no domain partition spans two LLCs: `enabled` then reads 1 all the same): they
     /// are shown and written as ever, but do not steer those tasks.
     fn mark_in_effect(&mut self) {
         let scx = crate::kstate::sched_ext::read(&self.root)
             .ok()
             .flatten()
             .filter(|s| s.runs_fair_tasks());
+        let cas = self.topo.as_ref().and_then(|t| {
+            crate::kstate::cache_aware::read(&self.root, t, self.mounts.cgroup2.as_deref())
+                .ok()
+                .flatten()
+        });
         for k in &mut self.knobs {
             k.not_in_effect = match (&scx, k.family.fair_class()) {
                 (Some(s), Some(how)) => Some(format!(
                     "{how} for the tasks sched_ext schedules (scheduler {}, all tasks)",
                     s.short_name()
                 )),
+                _ if k.family == Family::LlcBalancing => {
+                    cas.as_ref().and_then(|c| cache_aware_effect(c, &k.id))
+                }
                 _ => None,
             };
         }

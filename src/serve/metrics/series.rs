@@ -53,6 +53,8 @@ pub enum Group {
     Always,
     /// At the first snapshot that has sched_ext (a kernel without it shows none).
     SchedExt,
+    /// At the first snapshot that has cache-aware scheduling (7.2+; others show none).
+    CacheAware,
     /// With the flight recorder on (`--flight-recorder`).
     FlightRecorder,
 }
@@ -248,6 +250,8 @@ pub enum S {
     SchedExtEnabled,
     SchedExt,
     SchedExtRejected,
+    CacheAwareEnabled,
+    CacheAwareActive,
     FlightBytes,
     FlightSegments,
     FlightOldest,
@@ -311,7 +315,7 @@ fn source_state(s: &Snapshot, o: &mut Out, on: fn(SourceState) -> bool) {
 }
 
 impl S {
-    pub const ALL: [S; 48] = [
+    pub const ALL: [S; 50] = [
         S::CpuBusy,
         S::LlcBusy,
         S::LlcWait,
@@ -355,6 +359,8 @@ impl S {
         S::SchedExtEnabled,
         S::SchedExt,
         S::SchedExtRejected,
+        S::CacheAwareEnabled,
+        S::CacheAwareActive,
         S::FlightBytes,
         S::FlightSegments,
         S::FlightOldest,
@@ -874,6 +880,26 @@ impl S {
                 ..d(
                     "sched_ext_rejected_tasks",
                     "Tasks the running BPF scheduler refused since it was enabled (/sys/kernel/sched_ext/nr_rejected; 0 while none runs)",
+                    G,
+                    &[],
+                    Feed::Own,
+                )
+            },
+            S::CacheAwareEnabled => Def {
+                group: Group::CacheAware,
+                ..d(
+                    "cache_aware_enabled",
+                    "1 while /sys/kernel/debug/sched/llc_balancing/enabled asks for cache-aware scheduling (the user's request; it reads 1 where the kernel cannot act on it)",
+                    G,
+                    &[],
+                    Feed::Own,
+                )
+            },
+            S::CacheAwareActive => Def {
+                group: Group::CacheAware,
+                ..d(
+                    "cache_aware_active",
+                    "1 while cache-aware scheduling runs: enabled, and some sched-domain partition holds two or more CPUs of one LLC and CPUs outside it (the kernel's sched_cache_present rule)",
                     G,
                     &[],
                     Feed::Own,

@@ -176,6 +176,32 @@ fn the_scheduler_in_charge_is_a_gauge_and_one_info_series() {
 }
 
 #[test]
+fn whether_cache_aware_scheduling_runs_is_two_gauges() {
+    let topo = crate::topology::synthetic(1, 2, 2);
+    let mut e = Exporter::new(&topo);
+    let mut s = snap(&topo, 0);
+    e.update(&s);
+    // A kernel without it: neither series.
+    assert!(!e.openmetrics().contains("llctop_cache_aware"));
+    s.cache_aware = Some(crate::snapshot::CacheAware {
+        enabled: true,
+        multi_llc: false,
+        partitions: vec!["0-1".into()],
+    });
+    e.update(&s);
+    let om = e.openmetrics();
+    assert!(om.contains("llctop_cache_aware_enabled 1"), "{om}");
+    assert!(om.contains("llctop_cache_aware_active 0"), "{om}");
+    s.cache_aware = Some(crate::snapshot::CacheAware {
+        enabled: true,
+        multi_llc: true,
+        partitions: vec!["0-3".into()],
+    });
+    e.update(&s);
+    assert!(e.openmetrics().contains("llctop_cache_aware_active 1"));
+}
+
+#[test]
 fn findings_are_a_gauge_per_kind_and_severity_and_a_fired_counter() {
     let topo = crate::topology::synthetic(1, 2, 2);
     let mut e = Exporter::new(&topo);

@@ -5,7 +5,9 @@
 //! source and knob limitation with its whole reason — so a new user sees within one
 //! screen what is missing on this machine, and the view keeps its rows. In replay, a
 //! timeline with knob changes and markers. On kernels with sched_ext the first line names
-//! the scheduler in charge (`sched eevdf`, `sched scx bpfland (all tasks)`).
+//! the scheduler in charge (`sched eevdf`, `sched scx bpfland (all tasks)`); on kernels
+//! with cache-aware scheduling (7.2+), whether it runs (`cache-aware on`, `off`, `enabled,
+//! not active`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -249,6 +251,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, screen_height: u16) {
     if let Some(x) = app.current().and_then(|s| s.sched_ext.as_ref()) {
         let style = if x.enabled() { t.warn() } else { t.dim() };
         first.push(Span::styled(format!("sched {}  ", x.describe()), style));
+    }
+    // Whether the 7.2 cache-aware scheduler runs (the why: Knobs view, `report`).
+    if let Some(c) = app.current().and_then(|s| s.cache_aware.as_ref()) {
+        let (text, style) = match (c.active(), c.enabled) {
+            (true, _) => ("cache-aware on", t.dim()),
+            (false, false) => ("cache-aware off", t.dim()),
+            (false, true) => ("cache-aware enabled, not active", t.warn()),
+        };
+        first.push(Span::styled(format!("{text}  "), style));
     }
     if let Some(r) = &app.replay {
         let n = app.snaps.len();
