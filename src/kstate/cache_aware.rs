@@ -36,13 +36,15 @@ pub const MAX_CGROUPS: usize = 4096;
 /// Why [`read`] found no `llc_balancing/`: the kernel has none, or debugfs is not there
 /// to say.
 pub fn absence(root: &KernelRoot) -> String {
-    if root.exists(SCHED_DEBUG) {
-        ABSENT.into()
-    } else {
-        format!(
+    match root.list_dir(SCHED_DEBUG) {
+        Ok(_) => ABSENT.into(),
+        Err(e) if e.errno() == Some(libc::EACCES) => "/sys/kernel/debug is readable by root \
+             only: whether cache-aware scheduling (7.2+) runs is not known"
+            .into(),
+        Err(_) => format!(
             "no {SCHED_DEBUG}: debugfs is not mounted (or the kernel has none), so whether \
              cache-aware scheduling (7.2+) runs is not known"
-        )
+        ),
     }
 }
 
@@ -59,7 +61,8 @@ pub fn read(
             "0" | "N" | "n" => false,
             x => return Err(format!("{ENABLED}: unexpected {x:?}")),
         },
-        Err(e) if e.is_not_found() => return Ok(None),
+        // Not there, or debugfs not readable (not root): `absence` says which.
+        Err(e) if e.is_not_found() || e.errno() == Some(libc::EACCES) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
     let online: BTreeSet<u32> = topo

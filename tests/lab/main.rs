@@ -5,6 +5,7 @@
 
 mod advisor;
 mod big;
+mod cas_inside;
 #[path = "../common/mod.rs"]
 mod common;
 mod sched;
