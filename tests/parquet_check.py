@@ -68,7 +68,7 @@ def expected(path):
         "boot_id": h.get("boot_id"),
         "kernel": h.get("kernel"),
         "run_id": f"{host if host is not None else 'unknown'}-{h['start_unix_ns']}",
-        "schema_version": 1,
+        "schema_version": 2,
     }
     topo = h["topology"]
     llc_of, node_of = {}, {}
@@ -98,6 +98,7 @@ def expected(path):
             sy, m = s.get("system") or {}, s.get("migrations")
             bd, bc = g(m, "by_distance"), g(m, "by_cause")
             procs, numa, scx = s.get("processes"), s.get("numa"), s.get("sched_ext")
+            cas = s.get("cache_aware")
             row("intervals", **at, interval_ns=s["time"]["interval_ns"],
                 mono_ns=s["time"]["mono_ns"], missed_ticks=s["time"].get("missed_ticks", 0),
                 busy=sy.get("busy"), user=sy.get("user"), system=sy.get("system"),
@@ -111,7 +112,9 @@ def expected(path):
                 processes_total=g(procs, "total"),
                 processes_dropped=None if procs is None else procs.get("dropped", 0),
                 numa_balancing=g(numa, "balancing_mode"),
-                sched_ext_state=g(scx, "state"), sched_ext_ops=g(scx, "ops"))
+                sched_ext_state=g(scx, "state"), sched_ext_ops=g(scx, "ops"),
+                cache_aware_enabled=g(cas, "enabled"),
+                cache_aware_active=None if cas is None else (cas["enabled"] and cas["multi_llc"]))
             for c in s.get("cpus", []):
                 row("cpus", **at, cpu=c["cpu"], llc=llc_of.get(c["cpu"]), node=node_of.get(c["cpu"]),
                     online=c["online"], busy=c.get("busy"), steal=c.get("steal"),
@@ -205,7 +208,7 @@ def main():
     diffs, summary = [], {}
     for table, rows in want.items():
         names, got, meta = read(dir, table, ident["run_id"])
-        assert meta.get(b"llctop.schema_version") == b"1", meta
+        assert meta.get(b"llctop.schema_version") == b"2", meta
         assert meta.get(b"llctop.table") == table.encode(), meta
         if names[:5] != IDENTITY:
             diffs.append(f"{table}: columns start {names[:5]}")

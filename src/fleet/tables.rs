@@ -19,7 +19,7 @@ use crate::snapshot::{
 
 /// The version of the tables' schema, in every row and in each file's metadata. A column
 /// added is a new version; a reader of version N reads the columns N had.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What identifies a recording in every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -64,6 +64,7 @@ const M_PROC: &str = "metrics.md#processes-processes";
 const M_BALANCE: &str = "metrics.md#load-balancing-balance--procschedstat";
 const M_NUMA: &str = "metrics.md#numa-numa";
 const M_SCX: &str = "metrics.md#the-scheduler-in-charge-sched_ext";
+const M_CAS: &str = "metrics.md#cache-aware-scheduling-cache_aware";
 const M_FINDINGS: &str = "metrics.md#findings";
 const M_EXPERIMENTS: &str = "metrics.md#experiments";
 const R_FORMAT: &str = "recording-format.md";
@@ -423,6 +424,18 @@ pub fn intervals<'a>() -> Vec<Column<IntervalRow<'a>>> {
             true,
             doc("sched_ext.ops", M_SCX),
             Get::Str(|r: &R| r.s.sched_ext.as_ref().and_then(|x| x.ops.clone())),
+        ),
+        col(
+            "cache_aware_enabled",
+            true,
+            doc("cache_aware.enabled", M_CAS),
+            Get::Bool(|r: &R| r.s.cache_aware.as_ref().map(|c| c.enabled)),
+        ),
+        col(
+            "cache_aware_active",
+            true,
+            doc("cache_aware.enabled and cache_aware.multi_llc", M_CAS),
+            Get::Bool(|r: &R| r.s.cache_aware.as_ref().map(|c| c.active())),
         ),
     ]);
     c
