@@ -51,9 +51,25 @@ pub struct Started {
     child: Child,
     /// Set when the scheduler is stopped: the log pump writes no more.
     pump_done: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The log pump, which ends at the end of the scheduler's output.
+    pump: Option<std::thread::JoinHandle<()>>,
 }
 
+/// How long an exited scheduler's last words may take to reach its log (the pump copies
+/// them from the pipe on its own thread: on a loaded machine, after the exit is seen).
+const DRAIN: Duration = Duration::from_secs(2);
+
 impl Started {
+    /// Its log, once the pump has copied what the exited scheduler wrote (at most
+    /// [`DRAIN`]), as [`log_tail`] says it.
+    fn tail_after_exit(&self) -> String {
+        let t0 = Instant::now();
+        while self.pump.as_ref().is_some_and(|p| !p.is_finished()) && t0.elapsed() < DRAIN {
+            std::thread::sleep(POLL);
+        }
+        log_tail(&self.log)
+    }
+
     /// Whether anything of the scheduler's process group runs (its first process reaped
     /// first: a zombie still counts as a member).
     fn running(&mut self) -> bool {
@@ -268,7 +284,11 @@ impl Session {
                 "exited"
             },
             self.sched_state(),
-            log_tail(&c.log)
+            if alive {
+                log_tail(&c.log)
+            } else {
+                c.tail_after_exit()
+            }
         ))
     }
 
@@ -405,14 +425,18 @@ impl Session {
         };
         // The pipe's writing ends went with `cmd`: the pump sees its end when the
         // scheduler's group has closed them all.
-        let pump_done = pump.map(|(r, file)| {
-            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let (d, l) = (std::sync::Arc::clone(&done), log.clone());
-            let _ = std::thread::Builder::new()
-                .name("llctop-sched-log".into())
-                .spawn(move || pump_log(r, l, file, d));
-            done
-        });
+        let (pump_done, pump) = match pump {
+            Some((r, file)) => {
+                let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let (d, l) = (std::sync::Arc::clone(&done), log.clone());
+                let thread = std::thread::Builder::new()
+                    .name("llctop-sched-log".into())
+                    .spawn(move || pump_log(r, l, file, d))
+                    .ok();
+                (Some(done), thread)
+            }
+            None => (None, None),
+        };
         let pid = child.id();
         let ticks = start_ticks(pid).unwrap_or(0);
         let root = self.registry.root().root().to_path_buf();
@@ -434,6 +458,7 @@ impl Session {
             log: log.clone(),
             child,
             pump_done,
+            pump,
         });
         self.registry.sched_started = Some(bin.name.clone());
         if let Err(e) = journaled {
@@ -454,7 +479,11 @@ impl Session {
             // forked: the scheduler may still attach).
             let exited = exited.filter(|_| !crate::child::group_alive(pid));
             if let Some(status) = exited {
-                let (state, tail) = (self.sched_state(), log_tail(&log));
+                let tail = self
+                    .sched_child
+                    .as_ref()
+                    .map_or_else(|| log_tail(&log), Started::tail_after_exit);
+                let state = self.sched_state();
                 let _ = self.sched_stop();
                 return Err(write_err(format!(
                     "it exited ({status}) before the kernel ran it ({state}): not a sched_ext scheduler, or the kernel refused it; {tail}"
