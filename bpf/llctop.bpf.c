@@ -30,8 +30,8 @@
  * through BTF, the maps), then percpu.bpf.h (per-CPU state, waits), procs.bpf.h
  * (per-process entries, event budget), events.bpf.h (idle scan, the event ring),
  * trace.bpf.h (trace mode), counters.bpf.h (hardware counters), settle.bpf.h (time per
- * LLC, preferred LLC, task settling), idle.bpf.h (each CPU's idle time, new threads'
- * waits beside an idle CPU), switch.bpf.h (switch, wakeups, placement) and
+ * LLC, preferred LLC, task settling), cas.bpf.h (a process's cache group, v7.2+),
+ * idle.bpf.h (each CPU's idle time, new threads' waits beside an idle CPU), switch.bpf.h (switch, wakeups, placement) and
  * migrate.bpf.h (migrations, NUMA marks, exit); this file holds the hooks.
  */
 
@@ -42,6 +42,7 @@
 #include "trace.bpf.h"
 #include "counters.bpf.h"
 #include "settle.bpf.h"
+#include "cas.bpf.h"
 #include "idle.bpf.h"
 #include "switch.bpf.h"
 #include "migrate.bpf.h"
@@ -52,7 +53,7 @@
 
 /* Run by userspace before each read (and once at attach) where settle_walk is not
  * there: every task's runtime and wait since its last settle, on the LLC of the CPU it
- * is on (task_settle). */
+ * is on (task_settle), and each process's cache group from its leader (v7.2+: cas_read). */
 SEC("iter/task")
 int settle_tasks(struct bpf_iter__task *ctx)
 {
@@ -61,6 +62,8 @@ int settle_tasks(struct bpf_iter__task *ctx)
 		return 0;
 	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
 	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
+	if (p->pid == p->tgid)
+		cas_read(p);
 	return 0;
 }
 
@@ -97,6 +100,9 @@ int settle_walk(struct bpf_iter__bpf_map_elem *ctx)
 		 * (task_cpu()'s fallback branch does not survive the loop's codegen). */
 		const volatile struct cpu_topo *t = topo_of(p->thread_info.cpu);
 		task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
+		/* Once per process: its leader's cache group (v7.2+). */
+		if (p->pid == p->tgid)
+			cas_read(p);
 	}
 	bpf_iter_task_destroy(&it);
 	return 0;

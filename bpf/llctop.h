@@ -51,6 +51,8 @@ enum llctop_limits {
 	 * two), and the new threads whose waits are watched at once (idle_watch). */
 	IDLE_RING = 32,
 	IDLE_WATCHES = 4096,
+	/* Processes whose cache group the settle walk keeps per interval (cas_procs). */
+	CAS_PROCS = 8192,
 };
 /* Distance classes of a migration, nearest first. */
 enum llctop_dist { D_SMT, D_LLC, D_XLLC, D_XNODE, NR_DIST };
@@ -469,3 +471,27 @@ const volatile struct {
 	struct acc_slot acc_slot;
 	struct idle_watch idle_watch;
 } layout;
+
+/* A process's cache group as the kernel keeps it (v7.2+, CONFIG_SCHED_CACHE: its
+ * leader's p->sched_cache_grp), read by the settle walk once per interval: the figures
+ * the kernel's own rules for a preferred LLC read (get_pref_llc, invalid_llc_nr,
+ * exceed_llc_capacity, account_mm_sched in kernel/sched/fair.c of 7.2). Userspace takes
+ * every entry after the walk and empties the map. */
+struct cas_proc {
+	u64 nr_running_avg; /* grp->nr_running_avg: its threads running, averaged */
+	u64 footprint;      /* grp->footprint, pages */
+	u64 grp_epoch;      /* grp->epoch: the epoch of its last scan */
+	u64 rq_epoch;       /* rq->cpu_epoch of the leader's CPU */
+	s32 cpu;            /* grp->cpu: the CPU of its preferred LLC, -1 none */
+	s32 numa_nid;       /* p->numa_preferred_nid, -1 none (or no NUMA balancing) */
+	u32 has_grp;        /* 0: no cache group (a kernel thread, or not set up) */
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, CAS_PROCS);
+	__type(key, u32);
+	__type(value, struct cas_proc);
+} cas_procs SEC(".maps");

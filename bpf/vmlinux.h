@@ -112,6 +112,15 @@ struct signal_struct {
 	atomic_t live;
 };
 
+/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE): a process's cache group, what
+ * get_pref_llc(), invalid_llc_nr() and exceed_llc_capacity() read (kernel/sched/fair.c). */
+struct sched_cache_group {
+	unsigned long epoch;
+	u64 nr_running_avg;
+	unsigned long footprint; /* pages, from NUMA-balancing faults */
+	int cpu;                 /* the preferred CPU, -1 none */
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -129,6 +138,8 @@ struct task_struct {
 	/* v7.2+ cache-aware scheduling (CONFIG_SCHED_CACHE); probed with
 	 * bpf_core_field_exists(). */
 	int preferred_llc;
+	struct sched_cache_group *sched_cache_grp;
+	int numa_preferred_nid; /* CONFIG_NUMA_BALANCING */
 	struct sched_entity se;
 	struct sched_info sched_info;
 	u64 start_time; /* CLOCK_MONOTONIC at fork */
@@ -136,6 +147,7 @@ struct task_struct {
 
 /* A CPU's run queue; only the fields llctop reads. */
 struct rq {
+	unsigned long cpu_epoch; /* v7.2+ CONFIG_SCHED_CACHE */
 	unsigned int nr_running;
 	unsigned int ttwu_pending;
 	struct task_struct *curr;

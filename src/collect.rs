@@ -1,6 +1,7 @@
 //! The collector: owns the topology, the sources and the enrichment stage, and runs the
 //! pipeline once per tick — every source reads its raw counters and turns them into the
-//! interval's figures, [`crate::enrich`] names the process rows (once), and
+//! interval's figures, [`crate::enrich`] names the process rows (once),
+//! [`crate::kstate::cache_aware::explain`] says why a process has no preferred LLC, and
 //! [`aggregate`] derives the per-LLC, per-node and system figures from the per-CPU
 //! values and the LLC migration matrix — in one place, whatever the source.
 
@@ -58,6 +59,9 @@ impl Collector {
             s.sample(&self.topo, &mut snap);
         }
         self.processes.enrich(&mut snap);
+        // Why a process has no preferred LLC (7.2+): the kernel's rules over the figures
+        // the sources just read (thread counts come from the enrichment).
+        crate::kstate::cache_aware::explain(&self.topo, &mut snap);
         snap
     }
 

@@ -516,6 +516,7 @@ mod tests {
                     enabled,
                     multi_llc: false,
                     partitions: vec!["0-1".into()],
+                    ..Default::default()
                 });
             }
             let f = run(&snaps);

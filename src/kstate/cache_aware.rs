@@ -13,13 +13,17 @@
 //! top-level one — the online CPUs outside `isolcpus` (`/sys/devices/system/cpu/isolated`),
 //! outside isolated partitions (the root's `cpuset.cpus.isolated`) and outside the
 //! partition roots. CPUs in an isolated partition get no domains.
+//!
+//! And why a process has no preferred LLC ([`why_none`], [`explain`]): the kernel's own
+//! rules (kernel/sched/fair.c of 7.2) over its cache group as the BPF task walk read it
+//! (`cache_group`), with the knobs read here.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::cpulist;
 use crate::kroot::KernelRoot;
-use crate::snapshot::CacheAware;
+use crate::snapshot::{CacheAware, NoPreference};
 use crate::topology::Topology;
 
 pub const DIR: &str = "/sys/kernel/debug/sched/llc_balancing";
@@ -82,6 +86,11 @@ pub fn read(
         .iter()
         .map(|l| l.cpus.iter().copied().collect())
         .collect();
+    let knob = |f: &str| {
+        root.read_value_opt::<u32>(format!("{DIR}/{f}"))
+            .ok()
+            .flatten()
+    };
     Ok(Some(CacheAware {
         enabled,
         multi_llc: parts.iter().any(|p| spans_two_llcs(p, &llcs)),
@@ -89,7 +98,138 @@ pub fn read(
             .iter()
             .map(|p| cpulist::format(&p.iter().copied().collect::<Vec<_>>()))
             .collect(),
+        aggr_tolerance: knob("aggr_tolerance"),
+        epoch_affinity_timeout: knob("epoch_affinity_timeout"),
     }))
+}
+
+/// What the kernel's rules for a process's preferred LLC compare its cache group with:
+/// the LLC it runs in (CPUs, bytes), SMT siblings per core, and the knobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// `sd_llc_size`: CPUs of the LLC.
+    pub llc_cpus: u64,
+    /// `sd->llc_bytes`: the LLC's size.
+    pub llc_bytes: Option<u64>,
+    /// `cpu_smt_num_threads`: hardware threads per core.
+    pub smt: u64,
+    pub aggr_tolerance: Option<u32>,
+    pub epoch_affinity_timeout: Option<u32>,
+    /// NUMA balancing's task placement is on (`sched_numa_balancing`: numa_balancing's
+    /// NORMAL bit); only then is the footprint compared, and the preferred node.
+    pub numa_balancing: bool,
+}
+
+/// `get_sched_cache_scale(mul)` of 7.2: 0 at tolerance 0, `None` (no limit) from 100.
+fn scale(tol: u32, mul: u64) -> Option<u64> {
+    match tol {
+        0 => Some(0),
+        t if t >= 100 => None,
+        t => Some(1 + (u64::from(t) - 1) * mul),
+    }
+}
+
+/// Why the kernel gives a process of `threads` threads with cache group `g` no
+/// preferred LLC: every one of its rules that holds (7.2's `account_mm_sched`: a stale
+/// scan, `invalid_llc_nr`, `exceed_llc_capacity`; `get_pref_llc`: a NUMA conflict), or
+/// that its scan chose none; `node_of` gives a CPU's node. Empty where a figure a rule
+/// needs is missing (never a guess).
+pub fn why_none(
+    g: &crate::snapshot::CacheGroup,
+    threads: u32,
+    lim: &Limits,
+    node_of: impl Fn(u32) -> Option<u32>,
+) -> Vec<NoPreference> {
+    if !g.present {
+        return vec![NoPreference::NoGroup];
+    }
+    let (Some(tol), Some(timeout)) = (lim.aggr_tolerance, lim.epoch_affinity_timeout) else {
+        return Vec::new();
+    };
+    let mut why = Vec::new();
+    if g.epochs_since_scan > i64::from(timeout) {
+        why.push(NoPreference::Stale);
+    }
+    if threads <= 1 {
+        why.push(NoPreference::SingleThread);
+    }
+    if tol == 0 {
+        why.push(NoPreference::AggregationOff);
+    } else if let Some(s) = scale(tol, 1) {
+        // fits_capacity(cap, max): cap * 1280 < max * 1024.
+        let cap = u128::from(g.nr_running_avg) * u128::from(lim.smt);
+        let max = u128::from(s) * u128::from(lim.llc_cpus);
+        if threads > 1 && cap * 1280 >= max * 1024 {
+            why.push(NoPreference::TooManyThreads);
+        }
+    }
+    if lim.numa_balancing
+        && tol != 0
+        && let (Some(s), Some(llc)) = (scale(tol, 256), lim.llc_bytes)
+        && u128::from(llc) * u128::from(s) < u128::from(g.footprint_bytes)
+    {
+        why.push(NoPreference::Footprint);
+    }
+    if let (true, Some(cpu), Some(nid)) = (lim.numa_balancing, g.cpu, g.numa_node)
+        && node_of(cpu).is_some_and(|n| n != nid)
+    {
+        why.push(NoPreference::NumaConflict);
+    }
+    if why.is_empty() && g.cpu.is_none() {
+        why.push(NoPreference::NotChosen);
+    }
+    why
+}
+
+/// Fill each process row's `no_preference` (rows with a cache group and no preferred
+/// LLC) from the snapshot's own figures: its `cache_aware` state and knobs, NUMA
+/// balancing's mode, and the topology (the LLC the process ran most in).
+pub fn explain(topo: &Topology, snap: &mut crate::snapshot::Snapshot) {
+    let Some(ca) = snap.cache_aware.clone() else {
+        return;
+    };
+    let numa = snap
+        .numa
+        .as_ref()
+        .and_then(|n| n.balancing_mode)
+        .map(|m| m & 1 == 1);
+    let smt = topo
+        .cpus
+        .iter()
+        .map(|c| c.smt_siblings.len().max(1) as u64)
+        .max()
+        .unwrap_or(1);
+    let node_of = |cpu: u32| topo.cpu(cpu).and_then(|c| c.node);
+    for r in snap.processes.iter_mut().flat_map(|t| t.rows.iter_mut()) {
+        r.no_preference.clear();
+        let Some(g) = &r.cache_group else { continue };
+        if r.preferred_llc.is_some() || r.exited {
+            continue;
+        }
+        if !ca.active() {
+            r.no_preference.push(NoPreference::NotActive);
+            continue;
+        }
+        let Some(numa_balancing) = numa else { continue };
+        let busiest = r
+            .runtime_per_llc_ns
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, ns)| **ns)
+            .map_or(0, |(i, _)| i);
+        let Some(llc) = topo.llcs.get(busiest) else {
+            continue;
+        };
+        let lim = Limits {
+            llc_cpus: llc.cpus.len() as u64,
+            llc_bytes: llc.size_kb.map(|k| k * 1024),
+            smt,
+            aggr_tolerance: ca.aggr_tolerance,
+            epoch_affinity_timeout: ca.epoch_affinity_timeout,
+            numa_balancing,
+        };
+        r.no_preference = why_none(g, r.threads, &lim, node_of);
+    }
 }
 
 /// The kernel's rule for one partition: two or more of its CPUs share an LLC, and it has
@@ -223,6 +363,124 @@ mod tests {
         // Everything in a partition root: the top level is empty and left out.
         let p = partitions(&online, &set(&[]), &set(&[]), std::slice::from_ref(&online));
         assert_eq!(p, vec![online]);
+    }
+
+    /// The lab's LLC: 2 CPUs (one core, 2 SMT threads), 32 MiB; tolerance 1, timeout 5.
+    fn lim() -> Limits {
+        Limits {
+            llc_cpus: 2,
+            llc_bytes: Some(32 << 20),
+            smt: 2,
+            aggr_tolerance: Some(1),
+            epoch_affinity_timeout: Some(5),
+            numa_balancing: true,
+        }
+    }
+
+    fn grp(avg: u64, fp: u64) -> crate::snapshot::CacheGroup {
+        crate::snapshot::CacheGroup {
+            present: true,
+            nr_running_avg: avg,
+            footprint_bytes: fp,
+            epochs_since_scan: 1,
+            cpu: None,
+            numa_node: None,
+        }
+    }
+
+    #[test]
+    fn the_kernels_rules_for_no_preference() {
+        use NoPreference::*;
+        let node = |c: u32| Some(c / 4);
+        // 1 running thread × 2 SMT = 2 against 2 CPUs: 2 * 1280 >= 2 * 1024, too many
+        // (the seed's two busy threads in a 2-CPU LLC at tolerance 1).
+        assert_eq!(why_none(&grp(1, 0), 2, &lim(), node), [TooManyThreads]);
+        // Tolerance 2 doubles the CPUs: fits, so the scan has just not chosen.
+        let l2 = Limits {
+            aggr_tolerance: Some(2),
+            ..lim()
+        };
+        assert_eq!(why_none(&grp(1, 0), 2, &l2, node), [NotChosen]);
+        // 100 lifts every limit; 0 never aggregates.
+        let l100 = Limits {
+            aggr_tolerance: Some(100),
+            ..lim()
+        };
+        assert_eq!(why_none(&grp(64, u64::MAX), 2, &l100, node), [NotChosen]);
+        let l0 = Limits {
+            aggr_tolerance: Some(0),
+            ..lim()
+        };
+        assert_eq!(why_none(&grp(0, 0), 2, &l0, node), [AggregationOff]);
+        // Footprint: over 32 MiB at tolerance 1 (no thread running at its scans) — only
+        // with NUMA balancing on; at 2 the limit is 257 × 32 MiB.
+        assert_eq!(why_none(&grp(0, 33 << 20), 2, &lim(), node), [Footprint]);
+        assert_eq!(why_none(&grp(0, 33 << 20), 2, &l2, node), [NotChosen]);
+        let off = Limits {
+            numa_balancing: false,
+            ..lim()
+        };
+        assert_eq!(why_none(&grp(0, 33 << 20), 2, &off, node), [NotChosen]);
+        // One thread; a stale scan; no group at all.
+        assert_eq!(why_none(&grp(0, 0), 1, &l2, node), [SingleThread]);
+        let mut stale = grp(0, 0);
+        stale.epochs_since_scan = 6;
+        assert_eq!(why_none(&stale, 2, &l2, node), [Stale]);
+        let none = crate::snapshot::CacheGroup::default();
+        assert_eq!(why_none(&none, 2, &l2, node), [NoGroup]);
+        // A chosen CPU on node 1 while NUMA balancing prefers node 0.
+        let mut g = grp(0, 0);
+        g.cpu = Some(5);
+        g.numa_node = Some(0);
+        assert_eq!(why_none(&g, 2, &l2, node), [NumaConflict]);
+        g.numa_node = Some(1);
+        assert_eq!(why_none(&g, 2, &l2, node), Vec::<NoPreference>::new());
+        // A knob not read: nothing said.
+        let unknown = Limits {
+            epoch_affinity_timeout: None,
+            ..l2
+        };
+        assert!(why_none(&grp(9, 0), 2, &unknown, node).is_empty());
+    }
+
+    #[test]
+    fn explain_fills_the_rows_without_a_preference() {
+        use crate::snapshot::{NumaStats, ProcessStats, ProcessTable, Snapshot};
+        let topo = topo8();
+        let mut s = Snapshot::default();
+        let row = |pid, pref: Option<u32>| ProcessStats {
+            pid,
+            threads: 2,
+            preferred_llc: pref,
+            runtime_per_llc_ns: vec![0, 5, 0, 0],
+            cache_group: Some(grp(1, 0)),
+            ..Default::default()
+        };
+        s.processes = Some(ProcessTable {
+            rows: vec![row(1, None), row(2, Some(1))],
+            ..Default::default()
+        });
+        s.numa = Some(NumaStats {
+            balancing_mode: Some(1),
+            ..Default::default()
+        });
+        s.cache_aware = Some(CacheAware {
+            enabled: true,
+            multi_llc: true,
+            partitions: vec!["0-7".into()],
+            aggr_tolerance: Some(1),
+            epoch_affinity_timeout: Some(5),
+        });
+        explain(&topo, &mut s);
+        let rows = &s.processes.as_ref().unwrap().rows;
+        // synthetic(2, 2, 2): 2-CPU LLCs, one thread per core: 1 × 1 against 2 fits.
+        assert_eq!(rows[0].no_preference, [NoPreference::NotChosen]);
+        assert!(rows[1].no_preference.is_empty(), "it has one");
+        // Not running: said as such.
+        s.cache_aware.as_mut().unwrap().enabled = false;
+        explain(&topo, &mut s);
+        let rows = &s.processes.as_ref().unwrap().rows;
+        assert_eq!(rows[0].no_preference, [NoPreference::NotActive]);
     }
 
     fn topo8() -> Topology {

@@ -32,6 +32,40 @@ impl Summary {
     }
 
     /// The report.
+    /// The processes the kernel gave no preferred LLC (7.2+), busiest first, each with
+    /// the rules that held at its last snapshot; empty when none said.
+    fn no_preference(&self) -> String {
+        let mut procs: Vec<(&u32, &super::summary::ProcTotal)> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.no_pref.is_some())
+            .collect();
+        if procs.is_empty() {
+            return String::new();
+        }
+        procs.sort_by(|a, b| b.1.cpu.cmp(&a.1.cpu).then(a.0.cmp(b.0)));
+        let mut out = String::from(
+            "\nNo preferred LLC: why, by the kernel's own rules (its cache group at the last snapshot)\n",
+        );
+        for (pid, p) in procs.iter().take(20) {
+            let Some((why, g)) = &p.no_pref else { continue };
+            let why: Vec<&str> = why.iter().map(|w| w.text()).collect();
+            let _ = writeln!(
+                out,
+                "  {} ({pid}): {} · {} running threads (avg), footprint {}, scanned {} epochs ago",
+                Esc(&p.comm),
+                why.join("; "),
+                g.nr_running_avg,
+                crate::units::bytes(g.footprint_bytes),
+                g.epochs_since_scan
+            );
+        }
+        if procs.len() > 20 {
+            let _ = writeln!(out, "  … and {} more", procs.len() - 20);
+        }
+        out
+    }
+
     pub fn render(self) -> String {
         let h = &self.header;
         let mut out = String::new();
@@ -129,6 +163,7 @@ impl Summary {
         }
         out.push_str(&self.schedulers.section(self.t0.unwrap_or(0)));
         out.push_str(&self.cache_aware.section(self.t0.unwrap_or(0)));
+        out.push_str(&self.no_preference());
 
         out.push_str(&self.findings());
 

@@ -195,6 +195,7 @@ mod tests {
                 enabled,
                 multi_llc: multi,
                 partitions: vec![if multi { "0-7" } else { "0-1" }.into()],
+                ..Default::default()
             });
             c.add(&s);
         }

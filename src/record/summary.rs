@@ -22,6 +22,12 @@ pub(super) struct ProcTotal {
     pub(super) xllc: u64,
     pub(super) hit_num: f64,
     pub(super) hit_den: f64,
+    /// Why the kernel gave it no preferred LLC at its last row that said (7.2+), and its
+    /// cache group then.
+    pub(super) no_pref: Option<(
+        Vec<crate::snapshot::NoPreference>,
+        crate::snapshot::CacheGroup,
+    )>,
 }
 
 /// Load-balance totals of one kind (busy, idle or newidle) at one domain level.
@@ -287,6 +293,10 @@ impl Summary {
                 if let Some(h) = r.preferred_hit {
                     p.hit_num += h * r.cpu_time_ns as f64;
                     p.hit_den += r.cpu_time_ns as f64;
+                }
+                if let Some(g) = &r.cache_group {
+                    p.no_pref =
+                        (!r.no_preference.is_empty()).then(|| (r.no_preference.clone(), g.clone()));
                 }
             }
         }

@@ -19,6 +19,14 @@ pub struct CacheAware {
     /// The domain partitions the rule was applied to, as cpulists (`0-7`; one per
     /// partition: the top-level one, then each cpuset partition root).
     pub partitions: Vec<String>,
+    /// `llc_balancing/aggr_tolerance` (the scale of the limits on a process's threads and
+    /// footprint; 0 never aggregates, 100 lifts the limits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggr_tolerance: Option<u32>,
+    /// `llc_balancing/epoch_affinity_timeout`: epochs without a scan before a process's
+    /// preference is dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_affinity_timeout: Option<u32>,
 }
 
 impl CacheAware {
@@ -65,6 +73,7 @@ mod tests {
             enabled: true,
             multi_llc: true,
             partitions: vec!["0-7".into()],
+            ..Default::default()
         };
         assert!(c.active());
         assert_eq!(c.describe(), "active");

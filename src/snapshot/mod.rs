@@ -23,7 +23,7 @@ pub use cache::{
 };
 pub use cache_aware::CacheAware;
 pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
-pub use process::{PreferredKind, ProcessStats, ProcessTable};
+pub use process::{CacheGroup, NoPreference, PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ScxState, ops_matches_binary, ops_short_name};
 
 use std::collections::BTreeMap;

@@ -91,4 +91,89 @@ pub struct ProcessStats {
     /// `Snapshot::resctrl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheMon>,
+    /// Its cache group as the kernel keeps it (7.2+ cache-aware scheduling, BPF source
+    /// with the task walk): the figures the kernel's rules for a preferred LLC read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_group: Option<CacheGroup>,
+    /// Why the kernel gives it no preferred LLC, each rule that holds, by the kernel's own
+    /// rules over `cache_group` (src/kstate/cache_aware.rs); empty while it has one, or
+    /// where the group was not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_preference: Vec<NoPreference>,
+}
+
+/// A process's cache group (`p->sched_cache_grp` of its leader thread, v7.2+).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheGroup {
+    /// It has one (`false`: a kernel thread, or none set up: no preference ever).
+    pub present: bool,
+    /// `nr_running_avg`: its threads running at its scans, averaged (EWMA).
+    pub nr_running_avg: u64,
+    /// `footprint`: its memory footprint from NUMA-balancing faults, bytes (pages ×
+    /// 4,096); 0 while NUMA balancing is off.
+    pub footprint_bytes: u64,
+    /// Epochs since its last scan (the leader's CPU's `cpu_epoch` − the group's `epoch`).
+    pub epochs_since_scan: i64,
+    /// `cpu`: the CPU of its preferred LLC (`None`: none chosen).
+    pub cpu: Option<u32>,
+    /// The leader's `numa_preferred_nid` (`None`: no preferred node).
+    pub numa_node: Option<u32>,
+}
+
+/// One of the kernel's reasons for no preferred LLC (7.2: `account_mm_sched`,
+/// `invalid_llc_nr`, `exceed_llc_capacity`, `get_pref_llc` in kernel/sched/fair.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoPreference {
+    /// Cache-aware scheduling does not run (`cache_aware`: off, or enabled but not active).
+    NotActive,
+    /// No cache group: a kernel thread, or a task the kernel set none up for.
+    NoGroup,
+    /// One thread (`get_nr_threads(p) <= 1`).
+    SingleThread,
+    /// `llc_balancing/aggr_tolerance` 0: never aggregate.
+    AggregationOff,
+    /// Its running threads × SMT siblings do not fit the LLC's CPUs × the tolerance.
+    TooManyThreads,
+    /// Its footprint is larger than the LLC × 256 × (tolerance − 1) + the LLC.
+    Footprint,
+    /// Not scanned for more than `epoch_affinity_timeout` epochs.
+    Stale,
+    /// Its preferred LLC is on another node than NUMA balancing's preferred node.
+    NumaConflict,
+    /// None of the above: the kernel's scan has chosen no LLC (yet: a new LLC needs twice
+    /// the current one's occupancy).
+    NotChosen,
+}
+
+impl NoPreference {
+    /// At most three characters for the Processes view's PREF column (`–thr`).
+    pub fn code(self) -> &'static str {
+        match self {
+            NoPreference::NotActive => "off",
+            NoPreference::NoGroup => "kt",
+            NoPreference::SingleThread => "1t",
+            NoPreference::AggregationOff => "ag0",
+            NoPreference::TooManyThreads => "thr",
+            NoPreference::Footprint => "fp",
+            NoPreference::Stale => "old",
+            NoPreference::NumaConflict => "nod",
+            NoPreference::NotChosen => "?",
+        }
+    }
+
+    /// A short phrase for a table or a report.
+    pub fn text(self) -> &'static str {
+        match self {
+            NoPreference::NotActive => "cache-aware scheduling does not run",
+            NoPreference::NoGroup => "no cache group (kernel thread)",
+            NoPreference::SingleThread => "single thread",
+            NoPreference::AggregationOff => "aggr_tolerance 0: aggregation off",
+            NoPreference::TooManyThreads => "more running threads than the LLC's CPUs",
+            NoPreference::Footprint => "footprint larger than the LLC",
+            NoPreference::Stale => "not scanned lately (stale epoch)",
+            NoPreference::NumaConflict => "NUMA balancing prefers another node",
+            NoPreference::NotChosen => "no LLC chosen by the kernel's scan",
+        }
+    }
 }

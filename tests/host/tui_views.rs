@@ -157,6 +157,8 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
             .map(|&r| (r > 0).then(|| counters(r, r / 2, r / 1000)))
             .collect(),
         cache: None,
+        cache_group: None,
+        no_preference: Vec::new(),
     };
     let pg = ProcessStats {
         pid: 1001,
@@ -1349,10 +1351,51 @@ fn whether_cache_aware_scheduling_runs_is_in_the_header() {
                 enabled,
                 multi_llc: multi,
                 partitions: vec!["0-1".into()],
+                ..Default::default()
             });
         });
         has(&screen(&app, 160, 50), said, "header");
     }
+}
+
+/// A process the kernel gives no preferred LLC (7.2+): the PREF column codes the first
+/// reason, the drill-down says them all with the cache group's figures.
+#[test]
+fn why_no_preference_is_in_processes_and_the_drill_down() {
+    let topo = fixture_topology("qemu-lab-2s2llc");
+    let mut app = live_app_with(&topo, 2, |s| {
+        s.numa = Some(llctop::snapshot::NumaStats {
+            balancing_mode: Some(0),
+            ..Default::default()
+        });
+        if let Some(t) = s.processes.as_mut() {
+            let r = &mut t.rows[0];
+            r.preferred_llc = None;
+            r.preferred_kind = PreferredKind::Kernel;
+            r.cache_group = Some(llctop::snapshot::CacheGroup {
+                present: true,
+                nr_running_avg: 3,
+                footprint_bytes: 0,
+                epochs_since_scan: 1,
+                cpu: None,
+                numa_node: None,
+            });
+            r.no_preference = vec![
+                llctop::snapshot::NoPreference::TooManyThreads,
+                llctop::snapshot::NoPreference::SingleThread,
+            ];
+        }
+    });
+    key(&mut app, KeyCode::Char('3'));
+    has(&screen(&app, 160, 50), "–thr", "processes");
+    key(&mut app, KeyCode::Enter);
+    let s = screen(&app, 200, 50);
+    has(
+        &s,
+        "no preferred LLC: more running threads than the LLC's CPUs; single thread",
+        "drill-down",
+    );
+    has(&s, "NUMA balancing off: not counted", "drill-down");
 }
 
 /// Replay's Knobs view lists the knobs the recording began with and their values at the

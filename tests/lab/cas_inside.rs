@@ -1,11 +1,14 @@
 //! The lab of the cache-aware scheduler seen from the inside (7.2, the 8-vCPU shape
 //! `2s4llc-smt`: an L3 per SMT pair, four LLCs of two CPUs, two nodes). One module per
-//! scenario (tests/lab/*.rs); this one: cas_state.sh — whether cache-aware scheduling
-//! runs, beside what `llc_balancing/enabled` says, against the kernel's own word.
+//! scenario or two (tests/lab/*.rs); this one: cas_state.sh — whether cache-aware
+//! scheduling runs, beside what `llc_balancing/enabled` says, against the kernel's own
+//! word — and cas_why.sh — why a process has no preferred LLC, against constructions that
+//! force each reason and the guest's own /proc.
 
 use crate::common;
 
 use common::lab::{LabRun, recording};
+use llctop::snapshot::{NoPreference, ProcessStats, Snapshot};
 
 const SHAPE: &str = "2s4llc-smt";
 
@@ -108,5 +111,145 @@ fn lab_7_2_cache_aware_knobs_and_report_say_enabled_but_not_active() {
     println!(
         "lab 7.2/{SHAPE} report:{}",
         section.lines().take(8).collect::<Vec<_>>().join("\n")
+    );
+}
+
+fn why_run() -> &'static LabRun {
+    common::lab::run("7.2", SHAPE, "cas_why.sh")
+}
+
+/// The rows of process `pid` in the snapshots `span` ("FROM COUNT": indices).
+fn rows_of<'a>(snaps: &'a [Snapshot], span: &str, pid: u32) -> Vec<(u64, &'a ProcessStats)> {
+    let v: Vec<usize> = span
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    snaps[v[0]..v[1].min(snaps.len())]
+        .iter()
+        .filter_map(|s| {
+            let r = s.processes.as_ref()?.rows.iter().find(|r| r.pid == pid)?;
+            Some((s.seq, r))
+        })
+        .collect()
+}
+
+/// At tolerance 1 in 2-CPU LLCs of one core: a single thread has none for being one; two
+/// running threads × 2 SMT threads do not fit 2 CPUs. As the guest counts its threads.
+#[test]
+fn lab_7_2_no_preference_single_thread_and_too_many_threads() {
+    let run = why_run();
+    assert_eq!(run.value("aggr_tolerance"), "1");
+    assert_eq!(run.value("one_threads"), "1");
+    assert_eq!(
+        run.value("two_threads"),
+        "3",
+        "share 2: the main thread and two workers"
+    );
+    let rec = recording(run, "why_recording");
+    let span = run.value("threads_snaps");
+    for (who, want) in [
+        ("one", NoPreference::SingleThread),
+        ("two", NoPreference::TooManyThreads),
+    ] {
+        let pid: u32 = run.value(&format!("{who}_pid")).parse().unwrap();
+        let rows = rows_of(&rec.snapshots, span, pid);
+        assert!(rows.len() >= 4, "{who}: {} rows in {span}", rows.len());
+        for (seq, r) in &rows {
+            let g = r.cache_group.as_ref().expect("the cache group read");
+            println!(
+                "lab 7.2/{SHAPE} {who} #{seq}: preferred {:?}, no preference {:?}, group {g:?}",
+                r.preferred_llc, r.no_preference
+            );
+            assert!(g.present, "{who} #{seq}: a user process has a cache group");
+            assert_eq!(r.preferred_llc, None, "{who} #{seq}");
+            assert!(
+                r.no_preference.contains(&want),
+                "{who} #{seq}: {:?}, not {want:?}",
+                r.no_preference
+            );
+        }
+    }
+}
+
+/// The footprint is NUMA balancing's: touching 64 MiB across nodes with it on makes one
+/// (the kernel's own hinting-fault count rose), with it off none (no faults).
+#[test]
+fn lab_7_2_cache_group_footprint_comes_from_numa_faults() {
+    let run = why_run();
+    let rec = recording(run, "why_recording");
+    for (step, on) in [("on", true), ("off", false)] {
+        let pid: u32 = run.value(&format!("numa_{step}_pid")).parse().unwrap();
+        let faults: i64 = run
+            .value(&format!("numa_{step}_hint_faults"))
+            .parse()
+            .unwrap();
+        let rows = rows_of(
+            &rec.snapshots,
+            run.value(&format!("numa_{step}_snaps")),
+            pid,
+        );
+        let most = rows
+            .iter()
+            .filter_map(|(_, r)| r.cache_group.as_ref())
+            .map(|g| g.footprint_bytes)
+            .max();
+        println!(
+            "lab 7.2/{SHAPE} NUMA balancing {step}: {faults} hinting faults, the group's footprint at most {most:?} bytes"
+        );
+        if on {
+            assert!(faults > 0, "the construction made hinting faults");
+            assert!(most.is_some_and(|b| b > 0), "{rows:?}");
+        } else {
+            assert_eq!(faults, 0, "no hinting faults with NUMA balancing off");
+            assert_eq!(most, Some(0));
+        }
+    }
+}
+
+/// No cache group: only the kernel threads (children of kthreadd, as the guest lists them)
+/// and init (made by user_mode_thread()); every other row has one.
+#[test]
+fn lab_7_2_only_kernel_threads_have_no_cache_group() {
+    let run = why_run();
+    let kthreads: Vec<u32> = run
+        .value("kthreads")
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let rec = recording(run, "why_recording");
+    let (mut with, mut without) = (0, 0);
+    for s in &rec.snapshots {
+        for r in s.processes.iter().flat_map(|t| t.rows.iter()) {
+            let Some(g) = &r.cache_group else { continue };
+            if g.present {
+                with += 1;
+                assert!(
+                    !kthreads.contains(&r.pid),
+                    "#{}: kernel thread {} ({}) with a cache group",
+                    s.seq,
+                    r.pid,
+                    r.comm
+                );
+            } else {
+                without += 1;
+                assert!(
+                    kthreads.contains(&r.pid) || r.pid == 1,
+                    "#{}: {} ({}) has no cache group and is no kernel thread",
+                    s.seq,
+                    r.pid,
+                    r.comm
+                );
+                if r.preferred_llc.is_none() {
+                    assert_eq!(r.no_preference, [NoPreference::NoGroup], "{}", r.comm);
+                }
+            }
+        }
+    }
+    println!("lab 7.2/{SHAPE}: rows with a cache group {with}, without {without}");
+    assert!(with > 0 && without > 0, "both kinds seen");
+    let report = run.block("report");
+    assert!(
+        report.contains("No preferred LLC: why, by the kernel's own rules"),
+        "{report}"
     );
 }

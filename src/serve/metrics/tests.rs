@@ -187,6 +187,7 @@ fn whether_cache_aware_scheduling_runs_is_two_gauges() {
         enabled: true,
         multi_llc: false,
         partitions: vec!["0-1".into()],
+        ..Default::default()
     });
     e.update(&s);
     let om = e.openmetrics();
@@ -196,6 +197,7 @@ fn whether_cache_aware_scheduling_runs_is_two_gauges() {
         enabled: true,
         multi_llc: true,
         partitions: vec!["0-3".into()],
+        ..Default::default()
     });
     e.update(&s);
     assert!(e.openmetrics().contains("llctop_cache_aware_active 1"));

@@ -28,6 +28,7 @@
 //! from the enrichment stage (src/enrich.rs).
 
 mod attribution;
+mod cas;
 pub mod delta;
 pub mod features;
 pub mod floor;
@@ -447,6 +448,13 @@ impl Source for BpfSource {
         };
         let mut table = delta::processes(&prev, cur, &params, &mut self.preferred);
         name_exited(&mut self.gone, &cur.exited, &mut table.rows);
+        // The cache groups the walk read (v7.2+; empty elsewhere).
+        if self.settle.is_some() && cur.kernel_preferred {
+            let mut groups = cas::take(&self.skel.maps.cas_procs);
+            for r in &mut table.rows {
+                r.cache_group = groups.remove(&r.pid);
+            }
+        }
         snap.processes = Some(table);
         let overflow = events.len().saturating_sub(EVENTS_PER_SNAPSHOT);
         if overflow > 0 {

@@ -135,7 +135,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .take(body_h)
         .map(|(i, r)| {
             let c = r.counters.as_ref();
-            let pref = r.preferred_llc.map_or("–".to_string(), |l| {
+            // No preference: the first of the kernel's reasons, coded (the drill-down
+            // says them all).
+            let none = r
+                .no_preference
+                .first()
+                .map_or(String::from("–"), |w| format!("–{}", w.code()));
+            let pref = r.preferred_llc.map_or(none, |l| {
                 format!(
                     "{l}{}",
                     match r.preferred_kind {
@@ -298,6 +304,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             },
         )),
     ];
+    if let Some(line) = no_preference_line(r, s) {
+        head.push(Line::styled(line, t.warn()));
+    }
     let group = s.resctrl.as_ref().and_then(|x| x.of_pid(pid));
     match group {
         Some(g) => {
@@ -439,4 +448,35 @@ fn wait_rate(r: &ProcessStats, secs: f64) -> String {
     } else {
         w
     }
+}
+
+/// Why the kernel gives the process no preferred LLC (7.2+), with its cache group's
+/// figures: `None` where it has one or the group was not read.
+pub fn no_preference_line(
+    r: &crate::snapshot::ProcessStats,
+    s: &crate::snapshot::Snapshot,
+) -> Option<String> {
+    let g = r.cache_group.as_ref()?;
+    if r.no_preference.is_empty() {
+        return None;
+    }
+    let why: Vec<&str> = r.no_preference.iter().map(|w| w.text()).collect();
+    let numa_off = s
+        .numa
+        .as_ref()
+        .and_then(|n| n.balancing_mode)
+        .is_some_and(|m| m & 1 == 0);
+    Some(format!(
+        "no preferred LLC: {} · cache group: {} running threads (avg), footprint {}{}, scanned {} epochs ago, NUMA node {}",
+        why.join("; "),
+        g.nr_running_avg,
+        crate::units::bytes(g.footprint_bytes),
+        if numa_off {
+            " (NUMA balancing off: not counted, the size check does nothing)"
+        } else {
+            ""
+        },
+        g.epochs_since_scan,
+        g.numa_node.map_or("–".to_string(), |n| n.to_string()),
+    ))
 }

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A process's cache group (v7.2+ cache-aware scheduling, CONFIG_SCHED_CACHE), read from
+ * its leader thread by the settle walk once per interval into cas_procs: the figures the
+ * kernel's rules for a preferred LLC read, so that userspace can say why a process has
+ * none (src/kstate/cache_aware.rs). Compiled out by the verifier where task_struct has
+ * no sched_cache_grp.
+ */
+
+static __noinline void cas_read(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->sched_cache_grp))
+		return;
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	struct cas_proc c = { .cpu = -1, .numa_nid = -1 };
+	struct sched_cache_group *g = BPF_CORE_READ(p, sched_cache_grp);
+	if (g) {
+		c.has_grp = 1;
+		c.nr_running_avg = BPF_CORE_READ(g, nr_running_avg);
+		c.footprint = BPF_CORE_READ(g, footprint);
+		c.grp_epoch = BPF_CORE_READ(g, epoch);
+		c.cpu = BPF_CORE_READ(g, cpu);
+	}
+	if (bpf_core_field_exists(p->numa_preferred_nid))
+		c.numa_nid = BPF_CORE_READ(p, numa_preferred_nid);
+	struct cpu_stat *cs = stats_of(task_cpu(p, false));
+	if (cs && cs->rq_addr && bpf_core_field_exists(((struct rq *)0)->cpu_epoch))
+		c.rq_epoch = BPF_CORE_READ((struct rq *)cs->rq_addr, cpu_epoch);
+	bpf_map_update_elem(&cas_procs, &tgid, &c, BPF_ANY);
+}
