@@ -23,8 +23,11 @@ static __noinline void cas_read(struct task_struct *p)
 	}
 	if (bpf_core_field_exists(p->numa_preferred_nid))
 		c.numa_nid = BPF_CORE_READ(p, numa_preferred_nid);
+	/* The run queue's address is llctop's own (cpu_stat, no kernel type): taken out
+	 * of it before the CO-RE read, which would relocate the whole expression. */
 	struct cpu_stat *cs = stats_of(task_cpu(p, false));
-	if (cs && cs->rq_addr && bpf_core_field_exists(((struct rq *)0)->cpu_epoch))
-		c.rq_epoch = BPF_CORE_READ((struct rq *)cs->rq_addr, cpu_epoch);
+	struct rq *rq = cs ? (struct rq *)cs->rq_addr : NULL;
+	if (rq && bpf_core_field_exists(rq->cpu_epoch))
+		c.rq_epoch = BPF_CORE_READ(rq, cpu_epoch);
 	bpf_map_update_elem(&cas_procs, &tgid, &c, BPF_ANY);
 }

@@ -177,6 +177,7 @@ fn lab_7_2_no_preference_single_thread_and_too_many_threads() {
 fn lab_7_2_cache_group_footprint_comes_from_numa_faults() {
     let run = why_run();
     let rec = recording(run, "why_recording");
+    let mut counts = Vec::new();
     for (step, on) in [("on", true), ("off", false)] {
         let pid: u32 = run.value(&format!("numa_{step}_pid")).parse().unwrap();
         let faults: i64 = run
@@ -200,10 +201,18 @@ fn lab_7_2_cache_group_footprint_comes_from_numa_faults() {
             assert!(faults > 0, "the construction made hinting faults");
             assert!(most.is_some_and(|b| b > 0), "{rows:?}");
         } else {
-            assert_eq!(faults, 0, "no hinting faults with NUMA balancing off");
-            assert_eq!(most, Some(0));
+            // A few may still come from pages the step before had marked (3 seen): none
+            // of this process's, which NUMA balancing never scanned.
+            assert_eq!(most, Some(0), "{rows:?}");
         }
+        counts.push(faults);
     }
+    assert!(
+        counts[1] * 10 < counts[0],
+        "hinting faults on {} against off {}",
+        counts[0],
+        counts[1]
+    );
 }
 
 /// No cache group: only the kernel threads (children of kthreadd, as the guest lists them)
@@ -232,14 +241,27 @@ fn lab_7_2_only_kernel_threads_have_no_cache_group() {
                 );
             } else {
                 without += 1;
+                // A user process's group goes at exit_mm(), before its exit is reported:
+                // one read then is a process on its way out (no row of it after, or one
+                // marked exited).
+                let ending = || {
+                    let later: Vec<&ProcessStats> = rec
+                        .snapshots
+                        .iter()
+                        .filter(|x| x.seq > s.seq)
+                        .flat_map(|x| x.processes.iter().flat_map(|t| t.rows.iter()))
+                        .filter(|x| x.pid == r.pid)
+                        .collect();
+                    later.is_empty() || later.iter().any(|x| x.exited)
+                };
                 assert!(
-                    kthreads.contains(&r.pid) || r.pid == 1,
+                    kthreads.contains(&r.pid) || r.pid == 1 || r.exited || ending(),
                     "#{}: {} ({}) has no cache group and is no kernel thread",
                     s.seq,
                     r.pid,
                     r.comm
                 );
-                if r.preferred_llc.is_none() {
+                if r.preferred_llc.is_none() && !r.exited {
                     assert_eq!(r.no_preference, [NoPreference::NoGroup], "{}", r.comm);
                 }
             }

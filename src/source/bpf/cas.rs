@@ -35,8 +35,14 @@ fn group(c: &types::cas_proc) -> CacheGroup {
         present: c.has_grp != 0,
         nr_running_avg: c.nr_running_avg,
         footprint_bytes: c.footprint.saturating_mul(PAGE),
-        // The kernel compares `(long)(epoch - grp->epoch)`: wrapping, signed.
-        epochs_since_scan: c.rq_epoch.wrapping_sub(c.grp_epoch) as i64,
+        // The kernel compares `(long)(epoch - grp->epoch)`: wrapping, signed (each run
+        // queue keeps its own epoch: a group scanned from another CPU can be ahead). No
+        // group, no scan.
+        epochs_since_scan: if c.has_grp != 0 {
+            c.rq_epoch.wrapping_sub(c.grp_epoch) as i64
+        } else {
+            0
+        },
         cpu: u32::try_from(c.cpu).ok(),
         numa_node: u32::try_from(c.numa_nid).ok(),
     }
@@ -63,5 +69,11 @@ mod tests {
         assert_eq!(g.footprint_bytes, 1 << 20);
         assert_eq!(g.epochs_since_scan, 5, "wrapping, as the kernel's long");
         assert_eq!((g.cpu, g.numa_node), (None, Some(1)));
+        let none = group(&types::cas_proc {
+            rq_epoch: 900,
+            ..Default::default()
+        });
+        assert!(!none.present);
+        assert_eq!(none.epochs_since_scan, 0, "no group, no scan");
     }
 }
