@@ -171,8 +171,8 @@ fn lab_7_2_no_preference_single_thread_and_too_many_threads() {
     }
 }
 
-/// The footprint is NUMA balancing's: touching 64 MiB across nodes with it on makes one
-/// (the kernel's own hinting-fault count rose), with it off none (no faults).
+/// The footprint is NUMA balancing's: two threads running with it on make one (the
+/// kernel's own hinting-fault count rose), with it off none.
 #[test]
 fn lab_7_2_cache_group_footprint_comes_from_numa_faults() {
     let run = why_run();
