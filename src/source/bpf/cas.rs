@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::MapCore;
 
 use super::layout::{pod, types};
-use super::maps::delete_keys;
+use super::maps::{delete_keys, entries};
 use crate::snapshot::CacheGroup;
 
 /// The kernel's page size for `footprint` (pages; x86-64 and the lab's kernels: 4 KiB).
@@ -15,13 +15,7 @@ const PAGE: u64 = 4096;
 
 /// Every entry of `map`, taken out, by tgid.
 pub(super) fn take<M: MapCore>(map: &M) -> HashMap<u32, CacheGroup> {
-    let all: Vec<(Vec<u8>, Vec<u8>)> = match map.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY) {
-        Ok(it) => it.collect(),
-        Err(_) => map
-            .keys()
-            .filter_map(|k| Some((k.clone(), map.lookup(&k, MapFlags::ANY).ok()??)))
-            .collect(),
-    };
+    let all = entries(map);
     let bytes: Vec<u8> = all.iter().flat_map(|(k, _)| k.iter().copied()).collect();
     delete_keys(map, &bytes, std::mem::size_of::<u32>());
     all.iter()

@@ -28,6 +28,17 @@ pub(super) fn take_entries<M: MapCore>(map: &M) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
+/// Every (key, value) of `map`: batch calls where the kernel has them, else key by key.
+pub fn entries<M: MapCore>(map: &M) -> Vec<(Vec<u8>, Vec<u8>)> {
+    match map.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY) {
+        Ok(it) => it.collect(),
+        Err(_) => map
+            .keys()
+            .filter_map(|k| Some((k.clone(), map.lookup(&k, MapFlags::ANY).ok()??)))
+            .collect(),
+    }
+}
+
 /// Delete `keys` (each `key_size` bytes) from the hash map `map`: in one batch call,
 /// else — where the kernel lacks batches or a key had gone already, which stops a
 /// batch — key by key.

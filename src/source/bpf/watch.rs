@@ -3,21 +3,15 @@
 //! again for a wait that reached into it to end — taken out of the map and handed to
 //! the snapshot as an [`IdleWait`], once.
 
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::MapCore;
 
 use super::layout::{pod, types};
-use super::maps::delete_keys;
+use super::maps::{delete_keys, entries};
 use crate::snapshot::{IDLE_WATCH_NS, IdleWait};
 
 /// The entries of `map` over by `now` (CLOCK_MONOTONIC), taken out, in placement order.
 pub(super) fn take_ended<M: MapCore>(map: &M, now: u64) -> Vec<IdleWait> {
-    let all: Vec<(Vec<u8>, Vec<u8>)> = match map.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY) {
-        Ok(it) => it.collect(),
-        Err(_) => map
-            .keys()
-            .filter_map(|k| Some((k.clone(), map.lookup(&k, MapFlags::ANY).ok()??)))
-            .collect(),
-    };
+    let all = entries(map);
     let (out, keys) = ended(
         all.iter()
             .map(|(k, v)| (pod::<u32>(k), pod::<types::idle_watch>(v))),
