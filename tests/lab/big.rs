@@ -257,6 +257,7 @@ fn lab_7_2_big_serve_series_are_the_readmes_formula() {
         .filter_map(|l| l.split("cgroup=\"").nth(1)?.split('"').next())
         .collect();
     let sched_ext = 3; // 7.2 has sched_ext
+    let cache_aware = 2; // and cache-aware scheduling
     let formula = cpus.len()
         + 5 * llcs.len()
         + 9 * levels
@@ -266,10 +267,11 @@ fn lab_7_2_big_serve_series_are_the_readmes_formula() {
         + numa
         + 3 * cgroups.len()
         + llctop::serve::metrics::fixed_series()
-        + sched_ext;
+        + sched_ext
+        + cache_aware;
     let samples = m.lines().filter(|l| l.starts_with("llctop_")).count();
     println!(
-        "lab 7.2/{SHAPE}: serve {samples} series; README's formula {formula} = {} CPUs + 5 x {} LLCs + 9 x {levels} levels + 2 x {sources} sources + {} knobs + {numeric} numeric + {numa} NUMA counters + 3 x {} cgroups + {} + {sched_ext} (sched_ext)",
+        "lab 7.2/{SHAPE}: serve {samples} series; README's formula {formula} = {} CPUs + 5 x {} LLCs + 9 x {levels} levels + 2 x {sources} sources + {} knobs + {numeric} numeric + {numa} NUMA counters + 3 x {} cgroups + {} + {sched_ext} (sched_ext) + {cache_aware} (cache-aware scheduling)",
         cpus.len(),
         llcs.len(),
         valued.len(),
