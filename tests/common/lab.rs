@@ -172,7 +172,9 @@ fn boot(kernel: &str, shape: &str, scenario: &str, append: &str, extra: &Extra) 
         c.contains("Kernel panic") && !c.contains("@@LAB kernel ")
     };
     if early_panic(&out) {
-        println!("lab {kernel}/{shape}/{scenario}: the guest kernel panicked before its init ran: booting once more");
+        println!(
+            "lab {kernel}/{shape}/{scenario}: the guest kernel panicked before its init ran: booting once more"
+        );
         out = cmd.output().expect("run tests/lab/lab.sh");
     }
     record_time(kernel, shape, scenario, t0.elapsed().as_secs_f64());
