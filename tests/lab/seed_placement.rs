@@ -538,18 +538,34 @@ fn check_wait_beside_idle_sibling(kernel: &str) {
         wait2.abs_diff(delay) as f64 <= 0.05 * delay as f64 + 50e6,
         "cpu2's run-queue wait is the waiters' run_delay"
     );
-    assert!(wait3 < delay / 20, "nothing waits on cpu3");
+    // cpu3's waits are its few tasks' wakeup latency on an idle vCPU, which TCG on a
+    // loaded host stretches: 51-144 ms in three boots (2026-11-28), against cpu2's 4 s.
+    assert!(wait3 < delay / 10, "nothing waits on cpu3");
+    // cpu3 idles meanwhile, as the kernel counts it (/proc/stat over the waiters' run),
+    // and llctop reads cpu3 as the kernel does. Not "every interval under 20%": in a CI
+    // run on a loaded host (stop 56) cpu3 read [0.48, 0.17, 0.21] busy while cpu2 was
+    // shared — kernel work under TCG lands on the idle sibling; the symptom (a task
+    // waits beside a CPU mostly idle) held. The kernel's figure decides it; llctop's
+    // mean over the shared intervals is held to it.
+    let stat = run.block("wait_stat");
+    let idle3 = proc_stat_idle_share(stat, 3);
+    let mean3 = sibling.iter().sum::<f64>() / sibling.len().max(1) as f64;
+    println!(
+        "lab {kernel}/{SHAPE}: cpu3 {:.0}% idle over the waiters (/proc/stat); llctop's mean busy while cpu2 was shared {:.0}%",
+        idle3 * 100.0,
+        mean3 * 100.0
+    );
+    assert!(idle3 >= 0.6, "cpu3, in cpu2's LLC, idles meanwhile");
     assert!(
-        sibling.iter().all(|&b| b < 0.2),
-        "cpu3, in cpu2's LLC, idles meanwhile"
+        (mean3 - (1.0 - idle3)).abs() <= 0.2,
+        "llctop's cpu3 busy {mean3:.2} is the kernel's {:.2}",
+        1.0 - idle3
     );
     let t: Value = serde_json::from_str(run.block("topology")).expect("topology JSON");
     assert_eq!(cpus_of(&t["llcs"])[1], [2, 3], "cpu2 and cpu3 share an LLC");
     // The advisor: work not conserved in llc1, at the severity its cost earns as the
     // kernel counts it — the waiters' run_delay × cpu3's idle share (/proc/stat) per
     // second the waiters ran (cpu3's own elapsed jiffies).
-    let stat = run.block("wait_stat");
-    let idle3 = proc_stat_idle_share(stat, 3);
     let (before, after) = stat.split_once("--").unwrap();
     let jiffies = |text: &str| -> u64 {
         text.lines()
