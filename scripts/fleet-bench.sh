@@ -4,7 +4,9 @@
 # and first snapshot — SNAPSHOTS (default 15) each, half the hosts in A, half in B, B's
 # cross-LLC migrations 10 % higher, ±20 % host-to-host and ±10 % snapshot noise — then the
 # verdict's wall time and peak resident memory (GNU time) and the line it gives that
-# metric. Targets: ≤ 5 s and ≤ 200 MB for 1,000 hosts. Figures: docs/performance.md (u).
+# metric; then the same hosts exported (`export --parquet`, each arm into one directory)
+# and the verdict again from the exports' fleet_windows. Targets: ≤ 5 s and ≤ 200 MB for
+# 1,000 hosts. Figures: docs/performance.md (u).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOSTS=${HOSTS:-1000}
@@ -41,3 +43,18 @@ echo "hosts: $HOSTS ($((HOSTS / 2)) per arm), $SNAPSHOTS snapshots each, $(du -s
 read -r wall rss <"$out/time"
 echo "diff --fleet: ${wall} s wall, $((rss / 1024)) MiB peak resident"
 grep '^migrations.xllc' "$out/verdict"
+for arm in a b; do
+  for f in "$out/$arm"/*.jsonl; do
+    target/release/llctop export --parquet "$f" -o "$out/pq-$arm" >/dev/null 2>&1
+  done
+done
+echo "exported: $(du -sm "$out/pq-a/fleet_windows" "$out/pq-b/fleet_windows" | awk '{s += $1} END {print s}') MiB of fleet_windows ($(ls "$out/pq-a/fleet_windows" "$out/pq-b/fleet_windows" | grep -c parquet) files)"
+/usr/bin/time -f '%e %M' -o "$out/time" target/release/llctop diff --fleet "$out/pq-a" "$out/pq-b" >"$out/verdict-pq"
+read -r wall rss <"$out/time"
+echo "diff --fleet over the exports: ${wall} s wall, $((rss / 1024)) MiB peak resident"
+grep '^migrations.xllc' "$out/verdict-pq"
+if diff <(grep -v '^fleet A/B' "$out/verdict") <(grep -v '^fleet A/B' "$out/verdict-pq") >/dev/null; then
+  echo "the same verdict from the recordings and from the exports"
+else
+  echo "the verdicts differ:"; diff <(grep -v '^fleet A/B' "$out/verdict") <(grep -v '^fleet A/B' "$out/verdict-pq") | head
+fi

@@ -6,6 +6,11 @@ the JSON has null or lacks a nullable figure.
 
     parquet_check.py RECORDING DIR     prints a JSON summary; exit 1 and the first
                                        differences on stderr when a cell differs
+    parquet_check.py --windows DIR     the fleet_windows table against DuckDB's own sums
+                                       over the intervals table: per run, windows of 5
+                                       snapshots in seq order, the last shorter one left
+                                       out; migrations by distance and cause per second of
+                                       the window's summed intervals, busy as a percentage
 """
 import gzip
 import json
@@ -68,7 +73,7 @@ def expected(path):
         "boot_id": h.get("boot_id"),
         "kernel": h.get("kernel"),
         "run_id": f"{host if host is not None else 'unknown'}-{h['start_unix_ns']}",
-        "schema_version": 2,
+        "schema_version": 3,
     }
     topo = h["topology"]
     llc_of, node_of = {}, {}
@@ -202,13 +207,77 @@ def read(dir, table, run_id):
     return f.column_names, rows, meta
 
 
+WINDOW = 5
+RATES = {"migrations.smt": "migrations_smt", "migrations.llc": "migrations_llc",
+         "migrations.xllc": "migrations_cross_llc", "migrations.xnode": "migrations_cross_node",
+         "cause.wakeup": "cause_wakeup", "cause.load_balance": "cause_load_balance",
+         "cause.active_balance": "cause_active_balance", "cause.numa": "cause_numa",
+         "cause.other": "cause_other"}
+
+
+def windows(dir):
+    """fleet_windows against the intervals table, summed by DuckDB."""
+    con = duckdb.connect()
+    sums = ", ".join(f"sum({c}) as {c}, count({c}) as n_{c}" for c in RATES.values())
+    want = {}
+    q = f"""
+        with i as (select *, row_number() over (partition by run_id order by seq) - 1 as n
+                   from read_parquet('{dir}/intervals/*.parquet')),
+        w as (select run_id, n // {WINDOW} as window_index, count(*) as k, min(seq) as first_seq,
+                     max(seq) as last_seq, epoch_ns(max(time)) as time,
+                     sum(interval_ns) / 1e9 as secs, avg(busy) as busy,
+                     count(busy) as n_busy, {sums}
+              from i group by run_id, n // {WINDOW})
+        select * from w where k = {WINDOW}"""
+    cur = con.execute(q)
+    names = [d[0] for d in cur.description]
+    for r in cur.fetchall():
+        r = dict(zip(names, r))
+        key = (r["run_id"], r["window_index"])
+        m = {}
+        for metric, c in RATES.items():
+            if r[f"n_{c}"] == WINDOW:
+                m[metric] = r[c] / r["secs"]
+        if r["n_busy"] == WINDOW:
+            m["busy"] = 100 * r["busy"]
+        want[key] = (r["first_seq"], r["last_seq"], r["time"], r["secs"], m)
+    got = con.execute(f"""select run_id, window_index, first_seq, last_seq, epoch_ns(time), seconds,
+                                 metric, value
+                          from read_parquet('{dir}/fleet_windows/*.parquet')""").fetchall()
+    diffs, values, windows_seen = [], 0, set()
+    for run_id, window, first, last, time, secs, metric, value in got:
+        key = (run_id, window)
+        windows_seen.add(key)
+        if key not in want:
+            diffs.append(f"{key}: a window the intervals table does not make")
+            continue
+        f, l, t, s, m = want[key]
+        if (first, last, time) != (f, l, t) or abs(secs - s) > 1e-9 * s:
+            diffs.append(f"{key}: seq {first}-{last} at {time} over {secs} s; the intervals: {f}-{l} at {t} over {s} s")
+        if metric in m:
+            if abs(value - m[metric]) > 1e-9 * max(1.0, abs(m[metric])):
+                diffs.append(f"{key} {metric}: {value}, DuckDB's {m[metric]}")
+            values += 1
+        elif metric in RATES or metric == "busy":
+            diffs.append(f"{key} {metric}: {value}, but not every snapshot of the window has it")
+    for key, (_, _, _, _, m) in want.items():
+        if key not in windows_seen and m:
+            diffs.append(f"{key}: no rows in fleet_windows")
+    print(json.dumps({"windows": len(want), "rows": len(got), "values": values}))
+    if diffs:
+        sys.stderr.write("\n".join(diffs[:40]) + "\n")
+        sys.exit(1)
+
+
 def main():
+    if sys.argv[1] == "--windows":
+        return windows(sys.argv[2])
     rec, dir = sys.argv[1], sys.argv[2]
     ident, want = expected(rec)
     diffs, summary = [], {}
     for table, rows in want.items():
         names, got, meta = read(dir, table, ident["run_id"])
-        assert meta.get(b"llctop.schema_version") == b"2", meta
+        assert meta.get(b"llctop.schema_version") == b"3", meta
         assert meta.get(b"llctop.table") == table.encode(), meta
         if names[:5] != IDENTITY:
             diffs.append(f"{table}: columns start {names[:5]}")

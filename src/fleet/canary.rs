@@ -112,73 +112,156 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     out
 }
 
-/// One recording's windows' metrics, read streaming (a window's snapshots at most in
-/// memory), and its host name.
-pub fn windows_of(path: &Path) -> Result<(Option<String>, Vec<Metrics>), RecordError> {
-    let mut stream = Stream::open(path, MAX_FILE)?;
-    let host = stream.header.host.clone();
-    let mut out = Vec::new();
-    let mut buf: Vec<Snapshot> = Vec::with_capacity(WINDOW_SNAPSHOTS);
-    for line in &mut stream {
-        if let Line::Snapshot(s) = line? {
-            buf.push(s);
-            if buf.len() == WINDOW_SNAPSHOTS {
-                out.push(metrics::window(&buf));
-                buf.clear();
-            }
-        }
-    }
-    Ok((host, out))
+/// One window of a recording: where it is and its metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostWindow {
+    /// Its place in the recording: 0 for the first [`WINDOW_SNAPSHOTS`] snapshots.
+    pub index: u32,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// The end of its last snapshot, ns since the Unix epoch.
+    pub unix_ns: u64,
+    /// Its snapshots' summed interval time.
+    pub secs: f64,
+    pub metrics: Metrics,
 }
 
-/// The recordings an argument names: a file, or a directory's `*.jsonl` and
-/// `*.jsonl.gz` files (not its subdirectories), sorted.
-fn recordings(path: &Path) -> Result<Vec<PathBuf>, String> {
+/// Cuts a recording's snapshots, in order, into windows of [`WINDOW_SNAPSHOTS`] — the one
+/// cut `diff --fleet` summarizes a host by and the Parquet export's `fleet_windows` table
+/// holds (a window's snapshots at most in memory).
+#[derive(Debug, Default)]
+pub struct Windower {
+    buf: Vec<Snapshot>,
+    next: u32,
+}
+
+impl Windower {
+    /// The next snapshot; a window when it completes one.
+    pub fn push(&mut self, s: Snapshot) -> Option<HostWindow> {
+        self.buf.push(s);
+        if self.buf.len() < WINDOW_SNAPSHOTS {
+            return None;
+        }
+        let w = HostWindow {
+            index: self.next,
+            first_seq: self.buf.first().map_or(0, |s| s.seq),
+            last_seq: self.buf.last().map_or(0, |s| s.seq),
+            unix_ns: self.buf.last().map_or(0, |s| s.time.unix_ns),
+            secs: self.buf.iter().map(|s| s.time.interval_secs()).sum(),
+            metrics: metrics::window(&self.buf),
+        };
+        self.buf.clear();
+        self.next = self.next.saturating_add(1);
+        Some(w)
+    }
+}
+
+/// One recording's windows' metrics, read streaming (a window's snapshots at most in
+/// memory), its host name and its run id (the export's `run_id`).
+pub fn windows_of(path: &Path) -> Result<(Option<String>, String, Vec<Metrics>), RecordError> {
+    let mut stream = Stream::open(path, MAX_FILE)?;
+    let host = stream.header.host.clone();
+    let run = super::tables::Ctx::of(&stream.header).run_id;
+    let mut out = Vec::new();
+    let mut cut = Windower::default();
+    for line in &mut stream {
+        if let Line::Snapshot(s) = line? {
+            out.extend(cut.push(s).map(|w| w.metrics));
+        }
+    }
+    Ok((host, run, out))
+}
+
+/// Whether `p` names a Parquet file (the export's `fleet_windows`).
+fn is_parquet(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "parquet")
+}
+
+/// The files an argument names: a file; or a directory's recordings (`*.jsonl`,
+/// `*.jsonl.gz`) and Parquet files (`*.parquet`: a `fleet_windows` directory), and those
+/// of its `fleet_windows/` (an export's directory) — not other subdirectories — sorted.
+fn inputs(path: &Path) -> Result<Vec<PathBuf>, String> {
     let meta = std::fs::metadata(path)
         .map_err(|e| format!("{}: {e}", Esc(&path.display().to_string())))?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let dir = std::fs::read_dir(path)
-        .map_err(|e| format!("{}: {e}", Esc(&path.display().to_string())))?;
-    let mut v: Vec<PathBuf> = dir
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            (name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")) && p.is_file()
-        })
-        .collect();
+    let list = |d: &Path| -> Result<Vec<PathBuf>, String> {
+        let dir =
+            std::fs::read_dir(d).map_err(|e| format!("{}: {e}", Esc(&d.display().to_string())))?;
+        Ok(dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                (name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || is_parquet(p))
+                    && p.is_file()
+            })
+            .collect())
+    };
+    let mut v = list(path)?;
+    let export = path.join(super::tables::FLEET_WINDOWS.name);
+    if export.is_dir() {
+        v.extend(list(&export)?.into_iter().filter(|p| is_parquet(p)));
+    }
     v.sort();
     Ok(v)
 }
 
-/// Read one side: every recording summarized, grouped by host (a host's recordings'
-/// windows together), files that cannot be read and hosts too short dropped.
+/// Read one side: every recording and `fleet_windows` file summarized, grouped by host (a
+/// host's windows together, from however many files), files that cannot be read and hosts
+/// too short dropped.
 pub fn arm(path: &Path) -> Result<Arm, String> {
-    let files = recordings(path)?;
+    let files = inputs(path)?;
     if files.is_empty() {
         return Err(format!(
-            "{}: no recordings (*.jsonl, *.jsonl.gz) in it",
+            "{}: no recordings (*.jsonl, *.jsonl.gz) or exported fleet_windows (*.parquet) in it",
             Esc(&path.display().to_string())
         ));
     }
     let mut by_host: BTreeMap<String, (Vec<String>, Vec<Metrics>)> = BTreeMap::new();
     let mut dropped = Vec::new();
+    // Each run read once: a recording and its export side by side (`export -o .`) are
+    // one run, not two.
+    let mut runs: BTreeMap<String, String> = BTreeMap::new();
+    let mut add = |host: String, run: String, name: &str, windows: Vec<Metrics>| {
+        if let Some(first) = runs.get(&run) {
+            return Some(format!(
+                "{}: run {} already read from {}",
+                Esc(name),
+                Esc(&run),
+                Esc(first)
+            ));
+        }
+        runs.insert(run, name.to_string());
+        let e = by_host.entry(host).or_default();
+        e.0.push(name.to_string());
+        e.1.extend(windows);
+        None
+    };
     for f in files {
         if crate::signals::requested() {
             return Err("stopped".into());
         }
         let name = f.display().to_string();
+        if is_parquet(&f) {
+            match super::read::windows_of(&f) {
+                Ok(runs) => {
+                    for ((host, run), windows) in runs {
+                        dropped.extend(add(host, run, &name, windows));
+                    }
+                }
+                Err(e) => dropped.push(format!("{}: {}", Esc(&name), Esc(&e))),
+            }
+            continue;
+        }
         match windows_of(&f) {
-            Ok((host, windows)) => {
+            Ok((host, run, windows)) => {
                 let host = host.filter(|h| !h.is_empty()).unwrap_or_else(|| {
                     f.file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_else(|| name.clone())
                 });
-                let e = by_host.entry(host).or_default();
-                e.0.push(name);
-                e.1.extend(windows);
+                dropped.extend(add(host, run, &name, windows));
             }
             // The error names the file.
             Err(e) => dropped.push(Esc(&e.to_string()).to_string()),

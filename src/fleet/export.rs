@@ -14,8 +14,9 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
+use super::canary::Windower;
 use super::columns::{self, Column};
-use super::tables::{self, Ctx, KnobValue, LineRow, SCHEMA_VERSION, WindowOf};
+use super::tables::{self, Ctx, KnobValue, LineRow, SCHEMA_VERSION, WindowMetric, WindowOf};
 use crate::experiment::Experiment;
 use crate::findings::advisor::FindingLine;
 use crate::knobs::session::KnobEvent;
@@ -109,7 +110,11 @@ impl Out {
             .map(|c| parquet::schema::types::ColumnPath::from(c.name.as_str()));
         let props = texts
             .fold(
-                WriterProperties::builder().set_dictionary_enabled(false),
+                WriterProperties::builder()
+                    .set_dictionary_enabled(false)
+                    // Min/max per column chunk (what engines skip row groups by), not per
+                    // page: the page index cost the writer time no query here uses.
+                    .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk),
                 |b, p| b.set_column_dictionary_enabled(p, true),
             )
             .set_compression(Compression::ZSTD(
@@ -215,6 +220,7 @@ struct Outs {
     markers: Out,
     findings: Out,
     windows: Out,
+    fleet_windows: Out,
 }
 
 impl Outs {
@@ -234,10 +240,11 @@ impl Outs {
             markers: Out::open(dir, MARKERS.name, name, &markers(), input)?,
             findings: Out::open(dir, FINDINGS.name, name, &findings(), input)?,
             windows: Out::open(dir, WINDOWS.name, name, &windows(), input)?,
+            fleet_windows: Out::open(dir, FLEET_WINDOWS.name, name, &fleet_windows(), input)?,
         })
     }
 
-    fn all(&mut self) -> [&mut Out; 13] {
+    fn all(&mut self) -> [&mut Out; 14] {
         [
             &mut self.intervals,
             &mut self.cpus,
@@ -252,6 +259,7 @@ impl Outs {
             &mut self.markers,
             &mut self.findings,
             &mut self.windows,
+            &mut self.fleet_windows,
         ]
     }
 }
@@ -299,8 +307,9 @@ pub fn run(input: &Path, dir: &Path, stop: &AtomicBool) -> Result<Written, Strin
     let (tx, rx) = std::sync::mpsc::sync_channel::<Pending>(2);
     let (read, written) = std::thread::scope(|scope| {
         let writer = scope.spawn(|| -> Result<(), String> {
+            let mut cut = Windower::default();
             for mut p in rx {
-                flush(&mut outs, &ctx, &topo, &mut p)?;
+                flush(&mut outs, &ctx, &topo, &mut p, &mut cut)?;
             }
             Ok(())
         });
@@ -368,8 +377,15 @@ fn node_of_llc(topo: &Topology, llc: u32) -> Option<u32> {
     topo.llcs.iter().find(|l| l.id == llc).and_then(|l| l.node)
 }
 
-/// Every table's rows of `p`, written; `p` emptied.
-fn flush(outs: &mut Outs, ctx: &Ctx, topo: &Topology, p: &mut Pending) -> Result<(), String> {
+/// Every table's rows of `p`, written; `p` emptied; its snapshots go on to `cut` (the
+/// `fleet_windows` it completes written).
+fn flush(
+    outs: &mut Outs,
+    ctx: &Ctx,
+    topo: &Topology,
+    p: &mut Pending,
+    cut: &mut Windower,
+) -> Result<(), String> {
     let values = std::mem::take(&mut p.knob_values);
     write_knob_values(outs, ctx, &values)?;
     let snaps = std::mem::take(&mut p.snapshots);
@@ -485,6 +501,13 @@ fn flush(outs: &mut Outs, ctx: &Ctx, topo: &Topology, p: &mut Pending) -> Result
     let windows = std::mem::take(&mut p.windows);
     let rows: Vec<_> = windows.iter().map(|x| LineRow { ctx, x }).collect();
     outs.windows.write(&tables::windows(), &rows)?;
+    let metrics: Vec<WindowMetric> = snaps
+        .into_iter()
+        .filter_map(|s| cut.push(s))
+        .flat_map(|w| WindowMetric::of(&w).collect::<Vec<_>>())
+        .collect();
+    let rows: Vec<_> = metrics.iter().map(|x| LineRow { ctx, x }).collect();
+    outs.fleet_windows.write(&tables::fleet_windows(), &rows)?;
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use crate::snapshot::{
 
 /// The version of the tables' schema, in every row and in each file's metadata. A column
 /// added is a new version; a reader of version N reads the columns N had.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What identifies a recording in every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -1317,6 +1317,98 @@ pub fn windows<'a>() -> Vec<Column<LineRow<'a, WindowOf>>> {
     c
 }
 
+/// One metric of one window of [`crate::fleet::canary::WINDOW_SNAPSHOTS`] snapshots: a
+/// row of `fleet_windows`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowMetric {
+    pub index: u32,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub unix_ns: u64,
+    pub secs: f64,
+    pub metric: String,
+    pub value: f64,
+}
+
+impl WindowMetric {
+    /// A window's rows, one per metric it has (in the metrics' key order).
+    pub fn of(w: &crate::fleet::canary::HostWindow) -> impl Iterator<Item = WindowMetric> + '_ {
+        w.metrics.iter().map(|(k, v)| WindowMetric {
+            index: w.index,
+            first_seq: w.first_seq,
+            last_seq: w.last_seq,
+            unix_ns: w.unix_ns,
+            secs: w.secs,
+            metric: k.clone(),
+            value: *v,
+        })
+    }
+}
+
+pub fn fleet_windows<'a>() -> Vec<Column<LineRow<'a, WindowMetric>>> {
+    type R<'a> = LineRow<'a, WindowMetric>;
+    let mut c = identity::<R>();
+    let m = |what: &str| format!("{what} ([metrics.md]({M_EXPERIMENTS}))");
+    c.extend([
+        col(
+            // Not `window`: a keyword in SQL.
+            "window_index",
+            false,
+            "the window's place in the recording: 0 for its first 5 snapshots".to_string(),
+            Get::U32(|r: &R| Some(r.x.index)),
+        ),
+        col(
+            "first_seq",
+            false,
+            doc("seq", R_FORMAT) + " of the window's first snapshot",
+            Get::U64(|r: &R| Some(r.x.first_seq)),
+        ),
+        col(
+            "last_seq",
+            false,
+            doc("seq", R_FORMAT) + " of its last",
+            Get::U64(|r: &R| Some(r.x.last_seq)),
+        ),
+        col(
+            "time",
+            false,
+            doc("time.unix_ns", M_TIME) + " of its last snapshot: the window's end",
+            Get::Time(|r: &R| Some(r.x.unix_ns)),
+        ),
+        col(
+            "seconds",
+            false,
+            doc("time.interval_ns", M_TIME) + " summed over its snapshots, in seconds",
+            Get::F64(|r: &R| Some(r.x.secs)),
+        ),
+        col(
+            "metric",
+            false,
+            m("the metric's key, as `llctop ab` and `diff --fleet` name it"),
+            Get::Str(|r: &R| Some(r.x.metric.clone())),
+        ),
+        col(
+            "unit",
+            false,
+            m("its unit (empty for a ratio)"),
+            Get::Str(|r: &R| {
+                Some(
+                    crate::experiment::metrics::describe(&r.x.metric)
+                        .0
+                        .to_string(),
+                )
+            }),
+        ),
+        col(
+            "value",
+            false,
+            m("its value over the window"),
+            Get::F64(|r: &R| Some(r.x.value)),
+        ),
+    ]);
+    c
+}
+
 // ---- the tables, each named and described once ----
 
 /// A table: its directory name and what one row is.
@@ -1378,6 +1470,10 @@ pub const WINDOWS: Table = Table {
     name: "windows",
     row: "one per A/B experiment window (`llctop ab`)",
 };
+pub const FLEET_WINDOWS: Table = Table {
+    name: "fleet_windows",
+    row: "one per window of 5 consecutive snapshots (the last, shorter one left out) and metric it has: the experiment's metrics as `llctop diff --fleet` summarizes a host, which reads these files",
+};
 
 /// A column as docs/fleet-data.md lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -1414,6 +1510,7 @@ pub fn all() -> Vec<(Table, Vec<ColumnDoc>)> {
         (MARKERS, cols(markers())),
         (FINDINGS, cols(findings())),
         (WINDOWS, cols(windows())),
+        (FLEET_WINDOWS, cols(fleet_windows())),
     ]
 }
 
@@ -1450,6 +1547,16 @@ fn upper_first(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fleet_windows_says_the_cut_diff_fleet_makes() {
+        let n = crate::fleet::canary::WINDOW_SNAPSHOTS;
+        assert!(FLEET_WINDOWS.row.contains(&format!(" {n} consecutive")));
+        let window = fleet_windows()
+            .into_iter()
+            .find(|c| c.name == "window_index");
+        assert!(window.is_some_and(|c| c.doc.contains(&format!("first {n} snapshots"))));
+    }
 
     #[test]
     fn every_table_names_each_column_once_and_starts_with_the_identity() {

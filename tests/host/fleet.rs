@@ -78,6 +78,12 @@ fn every_table_of_every_recording_reads_back_cell_for_cell_in_pyarrow_and_duckdb
             .sum();
         assert!(cells > 1000, "compared {cells} cells");
     }
+    // fleet_windows, against DuckDB's sums over the intervals table of the four.
+    let o = python(&[script.as_os_str(), "--windows".as_ref(), out.as_os_str()]);
+    println!("fleet_windows: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(w["values"].as_u64().unwrap() >= 100, "{w}");
 }
 
 /// The SQL blocks of docs/fleet-data.md, each run in DuckDB over the fixtures' export
@@ -227,4 +233,140 @@ fn diff_fleet_calls_the_shifted_metric_and_names_what_it_dropped() {
     let change = xllc["change"].as_f64().unwrap();
     assert!((0.45..0.75).contains(&change), "{change}");
     assert_eq!(v["hosts_b"].as_array().unwrap().len(), 8);
+}
+
+/// `llctop diff --fleet` over Parquet exports: the same hosts exported (their
+/// `fleet_windows`) give the verdict their recordings give, row for row; in the canary's
+/// export directory a `fleet_windows` file of schema version 2 (rewritten by pyarrow), one
+/// of another table, a truncated one and a text file are each named in one line and the
+/// rest read. The windows' values are DuckDB's own sums over the `intervals` table.
+#[test]
+fn diff_fleet_reads_parquet_exports_as_it_reads_the_recordings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("control"), dir.path().join("canary"));
+    let (pa, pb) = (dir.path().join("control-pq"), dir.path().join("canary-pq"));
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for i in 0..8 {
+        crate::common::fleet_host(&a, &format!("control{i}"), 25, 1.0);
+        crate::common::fleet_host(&b, &format!("canary{i}"), 25, 1.6);
+    }
+    for (from, to) in [(&a, &pa), (&b, &pb)] {
+        for e in std::fs::read_dir(from).unwrap() {
+            let o = export(&e.unwrap().path(), to);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
+    let verdict = |x: &Path, y: &Path| -> serde_json::Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_llctop"))
+            .args(["diff", "--fleet", "--json"])
+            .arg(x)
+            .arg(y)
+            .output()
+            .expect("llctop diff --fleet");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let from_json = verdict(&a, &b);
+    let from_parquet = verdict(&pa, &pb);
+    assert_eq!(
+        from_parquet["verdict"]["rows"], from_json["verdict"]["rows"],
+        "the same verdict from the export"
+    );
+    let xllc = from_parquet["verdict"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "migrations.xllc")
+        .unwrap();
+    assert_eq!(xllc["verdict"], "worse");
+    let medians = |v: &serde_json::Value, arm: &str| -> Vec<(String, serde_json::Value)> {
+        v[arm]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["host"].as_str().unwrap().to_string(),
+                    h["metrics"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        medians(&from_parquet, "hosts_b"),
+        medians(&from_json, "hosts_b")
+    );
+
+    // The windows as DuckDB sums them over the intervals table: migrations per second and
+    // busy, per window of 5 snapshots.
+    let script = manifest().join("tests/parquet_check.py");
+    let o = python(&[script.as_os_str(), "--windows".as_ref(), pb.as_os_str()]);
+    println!("{}", String::from_utf8_lossy(&o.stdout));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let checked: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 8 hosts × 5 windows × (4 distances and busy: the procfs fixture has no causes).
+    assert!(
+        checked["values"].as_u64().unwrap() >= 8 * 5 * 5,
+        "{checked}"
+    );
+
+    // Bad files beside the good ones.
+    let fw = pb.join("fleet_windows");
+    let good = std::fs::read_dir(&fw)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(fw.join("truncated.parquet"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(fw.join("notes.parquet"), "this is not Parquet\n").unwrap();
+    let other = std::fs::read_dir(pb.join("intervals"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    std::fs::copy(&other, fw.join("intervals.parquet")).unwrap();
+    let old = python(&[
+        "-c".as_ref(),
+        "import sys, pyarrow.parquet as pq\n\
+         t = pq.read_table(sys.argv[1])\n\
+         m = {k: v for k, v in pq.read_metadata(sys.argv[1]).metadata.items() if k != b'ARROW:schema'}\n\
+         m[b'llctop.schema_version'] = b'2'\n\
+         pq.write_table(t.replace_schema_metadata(m), sys.argv[2])"
+            .as_ref(),
+        good.as_os_str(),
+        fw.join("version2.parquet").as_os_str(),
+    ]);
+    assert!(
+        old.status.success(),
+        "{}",
+        String::from_utf8_lossy(&old.stderr)
+    );
+    // A recording beside its own export (`export -o .`): one run, read once.
+    std::fs::copy(b.join("canary3.jsonl"), pb.join("canary3.jsonl")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_llctop"))
+        .args(["diff", "--fleet"])
+        .arg(&pa)
+        .arg(&pb)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    println!("{text}");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dropped = |file: &str, why: &str| {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("dropped: B: ") && l.contains(file))
+            .collect();
+        assert_eq!(lines.len(), 1, "{file}: one line\n{text}");
+        assert!(lines[0].contains(why), "{file}: {why}\n{text}");
+    };
+    dropped("truncated.parquet", "not a Parquet file");
+    dropped("notes.parquet", "not a Parquet file");
+    dropped("intervals.parquet", "table intervals, not fleet_windows");
+    dropped("version2.parquet", "schema version 2;");
+    dropped("fleet_windows/canary3-", "already read from");
+    assert!(text.contains("B = 8 hosts"), "the rest read\n{text}");
 }
