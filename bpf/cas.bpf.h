@@ -31,3 +31,29 @@ static __noinline void cas_read(struct task_struct *p)
 		c.rq_epoch = BPF_CORE_READ(rq, cpu_epoch);
 	bpf_map_update_elem(&cas_procs, &tgid, &c, BPF_ANY);
 }
+
+/* One CPU's run-queue counts into its stats (a bpf_loop step). */
+static long cas_rq_cpu(u64 i, void *ctx)
+{
+	struct cpu_stat *cs = stats_of((u32)i);
+	if (!cs || !cs->rq_addr)
+		return 0;
+	/* Out of llctop's own map first, then the CO-RE reads (see cas_read). */
+	struct rq *rq = (struct rq *)cs->rq_addr;
+	cs->cas_queued = BPF_CORE_READ(rq, nr_llc_running);
+	cs->cas_queued_pref = BPF_CORE_READ(rq, nr_pref_llc_running);
+	cs->cas_sampled = 1;
+	return 0;
+}
+
+/* Every CPU's run-queue cache-aware counts, once per walk (v7.2+, CONFIG_SCHED_CACHE):
+ * a sample at the read, not a time average. Compiled out by the verifier where struct
+ * rq has no nr_llc_running (bpf_loop, 5.17+, is then never reached). */
+static __noinline void cas_rq_counts(void)
+{
+	struct rq *none = NULL;
+	if (!bpf_core_field_exists(none->nr_llc_running) ||
+	    !bpf_core_field_exists(none->nr_pref_llc_running))
+		return;
+	bpf_loop(nr_cpu_ids < MAX_CPUS ? nr_cpu_ids : MAX_CPUS, cas_rq_cpu, NULL, 0);
+}

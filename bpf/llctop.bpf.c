@@ -60,6 +60,8 @@ int settle_tasks(struct bpf_iter__task *ctx)
 	struct task_struct *p = ctx->task;
 	if (!p || !task_settle)
 		return 0;
+	if (ctx->meta->seq_num == 0)
+		cas_rq_counts();
 	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
 	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
 	if (p->pid == p->tgid)
@@ -94,6 +96,7 @@ int settle_walk(struct bpf_iter__bpf_map_elem *ctx)
 	struct task_struct *p;
 	if (!ctx->key || !task_settle)
 		return 0;
+	cas_rq_counts();
 	bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
 	while ((p = bpf_iter_task_next(&it))) {
 		/* thread_info.cpu directly: every kernel with this iterator has it there

@@ -148,6 +148,8 @@ struct task_struct {
 /* A CPU's run queue; only the fields llctop reads. */
 struct rq {
 	unsigned long cpu_epoch; /* v7.2+ CONFIG_SCHED_CACHE */
+	unsigned int nr_llc_running; /* v7.2+ CONFIG_SCHED_CACHE */
+	unsigned int nr_pref_llc_running; /* v7.2+ CONFIG_SCHED_CACHE */
 	unsigned int nr_running;
 	unsigned int ttwu_pending;
 	struct task_struct *curr;

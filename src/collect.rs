@@ -222,6 +222,8 @@ fn group(id: u32, cpus: &[&CpuStats]) -> GroupStats {
         ctx_switches: sum_opt(cpus.iter().map(|c| c.ctx_switches)),
         rq_wait_ns: sum_opt(cpus.iter().map(|c| c.rq_wait_ns)),
         runnable: sum_opt(cpus.iter().map(|c| c.runnable)),
+        cas_queued: sum_opt(cpus.iter().map(|c| c.cas_queued)),
+        cas_queued_pref: sum_opt(cpus.iter().map(|c| c.cas_queued_pref)),
         counters: crate::counters::sum(cpus.iter().filter_map(|c| c.counters.as_deref())),
         ..GroupStats::default()
     }

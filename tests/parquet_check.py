@@ -126,6 +126,7 @@ def expected(path):
                     ctx_switches=c.get("ctx_switches"), migrations_in=c.get("migrations_in"),
                     migrations_out=c.get("migrations_out"), rq_wait_ns=c.get("rq_wait_ns"),
                     switches_unseen=c.get("switches_unseen", 0), runnable=c.get("runnable"),
+                    cas_queued=c.get("cas_queued"), cas_queued_pref=c.get("cas_queued_pref"),
                     rq_wait_hist=c.get("rq_wait_hist"), **counters(c.get("counters")))
             for of in ["llcs", "nodes"]:
                 for gr in s.get(of, []):
@@ -134,7 +135,8 @@ def expected(path):
                         ctx_switches=gr.get("ctx_switches"), migrations_in=gr.get("migrations_in"),
                         migrations_out=gr.get("migrations_out"),
                         migrations_within=gr.get("migrations_within"), rq_wait_ns=gr.get("rq_wait_ns"),
-                        runnable=gr.get("runnable"), rq_wait_p50_ns=gr.get("rq_wait_p50_ns"),
+                        runnable=gr.get("runnable"), cas_queued=gr.get("cas_queued"),
+                        cas_queued_pref=gr.get("cas_queued_pref"), rq_wait_p50_ns=gr.get("rq_wait_p50_ns"),
                         rq_wait_p99_ns=gr.get("rq_wait_p99_ns"), **counters(gr.get("counters")),
                         **cache(gr.get("cache")))
             for p in g(procs, "rows", default=[]):

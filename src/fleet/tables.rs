@@ -535,6 +535,18 @@ pub fn cpus<'a>() -> Vec<Column<CpuRow<'a>>> {
             Get::U32(|r: &R| r.c.runnable),
         ),
         col(
+            "cas_queued",
+            true,
+            doc("cpus[].cas_queued", M_CPU),
+            Get::U32(|r: &R| r.c.cas_queued),
+        ),
+        col(
+            "cas_queued_pref",
+            true,
+            doc("cpus[].cas_queued_pref", M_CPU),
+            Get::U32(|r: &R| r.c.cas_queued_pref),
+        ),
+        col(
             "rq_wait_hist",
             true,
             doc("cpus[].rq_wait_hist", M_CPU) + ": `[i]` counts waits in [2^i, 2^(i+1)) ns",
@@ -630,6 +642,18 @@ fn groups<'a>(of: &str) -> Vec<Column<GroupRow<'a>>> {
             true,
             p("runnable"),
             Get::U32(|r: &R| r.g.runnable),
+        ),
+        col(
+            "cas_queued",
+            true,
+            p("cas_queued"),
+            Get::U32(|r: &R| r.g.cas_queued),
+        ),
+        col(
+            "cas_queued_pref",
+            true,
+            p("cas_queued_pref"),
+            Get::U32(|r: &R| r.g.cas_queued_pref),
         ),
         col(
             "rq_wait_p50_ns",

@@ -189,6 +189,13 @@ pub struct CpuStats {
     pub switches_unseen: u64,
     /// Runnable tasks (running or queued) seen on this CPU at the end of the interval.
     pub runnable: Option<u32>,
+    /// Tasks queued on this CPU that have a kernel-preferred LLC, and those of them on
+    /// it: the run queue's `nr_llc_running` / `nr_pref_llc_running` (v7.2+ cache-aware
+    /// scheduling), sampled at the end of the interval (BPF source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cas_queued: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cas_queued_pref: Option<u32>,
     /// Run-queue waits ending on this CPU by log2 bucket: `[i]` counts waits in
     /// [2^i, 2^(i+1)) ns; trailing empty buckets are omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -273,6 +280,12 @@ pub struct GroupStats {
     pub migrations_within: Option<u64>,
     pub rq_wait_ns: Option<u64>,
     pub runnable: Option<u32>,
+    /// Sums of the CPUs' `cas_queued` / `cas_queued_pref` (v7.2+): the kernel's own
+    /// count of tasks with a preferred LLC queued in the group, and of those on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cas_queued: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cas_queued_pref: Option<u32>,
     /// Median / 99th percentile run-queue wait of the group's CPUs, from the summed
     /// log2 histograms (upper bound of the bucket), ns.
     #[serde(default)]

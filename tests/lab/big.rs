@@ -257,7 +257,8 @@ fn lab_7_2_big_serve_series_are_the_readmes_formula() {
         .filter_map(|l| l.split("cgroup=\"").nth(1)?.split('"').next())
         .collect();
     let sched_ext = 3; // 7.2 has sched_ext
-    let cache_aware = 2; // and cache-aware scheduling
+    // and cache-aware scheduling: enabled, active, and per LLC the run queues' counts.
+    let cache_aware = 2 + 2 * llcs.len();
     let formula = cpus.len()
         + 5 * llcs.len()
         + 9 * levels
@@ -271,7 +272,7 @@ fn lab_7_2_big_serve_series_are_the_readmes_formula() {
         + cache_aware;
     let samples = m.lines().filter(|l| l.starts_with("llctop_")).count();
     println!(
-        "lab 7.2/{SHAPE}: serve {samples} series; README's formula {formula} = {} CPUs + 5 x {} LLCs + 9 x {levels} levels + 2 x {sources} sources + {} knobs + {numeric} numeric + {numa} NUMA counters + 3 x {} cgroups + {} + {sched_ext} (sched_ext) + {cache_aware} (cache-aware scheduling)",
+        "lab 7.2/{SHAPE}: serve {samples} series; README's formula {formula} = {} CPUs + 5 x {} LLCs + 9 x {levels} levels + 2 x {sources} sources + {} knobs + {numeric} numeric + {numa} NUMA counters + 3 x {} cgroups + {} + {sched_ext} (sched_ext) + {cache_aware} (cache-aware scheduling: 2 + 2 x LLCs)",
         cpus.len(),
         llcs.len(),
         valued.len(),

@@ -291,3 +291,81 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
         "the threads spread once the kernel dropped the preference"
     );
 }
+
+/// The run queues' own counts (the kernel's `nr_llc_running` / `nr_pref_llc_running`,
+/// read by the settle walk at each snapshot: `llcs[].cas_queued`, `.cas_queued_pref`).
+/// While the kernel prefers an LLC for the workload and its two spinning threads — always
+/// runnable — ran there (their own record of where they ran, ≥ 0.9 of their passes), that
+/// LLC's run queues count at least the two among the tasks queued on their preferred
+/// LLC; once the kernel has dropped the preference (the tolerance cut to 0: llctop shows
+/// none) the threads are counted nowhere: what is left, machine-wide, is at most one task
+/// (the walk runs in llctop's own thread).
+#[test]
+fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
+    let run = run("7.2", "cache_aware.sh");
+    let rec = recording(run, "cache_aware_recording");
+    let passes = passes_of(run);
+    let pid: u32 = run.value("share_pid").parse().unwrap();
+    let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
+    let (mut gathered, mut dropped) = (0, 0);
+    for s in &rec.snapshots {
+        let Some(r) = s
+            .processes
+            .as_ref()
+            .and_then(|t| t.rows.iter().find(|r| r.pid == pid))
+        else {
+            continue;
+        };
+        let queued: Vec<(u32, Option<u32>, Option<u32>)> = s
+            .llcs
+            .iter()
+            .map(|g| (g.id, g.cas_queued, g.cas_queued_pref))
+            .collect();
+        assert!(
+            queued.iter().all(|q| q.1.is_some() && q.2.is_some()),
+            "#{}: every LLC sampled on 7.2 {queued:?}",
+            s.seq
+        );
+        let pref_on = |l: u32| queued.iter().find(|q| q.0 == l).and_then(|q| q.2);
+        match r.preferred_llc {
+            Some(l) if s.seq < cut => {
+                let Some(share) = passes.share(s.time.mono_ns, l as usize) else {
+                    continue;
+                };
+                if share < 0.9 {
+                    continue;
+                }
+                gathered += 1;
+                println!(
+                    "lab 7.2/{SHAPE}: #{} preferred LLC {l}, the threads' share there {share:.2}; the run queues (llc, queued, of them preferred) {queued:?}",
+                    s.seq
+                );
+                assert!(
+                    pref_on(l).is_some_and(|n| n >= 2),
+                    "#{}: LLC {l} counts the two threads on their preferred LLC: {queued:?}",
+                    s.seq
+                );
+            }
+            None if s.seq >= cut + 2 && passes.share(s.time.mono_ns, 0).is_some() => {
+                dropped += 1;
+                let all: u32 = queued.iter().filter_map(|q| q.1).sum();
+                if dropped <= 3 {
+                    println!(
+                        "lab 7.2/{SHAPE}: #{} no preference; the run queues {queued:?}",
+                        s.seq
+                    );
+                }
+                assert!(
+                    all <= 1,
+                    "#{}: the threads are no longer counted: {queued:?}",
+                    s.seq
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        gathered >= 2 && dropped >= 3,
+        "compared {gathered} gathered and {dropped} dropped snapshots"
+    );
+}

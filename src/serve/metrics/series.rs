@@ -214,6 +214,8 @@ pub enum S {
     LlcOut,
     LlcCpus,
     LlcRunnable,
+    LlcCasQueued,
+    LlcCasQueuedPref,
     Migrations,
     MigrationsExact,
     Causes,
@@ -315,7 +317,7 @@ fn source_state(s: &Snapshot, o: &mut Out, on: fn(SourceState) -> bool) {
 }
 
 impl S {
-    pub const ALL: [S; 50] = [
+    pub const ALL: [S; 52] = [
         S::CpuBusy,
         S::LlcBusy,
         S::LlcWait,
@@ -323,6 +325,8 @@ impl S {
         S::LlcOut,
         S::LlcCpus,
         S::LlcRunnable,
+        S::LlcCasQueued,
+        S::LlcCasQueuedPref,
         S::Migrations,
         S::MigrationsExact,
         S::Causes,
@@ -482,6 +486,28 @@ impl S {
                 snap(|s, t, o| {
                     for g in &s.llcs {
                         llc_put(o, t, g.id, g.runnable.map(f64::from));
+                    }
+                }),
+            ),
+            S::LlcCasQueued => d(
+                "llc_cache_aware_queued",
+                "Tasks with a kernel-preferred LLC queued on the LLC's CPUs at the last snapshot (the run queues' nr_llc_running; 7.2+ cache-aware scheduling, BPF source)",
+                G,
+                LLC,
+                snap(|s, t, o| {
+                    for g in &s.llcs {
+                        llc_put(o, t, g.id, g.cas_queued.map(f64::from));
+                    }
+                }),
+            ),
+            S::LlcCasQueuedPref => d(
+                "llc_cache_aware_queued_preferred",
+                "Of those, the tasks queued on their preferred LLC (the run queues' nr_pref_llc_running)",
+                G,
+                LLC,
+                snap(|s, t, o| {
+                    for g in &s.llcs {
+                        llc_put(o, t, g.id, g.cas_queued_pref.map(f64::from));
                     }
                 }),
             ),

@@ -47,6 +47,10 @@ pub fn cpus(prev: &Cumulative, cur: &Cumulative, out: &mut [CpuStats]) {
         }
         c.rq_wait_hist = Some(h);
         c.runnable = None;
+        // A sample at this read, not a delta.
+        let cas = cur.cas.get(i).copied().flatten();
+        c.cas_queued = cas.map(|x| x.0);
+        c.cas_queued_pref = cas.map(|x| x.1);
     }
 }
 

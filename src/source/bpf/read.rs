@@ -226,6 +226,10 @@ pub struct Cumulative {
     pub held: HashSet<u32>,
     /// Whether the kernel reports `p->preferred_llc` (v7.2+ cache-aware scheduling).
     pub kernel_preferred: bool,
+    /// Each CPU's run queue's cache-aware counts as the settle walk last sampled them
+    /// (v7.2+): tasks queued with a preferred LLC, and those on it; None where not
+    /// sampled (another kernel, or no switch seen on the CPU yet).
+    pub cas: Vec<Option<(u32, u32)>>,
 }
 
 impl Cumulative {
@@ -238,6 +242,7 @@ impl Cumulative {
             mig_in: vec![0; nr_cpus],
             mig_out: vec![0; nr_cpus],
             matrix: vec![0; nr_llc * nr_llc],
+            cas: vec![None; nr_cpus],
             ..Cumulative::default()
         }
     }
@@ -338,6 +343,7 @@ pub fn read(
             c.unseen[cpu] = s.switches_unseen;
             c.rq_wait[cpu] = s.rq_wait_ns;
             c.hist[cpu] = s.wait_hist;
+            c.cas[cpu] = (s.cas_sampled != 0).then_some((s.cas_queued, s.cas_queued_pref));
         }
         for (a, b) in c.dist.iter_mut().zip(s.mig_dist) {
             *a += b;

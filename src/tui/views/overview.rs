@@ -186,6 +186,13 @@ fn llc_facts(app: &App, s: &Snapshot, g: Option<&GroupStats>, t: &Theme) -> Vec<
         if let Some(r) = g.runnable {
             v.push(Span::raw(format!(" run {r}")));
         }
+        // The kernel's own count (7.2+): of its queued tasks with a preferred LLC, those
+        // on it. Nothing while none is queued.
+        if let (Some(q), Some(p)) = (g.cas_queued, g.cas_queued_pref)
+            && q > 0
+        {
+            v.push(Span::raw(format!(" pref {p}/{q}")));
+        }
         if let (Some(p50), Some(p99)) = (g.rq_wait_p50_ns, g.rq_wait_p99_ns) {
             // Tops of log2 histogram buckets: upper bounds.
             v.push(Span::raw(format!(
