@@ -46,8 +46,9 @@ static long cas_rq_cpu(u64 i, void *ctx)
 	return 0;
 }
 
-/* Every CPU's run-queue cache-aware counts, once per walk (v7.2+, CONFIG_SCHED_CACHE):
- * a sample at the read, not a time average. Compiled out by the verifier where struct
+/* Every CPU's run-queue cache-aware counts, once per walk of settle_walk (v7.2+,
+ * CONFIG_SCHED_CACHE; the open-coded task walk, v6.7+, which 7.2 settles with): a
+ * sample at the read, not a time average. Compiled out by the verifier where struct
  * rq has no nr_llc_running (bpf_loop, 5.17+, is then never reached). */
 static __noinline void cas_rq_counts(void)
 {

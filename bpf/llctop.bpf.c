@@ -60,8 +60,6 @@ int settle_tasks(struct bpf_iter__task *ctx)
 	struct task_struct *p = ctx->task;
 	if (!p || !task_settle)
 		return 0;
-	if (ctx->meta->seq_num == 0)
-		cas_rq_counts();
 	const volatile struct cpu_topo *t = topo_of(task_cpu(p, true));
 	task_settle_one(p, t ? t->llc : LLC_UNKNOWN, SETTLE_READ);
 	if (p->pid == p->tgid)
@@ -96,6 +94,8 @@ int settle_walk(struct bpf_iter__bpf_map_elem *ctx)
 	struct task_struct *p;
 	if (!ctx->key || !task_settle)
 		return 0;
+	/* Here only: bpf_loop's callback (a BPF_PSEUDO_FUNC load) is refused by kernels
+	 * before 5.13 even where it is never reached, and settle_tasks runs on those. */
 	cas_rq_counts();
 	bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
 	while ((p = bpf_iter_task_next(&it))) {

@@ -185,8 +185,8 @@ struct cpu_stat {
 	u32 idle_pad;
 	u64 idle_t[IDLE_RING];
 	u64 idle_c[IDLE_RING];
-	/* This CPU's run queue's cache-aware counts (v7.2+), sampled by the settle walk
-	 * before each read (cas_rq_counts; cas_sampled set then): tasks queued here with a
+	/* This CPU's run queue's cache-aware counts (v7.2+), sampled by settle_walk (the
+	 * open-coded task walk) before each read (cas_rq_counts; cas_sampled set then): tasks queued here with a
 	 * kernel-preferred LLC (rq->nr_llc_running) and those of them on it
 	 * (rq->nr_pref_llc_running). Written by the walk's CPU, once per read. */
 	u32 cas_queued;

@@ -391,6 +391,30 @@ mod tests {
     }
 
     #[test]
+    fn the_run_queues_cache_aware_counts_are_the_last_sample_not_a_delta() {
+        let t = topo();
+        let n = t.nr_cpu_ids();
+        let mut prev = Cumulative::zeroed(n, 4);
+        prev.cas[0] = Some((5, 5));
+        let mut cur = prev.clone();
+        cur.cas[0] = Some((3, 2));
+        let mut s = crate::collect::empty_snapshot(&t);
+        cpus(&prev, &cur, &mut s.cpus);
+        assert_eq!(
+            (s.cpus[0].cas_queued, s.cpus[0].cas_queued_pref),
+            (Some(3), Some(2))
+        );
+        // Not sampled (another kernel, or no switch seen there yet): absent, never 0.
+        assert_eq!(
+            (s.cpus[1].cas_queued, s.cpus[1].cas_queued_pref),
+            (None, None)
+        );
+        let j = serde_json::to_value(&s.cpus).unwrap_or_default();
+        assert_eq!(j[0]["cas_queued_pref"], 2);
+        assert!(j[1].get("cas_queued").is_none());
+    }
+
+    #[test]
     fn migrations_by_distance_cause_and_matrix() {
         let mut prev = Cumulative::zeroed(2, 2);
         prev.dist = [1, 1, 1, 1];
