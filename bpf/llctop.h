@@ -150,6 +150,9 @@ struct cpu_stat {
 	u64 wait_hist[WAIT_BUCKETS];
 	u64 mig_dist[NR_DIST];
 	u64 mig_cause[NR_CAUSE];
+	/* Migrations of tasks with a kernel-preferred LLC (v7.2+) onto it ([0]) and off it
+	 * ([1]), by cause: counted on the CPU that ran the migrate hook. */
+	u64 mig_pref[2][NR_CAUSE];
 	u64 mig_unclassified;
 	u64 wakeup_new;
 	/* Switches whose outgoing task is not the one the last switch seen here brought in:
@@ -284,6 +287,10 @@ struct proc_counts {
 	 * CPU that ran the migrate hook (not where the task went: a per-process sum). */
 	u64 mig_dist[NR_DIST];
 	u64 mig_unclassified;
+	/* Its migrations onto (to) and off (off) its kernel-preferred LLC (v7.2+): from a
+	 * CPU outside it to one inside, and from inside to outside. */
+	u64 mig_to_pref;
+	u64 mig_off_pref;
 	/* Switch-ins of its threads the kernel made without calling the switch hook
 	 * (cpu_stat.switches_unseen): the run-queue waits they ended are missing. */
 	u64 unseen_ins;

@@ -89,6 +89,22 @@ static __always_inline int on_migrate(struct task_struct *p, int dest, const boo
 	cs->mig_dist[d]++;
 	if (pa && d < NR_DIST)
 		pa->c.mig_dist[d]++;
+	/* Onto or off the task's kernel-preferred LLC (v7.2+; the kernel's LLC ids). */
+	if (d >= D_XLLC && bpf_core_field_exists(p->preferred_llc)) {
+		int pref = RD(direct, p, preferred_llc);
+		if (pref >= 0 && a->kernel_llc != b->kernel_llc) {
+			int way = (u32)pref == b->kernel_llc ? 0 : (u32)pref == a->kernel_llc ? 1 : -1;
+			if (way >= 0 && cause < NR_CAUSE) {
+				cs->mig_pref[way][cause]++;
+				if (pa) {
+					if (way == 0)
+						pa->c.mig_to_pref++;
+					else
+						pa->c.mig_off_pref++;
+				}
+			}
+		}
+	}
 	if (a->llc < nr_llc && b->llc < nr_llc) {
 		u32 idx = (copy * nr_llc + a->llc) * nr_llc + b->llc;
 		u64 *cell = bpf_map_lookup_elem(&llc_matrix, &idx);

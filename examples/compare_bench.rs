@@ -42,6 +42,7 @@ fn snapshot(topo: &Topology, seq: u64, arm: Arm) -> Snapshot {
         }),
         llc_matrix: vec![vec![1; topo.llcs.len()]; topo.llcs.len()],
         unclassified: 0,
+        preferred: None,
     });
     aggregate(topo, &mut s);
     s

@@ -106,6 +106,7 @@ fn snapshot(topo: &Topology, seq: u64, rng: &mut Rng) -> Snapshot {
             .map(|_| (0..n_llc).map(|_| rng.below(200)).collect())
             .collect(),
         unclassified: 0,
+        preferred: None,
     });
     s.processes = Some(ProcessTable {
         precision: Precision::Exact,

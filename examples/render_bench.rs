@@ -35,6 +35,7 @@ fn snapshot(topo: &Topology, seq: u64) -> llctop::snapshot::Snapshot {
         by_cause: None,
         llc_matrix: vec![vec![5; n]; n],
         unclassified: 0,
+        preferred: None,
     });
     s.processes = Some(ProcessTable {
         precision: Precision::Exact,

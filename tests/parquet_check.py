@@ -114,6 +114,8 @@ def expected(path):
                 **{f"migrations_{k}": g(bd, k) for k in ["smt", "llc", "cross_llc", "cross_node"]},
                 migrations_unclassified=None if m is None else m.get("unclassified", 0),
                 **{f"cause_{k}": g(bc, k) for k in ["wakeup", "load_balance", "active_balance", "numa", "other"]},
+                **{f"preferred_{w}": None if g(m, "preferred", w) is None else sum(g(m, "preferred", w).values())
+                   for w in ["onto", "off"]},
                 processes_total=g(procs, "total"),
                 processes_dropped=None if procs is None else procs.get("dropped", 0),
                 numa_balancing=g(numa, "balancing_mode"),
@@ -149,6 +151,8 @@ def expected(path):
                     cross_llc_migrations=p["cross_llc_migrations"],
                     **{f"migrations_{k}": g(md, k) for k in ["smt", "llc", "cross_llc", "cross_node"]},
                     rq_wait_ns=p["rq_wait_ns"], switches_unseen=p.get("switches_unseen", 0),
+                    moves_onto_preferred=p.get("moves_onto_preferred"),
+                    moves_off_preferred=p.get("moves_off_preferred"),
                     cgroup=p.get("cgroup"), sched_ext=p.get("sched_ext"),
                     **counters(p.get("counters")), **cache(p.get("cache")))
             for i, r in enumerate(g(m, "llc_matrix", default=[])):

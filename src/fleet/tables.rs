@@ -396,6 +396,28 @@ pub fn intervals<'a>() -> Vec<Column<IntervalRow<'a>>> {
                 .map(|c| c.other)
         }),
         col(
+            "preferred_onto",
+            true,
+            doc("migrations.preferred.onto", M_MIG) + ": summed over the causes",
+            Get::U64(|r: &R| {
+                r.s.migrations
+                    .as_ref()
+                    .and_then(|m| m.preferred)
+                    .map(|p| p.onto.total())
+            }),
+        ),
+        col(
+            "preferred_off",
+            true,
+            doc("migrations.preferred.off", M_MIG) + ": summed over the causes",
+            Get::U64(|r: &R| {
+                r.s.migrations
+                    .as_ref()
+                    .and_then(|m| m.preferred)
+                    .map(|p| p.off.total())
+            }),
+        ),
+        col(
             "processes_total",
             true,
             doc("processes.total", M_PROC),
@@ -805,6 +827,18 @@ pub fn processes<'a>() -> Vec<Column<ProcessRow<'a>>> {
             false,
             p("switches_unseen"),
             Get::U64(|r: &R| Some(r.p.switches_unseen)),
+        ),
+        col(
+            "moves_onto_preferred",
+            true,
+            p("moves_onto_preferred"),
+            Get::U64(|r: &R| r.p.moves_onto_preferred),
+        ),
+        col(
+            "moves_off_preferred",
+            true,
+            p("moves_off_preferred"),
+            Get::U64(|r: &R| r.p.moves_off_preferred),
         ),
         col(
             "cgroup",

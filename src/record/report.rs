@@ -66,6 +66,33 @@ impl Summary {
         out
     }
 
+    /// The processes whose threads moved off their kernel-preferred LLC (7.2+), most
+    /// moves first, with their moves onto it; empty when none did.
+    fn off_preferred(&self) -> String {
+        let mut procs: Vec<(&u32, &super::summary::ProcTotal, u64, u64)> = self
+            .procs
+            .iter()
+            .filter_map(|(pid, p)| {
+                let (onto, off) = p.pref_moves?;
+                (off > 0).then_some((pid, p, onto, off))
+            })
+            .collect();
+        if procs.is_empty() {
+            return String::new();
+        }
+        procs.sort_by(|a, b| b.3.cmp(&a.3).then(a.0.cmp(b.0)));
+        let mut out = String::from(
+            "\nMoves off the kernel-preferred LLC (each process's threads, the preference at the move)\n",
+        );
+        for (pid, p, onto, off) in procs.iter().take(20) {
+            let _ = writeln!(out, "  {} ({pid}): {off} off, {onto} onto it", Esc(&p.comm));
+        }
+        if procs.len() > 20 {
+            let _ = writeln!(out, "  … and {} more", procs.len() - 20);
+        }
+        out
+    }
+
     pub fn render(self) -> String {
         let h = &self.header;
         let mut out = String::new();
@@ -164,6 +191,7 @@ impl Summary {
         out.push_str(&self.schedulers.section(self.t0.unwrap_or(0)));
         out.push_str(&self.cache_aware.section(self.t0.unwrap_or(0)));
         out.push_str(&self.no_preference());
+        out.push_str(&self.off_preferred());
 
         out.push_str(&self.findings());
 

@@ -28,6 +28,9 @@ pub(super) struct ProcTotal {
         Vec<crate::snapshot::NoPreference>,
         crate::snapshot::CacheGroup,
     )>,
+    /// Its moves onto and off its kernel-preferred LLC over the recording (7.2+; None
+    /// where no row said).
+    pub(super) pref_moves: Option<(u64, u64)>,
 }
 
 /// Load-balance totals of one kind (busy, idle or newidle) at one domain level.
@@ -293,6 +296,10 @@ impl Summary {
                 if let Some(h) = r.preferred_hit {
                     p.hit_num += h * r.cpu_time_ns as f64;
                     p.hit_den += r.cpu_time_ns as f64;
+                }
+                if let (Some(onto), Some(off)) = (r.moves_onto_preferred, r.moves_off_preferred) {
+                    let m = p.pref_moves.get_or_insert((0, 0));
+                    *m = (m.0.saturating_add(onto), m.1.saturating_add(off));
                 }
                 if let Some(g) = &r.cache_group {
                     p.no_pref =

@@ -376,6 +376,19 @@ pub struct Migrations {
     /// Moves whose CPUs have no topology (offline or unknown CPU).
     #[serde(default)]
     pub unclassified: u64,
+    /// Moves of tasks with a kernel-preferred LLC onto it and off it, by cause (BPF
+    /// source, 7.2+ cache-aware scheduling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred: Option<PreferredMoves>,
+}
+
+/// Migrations of tasks that have a kernel-preferred LLC, across its boundary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreferredMoves {
+    /// From a CPU outside the task's preferred LLC to one in it.
+    pub onto: ByCause,
+    /// From a CPU in it to one outside.
+    pub off: ByCause,
 }
 
 impl Migrations {

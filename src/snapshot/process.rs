@@ -70,6 +70,12 @@ pub struct ProcessStats {
     /// (BPF source): the waits they ended are missing from `rq_wait_ns`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub switches_unseen: u64,
+    /// Its migrations onto and off its kernel-preferred LLC (the preference at the move:
+    /// BPF source, 7.2+ cache-aware scheduling; absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves_onto_preferred: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves_off_preferred: Option<u64>,
     /// cgroup v2 path (or the v1 memory-controller path), when known.
     #[serde(default)]
     pub cgroup: Option<String>,

@@ -126,6 +126,7 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         }),
         llc_matrix: matrix,
         unclassified: 0,
+        preferred: None,
     });
     let mut per_llc = vec![0u64; n_llc];
     per_llc[0] = 3_000_000_000;
@@ -149,6 +150,8 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         rq_wait_ns: 250_000_000,
         // Two switch-ins the kernel made without the tracepoint: a lower-bound wait.
         switches_unseen: 2,
+        moves_onto_preferred: None,
+        moves_off_preferred: None,
         cgroup: Some("/bench".into()),
         sched_ext: None,
         counters: Some(counters(1_000_000_000, 400_000_000, 5_000_000)),

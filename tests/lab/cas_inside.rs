@@ -2,8 +2,9 @@
 //! `2s4llc-smt`: an L3 per SMT pair, four LLCs of two CPUs, two nodes). One module per
 //! scenario or two (tests/lab/*.rs); this one: cas_state.sh — whether cache-aware
 //! scheduling runs, beside what `llc_balancing/enabled` says, against the kernel's own
-//! word — and cas_why.sh — why a process has no preferred LLC, against constructions that
-//! force each reason and the guest's own /proc.
+//! word — cas_why.sh — why a process has no preferred LLC, against constructions that
+//! force each reason and the guest's own /proc — and cas_moves.sh — moves off the
+//! preferred LLC, forced by an affinity change.
 
 use crate::common;
 
@@ -273,5 +274,91 @@ fn lab_7_2_only_kernel_threads_have_no_cache_group() {
     assert!(
         report.contains("No preferred LLC: why, by the kernel's own rules"),
         "{report}"
+    );
+}
+
+fn moves_run() -> &'static LabRun {
+    common::lab::run("7.2", SHAPE, "cas_moves.sh")
+}
+
+/// Gathered on its preferred LLC, the workload's two spinning threads are moved to
+/// another LLC by an affinity change (the guest's own view of where each ran, before and
+/// after): llctop counts each move off the preferred LLC — two for the process, by the
+/// stopper (`active_balance`) machine-wide — and none onto it while the affinity forbids
+/// it.
+#[test]
+fn lab_7_2_moves_off_the_preferred_llc_counted_per_process() {
+    let run = moves_run();
+    let cpus = |key: &str| -> Vec<u32> {
+        run.value(key)
+            .split_whitespace()
+            .filter_map(|w| w.split(':').nth(1)?.parse().ok())
+            .collect()
+    };
+    let (before, after) = (cpus("workers_before"), cpus("workers_after"));
+    let target: u32 = run.value("target_llc").parse().unwrap();
+    println!(
+        "lab 7.2/{SHAPE}: the workers ran on CPUs {before:?}, then {after:?} (target LLC {target}); gathered in {} snapshots",
+        run.value("gathered")
+    );
+    // LLC i is CPUs 2i and 2i+1 in this shape.
+    assert_eq!(before.len(), 2, "two worker threads");
+    let gathered = before[0] / 2;
+    assert!(
+        before.iter().all(|c| c / 2 == gathered) && gathered != target,
+        "both on one LLC before, not the target"
+    );
+    assert!(
+        after.iter().all(|c| c / 2 == target),
+        "both on the target after"
+    );
+    let rec = recording(run, "moves_recording");
+    let pid: u32 = run.value("share_pid").parse().unwrap();
+    let moved: u64 = run.value("moved_after_snapshots").parse().unwrap();
+    // The last snapshot before the affinity change: the kernel's preference is where the
+    // guest saw the threads.
+    let last = rec
+        .snapshots
+        .iter()
+        .rev()
+        .filter(|s| s.seq < moved)
+        .find_map(|s| s.processes.as_ref()?.rows.iter().find(|r| r.pid == pid))
+        .expect("rows before the move");
+    let topo = &rec.header.topology;
+    let llc_of = |cpu: u32| topo.llc_of(cpu);
+    assert_eq!(
+        last.preferred_llc,
+        llc_of(before[0]),
+        "llctop's preferred LLC is where the guest saw them"
+    );
+    // From the snapshot the change fell in to three after it.
+    let span: Vec<&Snapshot> = rec
+        .snapshots
+        .iter()
+        .filter(|s| (moved..moved + 4).contains(&s.seq))
+        .collect();
+    let rows: Vec<&ProcessStats> = span
+        .iter()
+        .filter_map(|s| s.processes.as_ref()?.rows.iter().find(|r| r.pid == pid))
+        .collect();
+    let off: u64 = rows.iter().filter_map(|r| r.moves_off_preferred).sum();
+    let onto: u64 = rows.iter().filter_map(|r| r.moves_onto_preferred).sum();
+    let machine: Vec<_> = span
+        .iter()
+        .filter_map(|s| s.migrations.as_ref()?.preferred)
+        .collect();
+    let stopper: u64 = machine.iter().map(|p| p.off.active_balance).sum();
+    println!(
+        "lab 7.2/{SHAPE}: #{moved}..#{}: the process moved off its preferred LLC {off} times, onto it {onto}; machine-wide off by the stopper {stopper}, {machine:?}",
+        moved + 3
+    );
+    assert_eq!(off, 2, "each worker moved off once");
+    assert_eq!(onto, 0, "the affinity forbids the way back");
+    assert!(stopper >= 2, "the stopper moved them");
+    assert!(
+        run.block("report")
+            .contains("Moves off the kernel-preferred LLC"),
+        "{}",
+        run.block("report")
     );
 }

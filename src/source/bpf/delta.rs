@@ -79,6 +79,12 @@ pub fn migrations(prev: &Cumulative, cur: &Cumulative, nr_llc: usize) -> Migrati
             .map(|a| (0..nr_llc).map(|b| cell(a, b)).collect())
             .collect(),
         unclassified: d(cur.unclassified, prev.unclassified),
+        preferred: cur
+            .kernel_preferred
+            .then(|| crate::snapshot::PreferredMoves {
+                onto: layout::by_cause(|i| d(cur.pref_moves[0][i], prev.pref_moves[0][i])),
+                off: layout::by_cause(|i| d(cur.pref_moves[1][i], prev.pref_moves[1][i])),
+            }),
     }
 }
 
@@ -244,6 +250,7 @@ pub fn processes(
             .map(Some)
             .collect::<Vec<_>>(),
     );
+    let kernel_preferred = cur.kernel_preferred;
     let rows = kept
         .iter()
         .map(|&(_, _, i)| {
@@ -266,6 +273,8 @@ pub fn processes(
                 migrations_by_distance: Some(dist),
                 rq_wait_ns: d(a.wait_ns, b.wait_ns),
                 switches_unseen: d(a.unseen_ins, b.unseen_ins),
+                moves_onto_preferred: kernel_preferred.then(|| d(a.to_pref, b.to_pref)),
+                moves_off_preferred: kernel_preferred.then(|| d(a.off_pref, b.off_pref)),
                 counters: c.counters.take().map(|b| *b),
                 counters_per_llc: std::mem::take(&mut c.counters_per_llc),
                 ..ProcessStats::default()

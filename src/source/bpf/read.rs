@@ -78,6 +78,9 @@ pub struct ProcCum {
     pub pref_miss_ns: u64,
     /// Switch-ins of its threads made without the tracepoint.
     pub unseen_ins: u64,
+    /// Its migrations onto and off its kernel-preferred LLC (v7.2+).
+    pub to_pref: u64,
+    pub off_pref: u64,
     /// The kernel's preferred LLC as it reports it (a CPU id), -1 for none.
     pub kernel_pref: i64,
     /// Whether `kernel_pref` came from the process's own entry (stored at a switch-out).
@@ -97,6 +100,8 @@ impl Default for ProcCum {
             pref_hit_ns: 0,
             pref_miss_ns: 0,
             unseen_ins: 0,
+            to_pref: 0,
+            off_pref: 0,
             kernel_pref: -1,
             pref_stored: false,
             llc: Vec::new(),
@@ -116,6 +121,8 @@ impl ProcCum {
             *a += b;
         }
         self.unclassified += c.mig_unclassified;
+        self.to_pref += c.mig_to_pref;
+        self.off_pref += c.mig_off_pref;
     }
 
     /// Its figures on LLC `llc`, to add to (`None` for an LLC id beyond `nr_llc`).
@@ -151,6 +158,8 @@ impl ProcCum {
         up(&mut self.pref_miss_ns, b.pref_miss_ns);
         up(&mut self.unseen_ins, b.unseen_ins);
         up(&mut self.unclassified, b.unclassified);
+        up(&mut self.to_pref, b.to_pref);
+        up(&mut self.off_pref, b.off_pref);
         for (a, &b) in self.dist.iter_mut().zip(&b.dist) {
             up(a, b);
         }
@@ -209,6 +218,9 @@ pub struct Cumulative {
     pub mig_out: Vec<u64>,
     pub dist: [u64; NR_DIST],
     pub cause: [u64; NR_CAUSE],
+    /// Migrations of tasks with a kernel-preferred LLC onto it (`[0]`) and off it
+    /// (`[1]`), by cause (v7.2+).
+    pub pref_moves: [[u64; NR_CAUSE]; 2],
     pub unclassified: u64,
     pub dropped: u64,
     /// Per-process updates the program could not store (a map full).
@@ -350,6 +362,11 @@ pub fn read(
         }
         for (a, b) in c.cause.iter_mut().zip(s.mig_cause) {
             *a += b;
+        }
+        for (way, by) in c.pref_moves.iter_mut().zip(s.mig_pref) {
+            for (a, b) in way.iter_mut().zip(by) {
+                *a += b;
+            }
         }
         c.unclassified += s.mig_unclassified;
         c.dropped += s.events_dropped;

@@ -304,6 +304,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             },
         )),
     ];
+    if let Some(line) = preferred_moves_line(r, secs) {
+        head.push(Line::raw(line));
+    }
     if let Some(line) = no_preference_line(r, s) {
         head.push(Line::styled(line, t.warn()));
     }
@@ -452,6 +455,18 @@ fn wait_rate(r: &ProcessStats, secs: f64) -> String {
 
 /// Why the kernel gives the process no preferred LLC (7.2+), with its cache group's
 /// figures: `None` where it has one or the group was not read.
+/// The process's moves onto and off its kernel-preferred LLC (7.2+), when there were any.
+pub fn preferred_moves_line(r: &crate::snapshot::ProcessStats, secs: f64) -> Option<String> {
+    let (onto, off) = (r.moves_onto_preferred?, r.moves_off_preferred?);
+    (onto + off > 0).then(|| {
+        format!(
+            "moves onto its preferred LLC {}/s · off it {}/s ({onto} and {off} this interval)",
+            rate(onto, secs),
+            rate(off, secs)
+        )
+    })
+}
+
 pub fn no_preference_line(
     r: &crate::snapshot::ProcessStats,
     s: &crate::snapshot::Snapshot,
@@ -479,4 +494,28 @@ pub fn no_preference_line(
         g.epochs_since_scan,
         g.numa_node.map_or("–".to_string(), |n| n.to_string()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preferred_moves_show_only_where_the_kernel_has_a_preference_and_some_moved() {
+        let mut r = ProcessStats::default();
+        assert_eq!(
+            preferred_moves_line(&r, 1.0),
+            None,
+            "another kernel: nothing"
+        );
+        r.moves_onto_preferred = Some(0);
+        r.moves_off_preferred = Some(0);
+        assert_eq!(preferred_moves_line(&r, 1.0), None, "none moved: nothing");
+        r.moves_off_preferred = Some(4);
+        let line = preferred_moves_line(&r, 2.0).unwrap_or_default();
+        assert!(
+            line.contains("off it 2/s") && line.contains("0 and 4"),
+            "{line}"
+        );
+    }
 }

@@ -1,0 +1,40 @@
+# Moves off the kernel-preferred LLC (issue "CAS inside", item 3), 7.2 on the 8-vCPU shape
+# (an L3 per SMT pair: LLC i is CPUs 2i and 2i+1). llctop records with the BPF source and
+# raises llc_balancing.aggr_tolerance to 100 for its run (as cache_aware.sh), so that
+# `share 2` (two spinning threads) gets a preferred LLC and is gathered there. Then the
+# construction: its CPU affinity is set, behind the scheduler's back, to the CPUs of
+# another LLC — each of its two running threads is moved off the LLC it was gathered on
+# exactly once, by the stopper (the kernel's migration/N thread). The oracle: the guest's
+# own view of where each worker thread ran (/proc/PID/task/TID/stat field 39), before
+# and after, never llctop's code.
+lab_block topology llctop topology --json
+record_start /tmp/mv.jsonl --source bpf --interval 1s \
+  --set llc_balancing.aggr_tolerance=100
+record_wait 1
+llctop-workload share 2 40 >/tmp/share.out &
+share=$!
+lab share_pid "$share"
+lab gathered "$(wait_gathered "$share" 3)"
+# The worker threads (not the main one, which sleeps until they end) and their CPUs.
+workers() {
+  for t in /proc/$share/task/*; do
+    [ "${t##*/}" = "$share" ] || echo "${t##*/}:$(cut -d' ' -f39 "$t/stat")"
+  done | tr '\n' ' '
+}
+before=$(workers)
+lab workers_before "$before"
+llc=$(($(echo "$before" | cut -d' ' -f1 | cut -d: -f2) / 2))
+target=$(((llc + 1) % 4))
+lab target_llc "$target"
+lab moved_after_snapshots "$(record_snaps)"
+taskset -a -p -c "$((target * 2)),$((target * 2 + 1))" "$share" >/dev/null
+from=$(($(record_snaps) + 1))
+record_wait $((from + 3))
+lab workers_after "$(workers)"
+lab moved_snaps "$from $(record_snaps)"
+kill "$share" 2>/dev/null || true
+wait "$share" 2>/dev/null || true
+record_wait $(($(record_snaps) + 1))
+record_stop
+lab_file moves_recording /tmp/mv.jsonl.gz
+lab_block report llctop report /tmp/mv.jsonl.gz
