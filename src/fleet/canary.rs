@@ -20,21 +20,16 @@ use crate::experiment::stats::{self, Comparison};
 use crate::experiment::verdict;
 use crate::record::reader::Stream;
 use crate::record::{Line, RecordError};
-use crate::snapshot::Snapshot;
 use crate::text::Esc;
 
-/// Snapshots per window: a host's run is cut into windows of this many consecutive
-/// snapshots (the last, shorter one left out), each window one value per metric.
-pub const WINDOW_SNAPSHOTS: usize = 5;
+use super::window::{Metrics, WINDOW_SNAPSHOTS, Windower};
+
 /// Windows a host needs to be judged: with fewer its median is one or two windows' noise.
 pub const MIN_WINDOWS: usize = 3;
 /// Hosts per arm a metric needs to be compared.
 pub const MIN_HOSTS: usize = 2;
 /// Decompressed bytes read from one recording at most (as `report` reads).
 const MAX_FILE: u64 = 16 << 30;
-
-/// One window's value of each metric it has, by key.
-pub type Metrics = BTreeMap<String, f64>;
 
 /// One host's summary: per metric, the median of its windows' values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,50 +105,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
         out[i] = running;
     }
     out
-}
-
-/// One window of a recording: where it is and its metrics.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostWindow {
-    /// Its place in the recording: 0 for the first [`WINDOW_SNAPSHOTS`] snapshots.
-    pub index: u32,
-    pub first_seq: u64,
-    pub last_seq: u64,
-    /// The end of its last snapshot, ns since the Unix epoch.
-    pub unix_ns: u64,
-    /// Its snapshots' summed interval time.
-    pub secs: f64,
-    pub metrics: Metrics,
-}
-
-/// Cuts a recording's snapshots, in order, into windows of [`WINDOW_SNAPSHOTS`] — the one
-/// cut `diff --fleet` summarizes a host by and the Parquet export's `fleet_windows` table
-/// holds (a window's snapshots at most in memory).
-#[derive(Debug, Default)]
-pub struct Windower {
-    buf: Vec<Snapshot>,
-    next: u32,
-}
-
-impl Windower {
-    /// The next snapshot; a window when it completes one.
-    pub fn push(&mut self, s: Snapshot) -> Option<HostWindow> {
-        self.buf.push(s);
-        if self.buf.len() < WINDOW_SNAPSHOTS {
-            return None;
-        }
-        let w = HostWindow {
-            index: self.next,
-            first_seq: self.buf.first().map_or(0, |s| s.seq),
-            last_seq: self.buf.last().map_or(0, |s| s.seq),
-            unix_ns: self.buf.last().map_or(0, |s| s.time.unix_ns),
-            secs: self.buf.iter().map(|s| s.time.interval_secs()).sum(),
-            metrics: metrics::window(&self.buf),
-        };
-        self.buf.clear();
-        self.next = self.next.saturating_add(1);
-        Some(w)
-    }
 }
 
 /// One recording's windows' metrics, read streaming (a window's snapshots at most in

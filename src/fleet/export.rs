@@ -14,9 +14,9 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use super::canary::Windower;
 use super::columns::{self, Column};
 use super::tables::{self, Ctx, KnobValue, LineRow, SCHEMA_VERSION, WindowMetric, WindowOf};
+use super::window::Windower;
 use crate::experiment::Experiment;
 use crate::findings::advisor::FindingLine;
 use crate::knobs::session::KnobEvent;

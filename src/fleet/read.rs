@@ -12,8 +12,8 @@ use arrow_array::{Array, RecordBatch};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::canary::Metrics;
 use super::tables::{FLEET_WINDOWS, SCHEMA_VERSION};
+use super::window::Metrics;
 
 /// The first schema version with the `fleet_windows` table.
 pub const FLEET_WINDOWS_SINCE: u32 = 3;

@@ -1375,7 +1375,7 @@ pub fn windows<'a>() -> Vec<Column<LineRow<'a, WindowOf>>> {
     c
 }
 
-/// One metric of one window of [`crate::fleet::canary::WINDOW_SNAPSHOTS`] snapshots: a
+/// One metric of one window of [`crate::fleet::window::WINDOW_SNAPSHOTS`] snapshots: a
 /// row of `fleet_windows`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowMetric {
@@ -1390,7 +1390,7 @@ pub struct WindowMetric {
 
 impl WindowMetric {
     /// A window's rows, one per metric it has (in the metrics' key order).
-    pub fn of(w: &crate::fleet::canary::HostWindow) -> impl Iterator<Item = WindowMetric> + '_ {
+    pub fn of(w: &crate::fleet::window::HostWindow) -> impl Iterator<Item = WindowMetric> + '_ {
         w.metrics.iter().map(|(k, v)| WindowMetric {
             index: w.index,
             first_seq: w.first_seq,
@@ -1608,7 +1608,7 @@ mod tests {
 
     #[test]
     fn fleet_windows_says_the_cut_diff_fleet_makes() {
-        let n = crate::fleet::canary::WINDOW_SNAPSHOTS;
+        let n = crate::fleet::window::WINDOW_SNAPSHOTS;
         assert!(FLEET_WINDOWS.row.contains(&format!(" {n} consecutive")));
         let window = fleet_windows()
             .into_iter()

@@ -34,6 +34,14 @@ fn export(rec: &Path, dir: &Path) -> std::process::Output {
         .expect("llctop export")
 }
 
+/// The row of `metric` in `diff --fleet --json`'s verdict.
+fn verdict_row<'a>(v: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    v["verdict"]["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["metric"] == metric))
+        .unwrap_or_else(|| panic!("no row {metric} in {v}"))
+}
+
 fn python(args: &[&std::ffi::OsStr]) -> std::process::Output {
     Command::new("python3")
         .args(args)
@@ -218,12 +226,7 @@ fn diff_fleet_calls_the_shifted_metric_and_names_what_it_dropped() {
         "{text}"
     );
     let v: serde_json::Value = serde_json::from_str(&run(true)).unwrap();
-    let xllc = v["verdict"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == "migrations.xllc")
-        .unwrap();
+    let xllc = verdict_row(&v, "migrations.xllc");
     assert_eq!(xllc["verdict"], "worse");
     assert_eq!(
         (xllc["n_a"].as_u64(), xllc["n_b"].as_u64()),
@@ -274,12 +277,7 @@ fn diff_fleet_reads_parquet_exports_as_it_reads_the_recordings() {
         from_parquet["verdict"]["rows"], from_json["verdict"]["rows"],
         "the same verdict from the export"
     );
-    let xllc = from_parquet["verdict"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == "migrations.xllc")
-        .unwrap();
+    let xllc = verdict_row(&from_parquet, "migrations.xllc");
     assert_eq!(xllc["verdict"], "worse");
     let medians = |v: &serde_json::Value, arm: &str| -> Vec<(String, serde_json::Value)> {
         v[arm]
