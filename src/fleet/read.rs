@@ -31,6 +31,13 @@ pub type HostWindows = BTreeMap<(String, String), Vec<Metrics>>;
 /// Read one `fleet_windows` file; the error says why it is not one (the caller names the
 /// file).
 pub fn windows_of(path: &Path) -> Result<HostWindows, String> {
+    // Not a FIFO or a device named *.parquet: opening one could block for ever.
+    if !std::fs::metadata(path)
+        .map_err(|e| e.to_string())?
+        .is_file()
+    {
+        return Err("not a regular file".into());
+    }
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     if len > MAX_FILE {
@@ -55,6 +62,15 @@ pub fn windows_of(path: &Path) -> Result<HostWindows, String> {
         kv("llctop.table").as_deref(),
         kv("llctop.schema_version").as_deref(),
     )?;
+    // What the pages would decompress to, as the file declares it, bounded before any is
+    // read (a small file of highly compressed pages is no host's windows either).
+    let declared: i64 = builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.total_byte_size())
+        .fold(0i64, i64::saturating_add);
+    check_size(declared)?;
     let mask = ProjectionMask::columns(builder.parquet_schema(), COLUMNS);
     let reader = builder
         .with_projection(mask)
@@ -98,6 +114,18 @@ pub fn check_kind(table: Option<&str>, version: Option<&str>) -> Result<(), Stri
         return Err(format!(
             "schema version {v}; this llctop reads {} of versions {FLEET_WINDOWS_SINCE} to {SCHEMA_VERSION}",
             FLEET_WINDOWS.name
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `declared` uncompressed bytes (the row groups' sizes as the file says them)
+/// are within what one host's windows take (pure).
+pub fn check_size(declared: i64) -> Result<(), String> {
+    if !(0..=MAX_FILE as i64).contains(&declared) {
+        return Err(format!(
+            "its row groups declare {declared} bytes uncompressed: more than the {} MiB a host's windows take",
+            MAX_FILE >> 20
         ));
     }
     Ok(())
@@ -155,6 +183,13 @@ fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_declaring_more_than_a_hosts_windows_is_refused_before_reading() {
+        assert_eq!(check_size(8 << 20), Ok(()));
+        assert!(check_size(MAX_FILE as i64 + 1).is_err());
+        assert!(check_size(-1).is_err(), "a negative size is a lie");
+    }
 
     #[test]
     fn only_fleet_windows_of_a_version_that_has_it_is_read() {
