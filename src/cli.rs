@@ -219,7 +219,8 @@ pub enum Command {
         #[arg(long, value_name = "OUT.html", conflicts_with = "json")]
         html: Option<PathBuf>,
         /// Canary A/B across hosts: A and B are each a directory of recordings (or one
-        /// recording), one or more per host; per metric each host's median is one value,
+        /// recording) or of `export --parquet` output (its fleet_windows), one or more per
+        /// host; per metric each host's median is one value,
         /// the two groups of hosts compared (rank-sum test, bootstrap interval, p adjusted
         /// across metrics by Holm's method). Files that are no recording, hosts too short
         /// and hosts without a metric are dropped and named.
