@@ -78,6 +78,25 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
             ),
         ));
     }
+    // Over-aggregation needs a kernel that gathers processes, more than one LLC to gather
+    // them out of, and the processes' own waits.
+    if one_llc {
+        out.push((
+            Kind::CacheAware,
+            "one LLC: no process can be gathered away from idle CPUs".into(),
+        ));
+    } else if !any(&|s| s.cache_aware.is_some()) {
+        out.push((
+            Kind::CacheAware,
+            format!(
+                "no cache-aware scheduling on this kernel ({}): nothing gathers a process on one LLC",
+                why(
+                    SourceName::ProcfsCacheAware,
+                    "v7.2+ with CONFIG_SCHED_CACHE has it"
+                )
+            ),
+        ));
+    }
     if let Some(r) = w.source_reason(SourceName::Perf) {
         out.push((
             Kind::BlindSpots,
@@ -133,6 +152,7 @@ mod tests {
                 Kind::Scattered,
                 Kind::NotConserved,
                 Kind::Numa,
+                Kind::CacheAware,
                 Kind::BlindSpots
             ]
         );
@@ -148,6 +168,7 @@ mod tests {
         s.events = Some(EventLog::default());
         s.balance = Some(Balance::default());
         s.numa = Some(NumaStats::default());
+        s.cache_aware = Some(crate::snapshot::CacheAware::default());
         let held = BTreeSet::new();
         let w = Window::trailing(std::slice::from_ref(&s), &topo, &held);
         assert!(detect(&w).is_empty(), "{:?}", items(&w));

@@ -273,6 +273,27 @@ pub fn conserve(wait_ns: u64, sibling_busy: f64, secs: f64) -> (Fact, Severity) 
     )
 }
 
+/// Over-aggregation (cache_aware.rs): the run-queue wait of a process gathered on its
+/// saturated preferred LLC, at most the idle CPU time of the node's other LLCs, per second
+/// of the window — time its threads could have run elsewhere. The same scale as work not
+/// conserved (a quarter of a thread queued: warning; three quarters: critical), but the
+/// move it asks for crosses an LLC and costs the cache the threads share there, which
+/// the A/B weighs.
+pub const AGGR_WARNING_SPARED: f64 = 0.25;
+pub const AGGR_CRITICAL_SPARED: f64 = 0.75;
+
+pub fn over_aggregation(wait_ns: u64, idle_elsewhere_secs: f64, secs: f64) -> (Fact, Severity) {
+    let spared = (wait_ns as f64 / 1e9).min(idle_elsewhere_secs.max(0.0)) / secs.max(1e-9);
+    (
+        Fact::derived(
+            "wait the node's idle CPUs could have spared, per second",
+            spared,
+            Unit::Cpus,
+        ),
+        graded(spared, AGGR_WARNING_SPARED, AGGR_CRITICAL_SPARED),
+    )
+}
+
 /// NUMA balancing's kernel time, estimated from its counts (the kernel counts the events,
 /// not their time): a 4 KiB page migration unmaps the page, shoots down the TLBs of every
 /// CPU running the process, copies and remaps it — about 10 µs; a hinting fault is a

@@ -9,6 +9,7 @@
 
 pub mod advisor;
 pub mod blind;
+pub mod cache_aware;
 pub mod cite;
 pub mod conserve;
 pub mod harm;
@@ -55,17 +56,21 @@ pub enum Kind {
     NotConserved,
     /// NUMA balancing moving memory, or memory used from the other node (seed 003).
     Numa,
+    /// The 7.2 cache-aware scheduler: enabled but not active, or a process gathered on a
+    /// saturated preferred LLC while CPUs of other LLCs idle (seed 000).
+    CacheAware,
     /// Which of the above cannot be judged here, and why.
     BlindSpots,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::PileUp,
         Kind::NewidleChurn,
         Kind::Scattered,
         Kind::NotConserved,
         Kind::Numa,
+        Kind::CacheAware,
         Kind::BlindSpots,
     ];
 
@@ -76,6 +81,7 @@ impl Kind {
             Kind::Scattered => "threads scattered over LLCs",
             Kind::NotConserved => "work not conserved in an LLC",
             Kind::Numa => "NUMA balancing / remote memory",
+            Kind::CacheAware => "cache-aware scheduling",
             Kind::BlindSpots => "cannot be judged here",
         }
     }
@@ -87,6 +93,7 @@ impl Kind {
             Kind::PileUp => Some("001 stream placement pile-up"),
             Kind::NotConserved => Some("002 shared runqueue"),
             Kind::Numa => Some("003 per-cgroup NUMA balancing"),
+            Kind::CacheAware => Some("000 cache-aware scheduling"),
             Kind::NewidleChurn => Some("004 newidle migrations on small CCXs"),
             Kind::BlindSpots => None,
         }
@@ -99,6 +106,7 @@ impl Kind {
             Kind::Scattered => "scattered",
             Kind::NotConserved => "not_conserved",
             Kind::Numa => "numa",
+            Kind::CacheAware => "cache_aware",
             Kind::BlindSpots => "blind_spots",
         }
     }
@@ -305,9 +313,16 @@ impl Finding {
         let sev = self.severity.label().to_uppercase();
         match &self.cost {
             Some(c) => format!("{sev} ({})", c.shown()),
-            None if self.kind == Kind::BlindSpots => sev,
+            None if self.about_the_machine() => sev,
             None => format!("{sev} (cost not measured)"),
         }
+    }
+
+    /// A finding about the machine or the data, not a situation with a cost: the blind
+    /// spots, cache-aware scheduling enabled but not active.
+    pub fn about_the_machine(&self) -> bool {
+        self.kind == Kind::BlindSpots
+            || (self.kind == Kind::CacheAware && self.key == cache_aware::STATE_KEY)
     }
 
     /// What it cost, in words: `cost: 0.27 CPUs — wait the idle sibling could have
@@ -315,6 +330,7 @@ impl Finding {
     pub fn cost_line(&self) -> String {
         match &self.cost {
             Some(c) => format!("cost: {} — {}", c.shown(), c.label),
+            None if self.about_the_machine() => "cost: none — a fact about the machine".into(),
             None => "cost: not measured".into(),
         }
     }
@@ -427,6 +443,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         out.extend(scatter::detect(w));
         out.extend(conserve::detect(w));
         out.extend(numa::detect(w));
+        out.extend(cache_aware::detect(w));
     }
     out.extend(blind::detect(w));
     scx::redirect(w, &mut out);

@@ -33,16 +33,20 @@ pub const PREF_CHANGES: usize = 3;
 /// look-behind as long) less a snapshot's jitter.
 pub const YOUNG_SECS: f64 = 2.0 * WINDOW_NS as f64 / 1e9 * 0.9;
 
+/// One process's rows of the window, folded (shared with cache_aware.rs).
 #[derive(Default)]
-struct Acc {
-    comm: String,
-    threads: u32,
-    cpu_ns: u64,
-    per_llc: Vec<u64>,
+pub(super) struct Acc {
+    pub comm: String,
+    pub threads: u32,
+    pub cpu_ns: u64,
+    pub wait_ns: u64,
+    pub per_llc: Vec<u64>,
     hit_num: f64,
     hit_den: f64,
-    kind: PreferredKind,
-    prefs: Vec<Option<u32>>,
+    /// The newest row's kind of preference.
+    pub kind: PreferredKind,
+    /// Each row's preferred LLC, oldest first.
+    pub prefs: Vec<Option<u32>>,
 }
 
 /// Where a process llctop monitors in a resctrl group keeps its cache: the share of its
@@ -257,7 +261,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
 }
 
 /// Step 1: each process's figures over the window (and whether any were sampled).
-fn fold(w: &Window) -> (BTreeMap<u32, Acc>, bool) {
+pub(super) fn fold(w: &Window) -> (BTreeMap<u32, Acc>, bool) {
     let mut procs: BTreeMap<u32, Acc> = BTreeMap::new();
     let mut sampled = false;
     for s in w.snaps {
@@ -271,6 +275,7 @@ fn fold(w: &Window) -> (BTreeMap<u32, Acc>, bool) {
             }
             a.threads = a.threads.max(r.threads);
             a.cpu_ns = a.cpu_ns.saturating_add(r.cpu_time_ns);
+            a.wait_ns = a.wait_ns.saturating_add(r.rq_wait_ns);
             if a.per_llc.len() < r.runtime_per_llc_ns.len() {
                 a.per_llc.resize(r.runtime_per_llc_ns.len(), 0);
             }
@@ -290,7 +295,7 @@ fn fold(w: &Window) -> (BTreeMap<u32, Acc>, bool) {
 
 /// Step 3: in how many snapshots of the window and the one before the process was seen,
 /// and how long they span — a start-up is at most info.
-fn lived(w: &Window, pid: u32) -> (usize, f64) {
+pub(super) fn lived(w: &Window, pid: u32) -> (usize, f64) {
     let seen = w
         .context
         .iter()

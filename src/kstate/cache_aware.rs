@@ -100,6 +100,7 @@ pub fn read(
             .collect(),
         aggr_tolerance: knob("aggr_tolerance"),
         epoch_affinity_timeout: knob("epoch_affinity_timeout"),
+        overaggr_pct: knob("overaggr_pct"),
     }))
 }
 
@@ -470,6 +471,7 @@ mod tests {
             partitions: vec!["0-7".into()],
             aggr_tolerance: Some(1),
             epoch_affinity_timeout: Some(5),
+            overaggr_pct: Some(50),
         });
         explain(&topo, &mut s);
         let rows = &s.processes.as_ref().unwrap().rows;

@@ -27,6 +27,10 @@ pub struct CacheAware {
     /// preference is dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch_affinity_timeout: Option<u32>,
+    /// `llc_balancing/overaggr_pct`: the LLC utilisation (% of its capacity) up to which
+    /// the kernel gathers onto a preferred LLC and refuses moves off it (over-aggregation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overaggr_pct: Option<u32>,
 }
 
 impl CacheAware {

@@ -63,6 +63,13 @@ wait_gathered() {
   until [ "$(kernel_gathered "$1")" -ge "$2" ] || [ $n -ge 900 ]; do usleep 50000; n=$((n + 1)); done
   kernel_gathered "$1"
 }
+# task_cpus PID: its threads but the main one, each as TID:CPU (/proc/PID/task/TID/stat
+# field 39: the CPU it last ran on), on one line.
+task_cpus() {
+  for t in /proc/$1/task/*; do
+    [ "${t##*/}" = "$1" ] || echo "${t##*/}:$(cut -d' ' -f39 "$t/stat")"
+  done | tr '\n' ' '
+}
 record_stop() {
   kill -TERM "$rec_pid"
   # 143: stopped by SIGTERM (128 + 15), cleanly.

@@ -16,11 +16,7 @@ share=$!
 lab share_pid "$share"
 lab gathered "$(wait_gathered "$share" 3)"
 # The worker threads (not the main one, which sleeps until they end) and their CPUs.
-workers() {
-  for t in /proc/$share/task/*; do
-    [ "${t##*/}" = "$share" ] || echo "${t##*/}:$(cut -d' ' -f39 "$t/stat")"
-  done | tr '\n' ' '
-}
+workers() { task_cpus "$share"; }
 before=$(workers)
 lab workers_before "$before"
 llc=$(($(echo "$before" | cut -d' ' -f1 | cut -d: -f2) / 2))

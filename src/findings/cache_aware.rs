@@ -1,0 +1,521 @@
+//! The 7.2 cache-aware scheduler's own situations (shared/seeds/000, issue "CAS inside"):
+//! `llc_balancing/enabled` reading 1 while the kernel keeps the feature off (the file
+//! reads back what was asked; the audit of 7.2-rc7 called it a verification trap), and
+//! **over-aggregation** — a process the kernel gathered on its preferred LLC while that
+//! LLC is saturated, its threads waiting there, with CPUs of the node's other LLCs idle
+//! (the misfit and V-Cache cases of the fixes series). The state from the snapshots'
+//! `cache_aware`; over-aggregation from the process rows (kernel preference, runtime per
+//! LLC, run-queue wait) and the LLCs' busy share, summed over the window, its severity
+//! from the wait the idle CPUs could have spared (harm.rs), as a pile-up's is.
+
+use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, harm, past};
+use crate::snapshot::{PreferredKind, SatSum, Snapshot};
+
+/// The key of the state finding (one per machine).
+pub const STATE_KEY: &str = "state";
+
+/// Share of the process's runtime on its kernel-preferred LLC from which it is gathered
+/// there: fire / clear.
+pub const GATHERED: f64 = 0.8;
+pub const GATHERED_CLEAR: f64 = 0.7;
+/// The preferred LLC's mean busy share from which it is saturated: fire / clear.
+pub const SATURATED: f64 = 0.9;
+pub const SATURATED_CLEAR: f64 = 0.8;
+/// The process's run-queue wait as a share of its runnable time (CPU time + wait) from
+/// which its threads queue on the LLC rather than run: fire / clear.
+pub const WAIT_SHARE: f64 = 0.2;
+pub const WAIT_SHARE_CLEAR: f64 = 0.1;
+/// Idle CPUs' worth (idle CPU-seconds per second) in the other LLCs of the preferred
+/// LLC's node from which there was room elsewhere: fire / clear.
+pub const IDLE_CPUS: f64 = 1.0;
+pub const IDLE_CPUS_CLEAR: f64 = 0.75;
+
+/// The enabled-but-not-active finding, from the window's newest snapshot: the file says
+/// 1 and the kernel's rule (no sched-domain partition spans two LLCs) keeps it off.
+fn state(w: &Window) -> Option<Finding> {
+    let c = w.snaps.last()?.cache_aware.as_ref()?;
+    if !c.enabled || c.active() {
+        return None;
+    }
+    let why = c.why_not()?;
+    let summary = format!(
+        "llc_balancing/enabled reads 1, but the kernel keeps cache-aware scheduling off: {why}. \
+         The file reads back what was asked, not what runs: no process gets a preferred LLC and \
+         no llc_balancing knob has an effect (llctop_cache_aware_active 0)"
+    );
+    let mut f = Finding::new(Kind::CacheAware, STATE_KEY, w, summary);
+    f.severity = Severity::Info;
+    f.facts
+        .push(Fact::derived("llc_balancing/enabled", 1.0, Unit::Count));
+    f.facts.push(Fact::derived(
+        "active (the kernel's sched_cache_active)",
+        0.0,
+        Unit::Count,
+    ));
+    f.facts.push(Fact::derived(
+        "sched-domain partitions",
+        c.partitions.len() as f64,
+        Unit::Count,
+    ));
+    f.facts
+        .push(Fact::derived("LLCs", w.topo.llcs.len() as f64, Unit::Count));
+    f.suggestion = Some(Suggestion {
+        knob: None,
+        value: None,
+        profile: None,
+        command: "read llctop_cache_aware_active (or the header's cache-aware state), not llc_balancing/enabled, to know whether it runs".into(),
+        why: if w.topo.llcs.len() < 2 {
+            "one LLC: there is nothing to gather a process onto, so the kernel never turns it on".into()
+        } else {
+            "a partition of CPUs that spans two LLCs (a cpuset partition root, or the whole machine) is what the kernel needs to turn it on".into()
+        },
+    });
+    Some(f)
+}
+
+/// The LLCs beside `llc` in its node (every other LLC where the topology has no node).
+fn neighbours(w: &Window, llc: u32) -> Vec<u32> {
+    let node = w
+        .topo
+        .llcs
+        .iter()
+        .find(|l| l.id == llc)
+        .and_then(|l| l.node);
+    w.topo
+        .llcs
+        .iter()
+        .filter(|l| l.id != llc && (node.is_none() || l.node == node))
+        .map(|l| l.id)
+        .collect()
+}
+
+/// Idle CPU-seconds of `llcs` in snapshot `s`: each LLC's online CPUs × its idle share ×
+/// the interval (an LLC without a busy share adds nothing).
+fn idle_secs(s: &Snapshot, llcs: &[u32]) -> f64 {
+    s.llcs
+        .iter()
+        .filter(|g| llcs.contains(&g.id))
+        .filter_map(|g| Some(f64::from(g.cpus) * (1.0 - g.busy?.clamp(0.0, 1.0))))
+        .sum::<f64>()
+        * s.time.interval_secs()
+}
+
+/// The LLC's mean busy share over the window (the snapshots that have it).
+fn llc_busy(w: &Window, llc: u32) -> Option<f64> {
+    let v: Vec<f64> = w
+        .snaps
+        .iter()
+        .filter_map(|s| s.llcs.iter().find(|g| g.id == llc)?.busy)
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn over_aggregated(w: &Window) -> Vec<Finding> {
+    let secs = w.secs();
+    if w.topo.llcs.len() < 2 || secs <= 0.0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (pid, a) in super::scatter::fold(w).0 {
+        // The kernel's preference now, held through most of the window, for a process of
+        // threads (a single thread gets none: cas_why).
+        let Some(pref) = a.prefs.last().copied().flatten() else {
+            continue;
+        };
+        let held_pref = a.prefs.iter().filter(|p| **p == Some(pref)).count();
+        if a.kind != PreferredKind::Kernel || a.threads < 2 || held_pref * 2 < a.prefs.len() {
+            continue;
+        }
+        let key = format!("pid {pid}");
+        let held = w.holds(Kind::CacheAware, &key);
+        let on_llcs: u64 = a.per_llc.iter().copied().sat_sum();
+        let on_pref = a.per_llc.get(pref as usize).copied().unwrap_or(0);
+        if on_llcs == 0 {
+            continue;
+        }
+        let share = on_pref as f64 / on_llcs as f64;
+        let runnable = a.cpu_ns.saturating_add(a.wait_ns);
+        let wait_share = a.wait_ns as f64 / runnable.max(1) as f64;
+        let Some(busy) = llc_busy(w, pref) else {
+            continue;
+        };
+        let others = neighbours(w, pref);
+        let idle: f64 = w.snaps.iter().map(|s| idle_secs(s, &others)).sum();
+        let idle_cpus = idle / secs;
+        if !past(held, share, GATHERED, GATHERED_CLEAR, true)
+            || !past(held, busy, SATURATED, SATURATED_CLEAR, true)
+            || !past(held, wait_share, WAIT_SHARE, WAIT_SHARE_CLEAR, true)
+            || !past(held, idle_cpus, IDLE_CPUS, IDLE_CPUS_CLEAR, true)
+        {
+            continue;
+        }
+        let pref_cpus = w
+            .topo
+            .llcs
+            .iter()
+            .find(|l| l.id == pref)
+            .map_or(0, |l| l.cpus.len());
+        let (cost, mut severity) = harm::over_aggregation(a.wait_ns, idle, secs);
+        let mut summary = format!(
+            "{} ({pid}): {} threads gathered on their kernel-preferred llc{pref} ({:.0}% of their runtime there, {pref_cpus} CPUs, {:.0}% busy) waited {:.2} s in {secs:.0} s ({:.0}% of their runnable time) while the node's other LLCs (llc{}) had {idle_cpus:.1} CPUs idle: about {:.2} s of waiting per second they could have run",
+            a.comm,
+            a.threads,
+            share * 100.0,
+            busy * 100.0,
+            a.wait_ns as f64 / 1e9,
+            wait_share * 100.0,
+            others
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", llc"),
+            cost.value
+        );
+        let (seen, ran) = super::scatter::lived(w, pid);
+        if seen < w.context.len() || ran < super::scatter::YOUNG_SECS {
+            severity = severity.min(Severity::Info);
+            summary.push_str(&format!(
+                "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up or an end, at most info until it has run through two windows",
+                w.context.len()
+            ));
+        }
+        summary.push_str(
+            " (a process pinned to that LLC by its affinity looks the same; moving it off costs the cache it shares there, which the A/B weighs)",
+        );
+        let mut f = Finding::new(Kind::CacheAware, key, w, summary);
+        f.severity = severity;
+        let row = |field: &str| format!("processes/rows/pid={pid}/{field}");
+        f.facts.push(Fact::cited(
+            "CPU time",
+            a.cpu_ns as f64,
+            Unit::Ns,
+            w,
+            row("cpu_time_ns"),
+            Agg::Sum,
+        ));
+        f.facts.push(Fact::cited(
+            "run-queue wait",
+            a.wait_ns as f64,
+            Unit::Ns,
+            w,
+            row("rq_wait_ns"),
+            Agg::Sum,
+        ));
+        f.facts.push(Fact::cited(
+            format!("runtime on llc{pref} (kernel-preferred)"),
+            on_pref as f64,
+            Unit::Ns,
+            w,
+            row(&format!("runtime_per_llc_ns/{pref}")),
+            Agg::Sum,
+        ));
+        f.facts.push(Fact::derived(
+            "share on the preferred LLC",
+            share,
+            Unit::Fraction,
+        ));
+        f.facts.push(Fact::derived(
+            "wait share of runnable time",
+            wait_share,
+            Unit::Fraction,
+        ));
+        f.facts.push(Fact::cited(
+            format!("llc{pref} busy"),
+            busy,
+            Unit::Fraction,
+            w,
+            format!("llcs/id={pref}/busy"),
+            Agg::Mean,
+        ));
+        f.facts.push(Fact::derived(
+            "idle CPUs in the node's other LLCs",
+            idle_cpus,
+            Unit::Cpus,
+        ));
+        f.facts.push(Fact::cited(
+            "threads",
+            a.threads as f64,
+            Unit::Count,
+            w,
+            row("threads"),
+            Agg::Max,
+        ));
+        f.facts.push(cost.clone());
+        f.cost = Some(cost);
+        f.llcs = std::iter::once(pref).chain(others).collect();
+        f.pids = vec![pid];
+        f.suggestion = Some(suggestion(w, a.threads, pref_cpus));
+        out.push(f);
+    }
+    out
+}
+
+/// The kernel's default `overaggr_pct` (7.2 kernel/sched/fair.c: `llc_overaggr_pct`).
+pub const OVERAGGR_DEFAULT: u32 = 50;
+
+/// The experiment, from the knobs the snapshot read: `overaggr_pct` raised above the
+/// kernel's default, back to it; else, with the thread limit lifted (`aggr_tolerance`
+/// above 1) and more threads than the LLC has CPUs, the limit back; else `overaggr_pct`
+/// lowered, so that the kernel stops gathering sooner — each against the scheduler's own
+/// placement; `enabled=0,1` is named as the control without cache-aware scheduling.
+fn suggestion(w: &Window, threads: u32, llc_cpus: usize) -> Suggestion {
+    let c = w.snaps.last().and_then(|s| s.cache_aware.as_ref());
+    let tolerance = c.and_then(|c| c.aggr_tolerance);
+    let overaggr = c.and_then(|c| c.overaggr_pct);
+    // `llctop ab` of one llc_balancing knob from `now` to `to`.
+    let ab = |knob: &str, now: String, to: String, why: String| Suggestion {
+        knob: Some(format!("llc_balancing.{knob}")),
+        command: format!("llctop ab llc_balancing.{knob}={now},{to} -- <workload>"),
+        value: Some(to),
+        profile: None,
+        why: format!("{why} (enabled=0,1 is the control without cache-aware scheduling)"),
+    };
+    match (overaggr, tolerance) {
+        (Some(pct), _) if pct > OVERAGGR_DEFAULT => ab(
+            "overaggr_pct",
+            pct.to_string(),
+            OVERAGGR_DEFAULT.to_string(),
+            format!(
+                "overaggr_pct {pct} lets the kernel keep gathering onto the preferred LLC and refuse moves off it until its utilisation passes {pct}% of its capacity (kernel/sched/fair.c: fits_llc_capacity); at the default {OVERAGGR_DEFAULT} ordinary balancing spreads a saturated LLC's threads"
+            ),
+        ),
+        (_, Some(t)) if t > 1 && threads as usize > llc_cpus => ab(
+            "aggr_tolerance",
+            t.to_string(),
+            "1".into(),
+            format!(
+                "aggr_tolerance {t} lifts the limit that keeps a process with more threads than an LLC's CPUs ({threads} against {llc_cpus}) from being gathered; at 1 the kernel leaves it to ordinary balancing"
+            ),
+        ),
+        _ => ab(
+            "overaggr_pct",
+            "<now>".into(),
+            "25".into(),
+            "overaggr_pct is the LLC utilisation up to which the kernel keeps gathering onto the preferred LLC and refuses moves off it (kernel/sched/fair.c: fits_llc_capacity); lower, ordinary balancing spreads a saturated LLC's threads sooner".into(),
+        ),
+    }
+}
+
+pub fn detect(w: &Window) -> Vec<Finding> {
+    let mut out: Vec<Finding> = state(w).into_iter().collect();
+    out.extend(over_aggregated(w));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::testing::{assert_cites, judge, snap};
+    use crate::snapshot::{CacheAware, ProcessStats, ProcessTable};
+    use crate::topology::{Topology, synthetic};
+
+    fn active() -> CacheAware {
+        CacheAware {
+            enabled: true,
+            multi_llc: true,
+            partitions: vec!["0-7".into()],
+            aggr_tolerance: Some(1),
+            ..Default::default()
+        }
+    }
+
+    /// 1 node of 4 LLCs of 2 CPUs; `threads` threads of pid 100 prefer llc1 and run there
+    /// `share` of their time, llc1 `busy`, the other LLCs `others` busy, the process waiting
+    /// `wait` s per second; `n` snapshots of 1 s.
+    fn series(
+        threads: u32,
+        share: f64,
+        busy: f64,
+        others: f64,
+        wait: f64,
+        n: u64,
+    ) -> (Topology, Vec<Snapshot>) {
+        let topo = synthetic(1, 4, 2);
+        let snaps = (0..n)
+            .map(|seq| {
+                let mut s = snap(&topo, seq, others);
+                s.llcs[1].busy = Some(busy);
+                s.cache_aware = Some(active());
+                let cpu = 2e9;
+                let mut per_llc = vec![0u64; 4];
+                per_llc[1] = (cpu * share) as u64;
+                per_llc[2] = (cpu * (1.0 - share)) as u64;
+                s.processes = Some(ProcessTable {
+                    rows: vec![ProcessStats {
+                        pid: 100,
+                        comm: "gathered".into(),
+                        threads,
+                        cpu_time_ns: per_llc.iter().sum(),
+                        runtime_per_llc_ns: per_llc,
+                        preferred_llc: Some(1),
+                        preferred_kind: PreferredKind::Kernel,
+                        rq_wait_ns: (wait * 1e9) as u64,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                });
+                s
+            })
+            .collect();
+        (topo, snaps)
+    }
+
+    fn run(topo: &Topology, snaps: &[Snapshot]) -> Vec<Finding> {
+        judge(detect, topo, snaps)
+    }
+
+    #[test]
+    fn gathered_on_a_saturated_llc_beside_idle_ones_fires_with_the_spared_wait() {
+        // 4 threads on 2 CPUs: each waits about half the time (2 s per s), 6 CPUs idle.
+        let (topo, snaps) = series(4, 1.0, 1.0, 0.0, 2.0, 10);
+        let f = run(&topo, &snaps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        let f = &f[0];
+        assert_eq!((f.kind, f.key.as_str()), (Kind::CacheAware, "pid 100"));
+        assert_eq!(f.severity, Severity::Critical, "{}", f.summary);
+        // Spared: the wait (2 s per s), at most the idle CPUs (6): 2 CPUs.
+        let cost = f.cost.as_ref().expect("a cost");
+        assert!((cost.value - 2.0).abs() < 1e-9, "{cost:?}");
+        assert_eq!(f.llcs, [1, 0, 2, 3]);
+        assert!(
+            f.summary
+                .contains("4 threads gathered on their kernel-preferred llc1")
+                && f.summary.contains("6.0 CPUs idle"),
+            "{}",
+            f.summary
+        );
+        assert_cites(f, &snaps);
+        let s = f.suggestion.as_ref().expect("an experiment");
+        assert_eq!(s.knob.as_deref(), Some("llc_balancing.overaggr_pct"));
+    }
+
+    #[test]
+    fn the_cost_is_at_most_the_idle_time_elsewhere() {
+        // The others are 80% busy: 1.2 CPUs idle of 6; the process waits 2 s per s.
+        let (topo, snaps) = series(4, 1.0, 1.0, 0.8, 2.0, 10);
+        let f = run(&topo, &snaps);
+        let cost = f[0].cost.as_ref().expect("a cost");
+        assert!((cost.value - 1.2).abs() < 1e-6, "{cost:?}");
+        assert_eq!(f[0].severity, Severity::Critical);
+        // Less waiting: 0.6 s per s beside 2 s of CPU (23% of the runnable time), all of
+        // it spared: a warning.
+        let (topo, snaps) = series(2, 1.0, 0.95, 0.0, 0.6, 10);
+        let f = run(&topo, &snaps);
+        assert_eq!(f[0].severity, Severity::Warning, "{}", f[0].summary);
+    }
+
+    #[test]
+    fn near_misses_do_not_fire() {
+        for (what, (threads, share, busy, others, wait)) in [
+            ("not gathered", (4, 0.6, 1.0, 0.0, 2.0)),
+            ("not saturated", (4, 1.0, 0.7, 0.0, 2.0)),
+            ("no waiting", (4, 1.0, 1.0, 0.0, 0.1)),
+            ("no room elsewhere", (4, 1.0, 1.0, 0.9, 2.0)),
+            ("one thread", (1, 1.0, 1.0, 0.0, 2.0)),
+        ] {
+            let (topo, snaps) = series(threads, share, busy, others, wait, 10);
+            let f = run(&topo, &snaps);
+            assert!(
+                f.iter().all(|f| f.key != "pid 100"),
+                "{what}: {:?}",
+                f.iter().map(|f| &f.summary).collect::<Vec<_>>()
+            );
+        }
+        // No kernel preference (an emulated one is llctop's, not the kernel's gathering).
+        let (topo, mut snaps) = series(4, 1.0, 1.0, 0.0, 2.0, 10);
+        for s in &mut snaps {
+            if let Some(t) = &mut s.processes {
+                t.rows[0].preferred_kind = PreferredKind::Emulated;
+            }
+        }
+        assert!(run(&topo, &snaps).is_empty());
+    }
+
+    #[test]
+    fn a_young_process_is_at_most_info() {
+        let (topo, snaps) = series(4, 1.0, 1.0, 0.0, 2.0, 4);
+        let f = run(&topo, &snaps);
+        assert_eq!(f[0].severity, Severity::Info, "{}", f[0].summary);
+        assert!(f[0].summary.contains("a start-up or an end"));
+    }
+
+    #[test]
+    fn a_lifted_thread_limit_is_the_experiment_when_threads_outnumber_the_llc() {
+        let (topo, mut snaps) = series(4, 1.0, 1.0, 0.0, 2.0, 10);
+        for s in &mut snaps {
+            s.cache_aware = Some(CacheAware {
+                aggr_tolerance: Some(100),
+                ..active()
+            });
+        }
+        let f = run(&topo, &snaps);
+        let s = f[0].suggestion.as_ref().expect("an experiment");
+        assert_eq!(
+            (s.knob.as_deref(), s.value.as_deref(), s.command.as_str()),
+            (
+                Some("llc_balancing.aggr_tolerance"),
+                Some("1"),
+                "llctop ab llc_balancing.aggr_tolerance=100,1 -- <workload>"
+            )
+        );
+    }
+
+    #[test]
+    fn a_raised_overaggr_pct_is_the_experiment_first() {
+        let (topo, mut snaps) = series(4, 1.0, 1.0, 0.0, 2.0, 10);
+        for s in &mut snaps {
+            s.cache_aware = Some(CacheAware {
+                aggr_tolerance: Some(100),
+                overaggr_pct: Some(1000),
+                ..active()
+            });
+        }
+        let f = run(&topo, &snaps);
+        let s = f[0].suggestion.as_ref().expect("an experiment");
+        assert_eq!(
+            s.command,
+            "llctop ab llc_balancing.overaggr_pct=1000,50 -- <workload>"
+        );
+        assert_eq!(s.value.as_deref(), Some("50"));
+    }
+
+    #[test]
+    fn enabled_but_not_active_is_an_info_finding_of_the_machine() {
+        let topo = synthetic(1, 1, 2);
+        let mut s = snap(&topo, 0, 0.1);
+        s.cache_aware = Some(CacheAware {
+            enabled: true,
+            multi_llc: false,
+            partitions: vec!["0-1".into()],
+            ..Default::default()
+        });
+        let f = run(&topo, std::slice::from_ref(&s));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].key.as_str(), f[0].severity),
+            (STATE_KEY, Severity::Info)
+        );
+        assert!(
+            f[0].summary.starts_with(
+                "llc_balancing/enabled reads 1, but the kernel keeps cache-aware scheduling off: no sched-domain partition spans two LLCs"
+            ),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].severity_tag(), "INFO");
+        assert!(f[0].suggestion.as_ref().is_some_and(|s| !s.is_command()));
+        // Active, or asked off: they agree, nothing to say.
+        for c in [
+            active(),
+            CacheAware {
+                enabled: false,
+                ..Default::default()
+            },
+        ] {
+            s.cache_aware = Some(c);
+            assert!(run(&topo, std::slice::from_ref(&s)).is_empty());
+        }
+        s.cache_aware = None;
+        assert!(run(&topo, std::slice::from_ref(&s)).is_empty());
+    }
+}
