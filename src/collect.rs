@@ -1,7 +1,8 @@
 //! The collector: owns the topology, the sources and the enrichment stage, and runs the
 //! pipeline once per tick — every source reads its raw counters and turns them into the
 //! interval's figures, [`crate::enrich`] names the process rows (once),
-//! [`crate::kstate::cache_aware::explain`] says why a process has no preferred LLC, and
+//! [`crate::kstate::cache_aware::explain`] says why a process has no preferred LLC,
+//! [`crate::kstate::sharing`] which processes map the same shared memory, and
 //! [`aggregate`] derives the per-LLC, per-node and system figures from the per-CPU
 //! values and the LLC migration matrix — in one place, whatever the source.
 
@@ -19,6 +20,7 @@ pub struct Collector {
     topo: Topology,
     sources: Vec<Box<dyn Source>>,
     processes: ProcessInfo,
+    sharing: crate::kstate::sharing::SharedMemory,
     seq: u64,
     prev_mono: Option<u64>,
 }
@@ -37,6 +39,7 @@ impl Collector {
             topo,
             sources,
             processes: ProcessInfo::new(root.clone()),
+            sharing: crate::kstate::sharing::SharedMemory::new(root.clone()),
             seq: 0,
             prev_mono: None,
         }
@@ -65,6 +68,13 @@ impl Collector {
         snap
     }
 
+    /// The stages that need the snapshot's number: which rows share memory.
+    fn number(&mut self, snap: &mut Snapshot) {
+        snap.seq = self.seq;
+        self.seq += 1;
+        self.sharing.read(snap);
+    }
+
     /// Read every source. The first call takes the baseline and returns `None`; each later
     /// call returns the snapshot of the interval since the previous call.
     pub fn tick(&mut self) -> Option<Snapshot> {
@@ -78,8 +88,7 @@ impl Collector {
         let mut snap = self.read(now, prev);
         prev?;
         snap.time.missed_ticks = missed;
-        snap.seq = self.seq;
-        self.seq += 1;
+        self.number(&mut snap);
         aggregate(&self.topo, &mut snap);
         Some(snap)
     }

@@ -212,3 +212,86 @@ fn sigterm_finishes_the_file() {
     assert!(!rec.truncated, "gzip trailer written");
     assert!(!rec.snapshots.is_empty());
 }
+
+/// Two pairs of processes, each pair sharing a memfd of its own (the workload's
+/// construction: a mapping made before a fork, written by both, 16 and 8 MiB): the
+/// recording names each pair with exactly the bytes the construction mapped, the memfd by
+/// its name, both writable — and no pair across the two, which share nothing; `report`
+/// lists them.
+#[test]
+fn processes_that_map_the_same_memfd_are_paired_with_its_size() {
+    use std::io::BufRead as _;
+    let pair = |mib: &str| -> (Child, [u32; 2], u64) {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+            .args(["shm-pair", mib, "8"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("llctop-workload");
+        let mut line = String::new();
+        std::io::BufReader::new(c.stdout.as_mut().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the pair line");
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().expect("a number"))
+            .collect();
+        (c, [v[0] as u32, v[1] as u32], v[2])
+    };
+    let (mut c1, p1, bytes1) = pair("16");
+    let (mut c2, p2, bytes2) = pair("8");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.jsonl");
+    let res = llctop(&[
+        "record",
+        "-o",
+        out.to_str().unwrap(),
+        "--duration",
+        "3s",
+        "--interval",
+        "500ms",
+        "--source",
+        "procfs",
+    ])
+    .output()
+    .unwrap();
+    for c in [&mut c1, &mut c2] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let rec = reader::open(&out).unwrap();
+    let sh = rec
+        .snapshots
+        .iter()
+        .rev()
+        .find_map(|s| s.sharing.as_ref())
+        .expect("a snapshot with the sharing pairs");
+    println!("{} processes read: {:?}", sh.processes, sh.pairs);
+    for (p, bytes) in [(p1, bytes1), (p2, bytes2)] {
+        let got = sh
+            .pairs
+            .iter()
+            .find(|x| [x.a, x.b] == p)
+            .unwrap_or_else(|| panic!("no pair {p:?} in {:?}", sh.pairs));
+        assert_eq!((got.bytes, got.objects, got.writable), (bytes, 1, true));
+        assert_eq!(got.object, "/memfd:llctop-pair (deleted)");
+    }
+    let across = sh.pairs.iter().filter(|x| {
+        let has = |g: [u32; 2]| g.contains(&x.a) || g.contains(&x.b);
+        has(p1) && has(p2)
+    });
+    assert_eq!(across.count(), 0, "{:?}", sh.pairs);
+    let report = llctop(&["report", out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("Processes that share memory")
+            && text.contains(&format!("({}, ", p1[0]))
+            && text.contains("16.0 MiB in 1 object, both writable (/memfd:llctop-pair (deleted))"),
+        "{text}"
+    );
+}

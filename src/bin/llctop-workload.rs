@@ -281,6 +281,68 @@ fn spin(cpu: usize, secs: f64) -> Result<(), String> {
     Ok(())
 }
 
+/// `shm-pair MIB SECS`: a memfd of MIB MiB mapped shared, then a fork — parent and child
+/// both write a byte of every page of it, flat out, for SECS; prints `pair PARENT CHILD
+/// BYTES` first (the construction a sharing check compares with).
+fn shm_pair(mib: usize, secs: f64) -> Result<(), String> {
+    const PAGE: usize = 4096;
+    let len = mib.checked_mul(1 << 20).ok_or("too large")?;
+    // SAFETY: a NUL-terminated name; flags are valid.
+    let fd = unsafe { libc::memfd_create(c"llctop-pair".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is ours.
+    if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+        return Err(format!("ftruncate: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh shared mapping of the memfd, len bytes.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap: {}", std::io::Error::last_os_error()));
+    }
+    let touch = || {
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < end {
+            for off in (0..len).step_by(PAGE) {
+                // SAFETY: off < len, inside the mapping.
+                unsafe {
+                    let b = (p as *mut u8).add(off);
+                    b.write_volatile(b.read_volatile().wrapping_add(1));
+                }
+            }
+        }
+    };
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    // SAFETY: this program is single-threaded here; the child only touches the mapping
+    // and exits.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if child == 0 {
+        touch();
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(0) };
+    }
+    println!("pair {} {child} {len}", std::process::id());
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    touch();
+    let mut status = 0;
+    // SAFETY: our own child.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    Ok(())
+}
+
 /// The kernel's own account of this thread's time running and waiting on a run queue
 /// (/proc/thread-self/schedstat: runtime, run_delay), ns.
 fn own_schedstat() -> Option<(u64, u64)> {
@@ -532,6 +594,10 @@ fn main() -> ExitCode {
             (Ok(t), Ok(s)) => share(t, s),
             _ => Err("share THREADS SECS".into()),
         },
+        ["shm-pair", m, s] => match (m.parse(), s.parse()) {
+            (Ok(m), Ok(s)) => shm_pair(m, s),
+            _ => Err("shm-pair MIB SECS".into()),
+        },
         ["bpf-stats"] => bpf_stats(),
         ["bpf-floor", s, pid] => match (s.parse(), pid.parse()) {
             (Ok(s), Ok(p)) => bpf_floor(s, p),
@@ -542,7 +608,7 @@ fn main() -> ExitCode {
             .map_err(|_| "bpf-floor-counters SECS".to_string())
             .and_then(bpf_floor_counters),
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | shm-pair MIB SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
                 .into(),
         ),
     };

@@ -110,6 +110,10 @@ pub struct ProcessOut {
     pub row: serde_json::Value,
     /// Placements of its threads over the kept history, per CPU: `[cpu, count]`.
     pub placements: Vec<[u64; 2]>,
+    /// The processes it maps shared memory with (the newest read of /proc/PID/maps): each
+    /// pair's pids, bytes both map, objects, whether both map one writable, and the object
+    /// they share most of.
+    pub shares_memory_with: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -458,6 +462,13 @@ impl Tools {
             seq: s.seq,
             row: value(row)?,
             placements: per_cpu.into_iter().map(|(c, n)| [c, n]).collect(),
+            shares_memory_with: s
+                .sharing
+                .iter()
+                .flat_map(|sh| &sh.pairs)
+                .filter(|x| x.a == p.pid || x.b == p.pid)
+                .map(value)
+                .collect::<Result<_, _>>()?,
         };
         Ok((value(&out)?, summary))
     }

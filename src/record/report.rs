@@ -93,6 +93,52 @@ impl Summary {
         out
     }
 
+    /// The pairs of processes that map the same shared memory (the newest read), each with
+    /// the LLC it ran on most over the recording — a pair on two LLCs is a candidate to
+    /// run on one; empty when no pair was read.
+    fn shared_memory(&self) -> String {
+        let Some(sh) = &self.sharing else {
+            return String::new();
+        };
+        if sh.pairs.is_empty() {
+            return String::new();
+        }
+        let mut out = format!(
+            "\nProcesses that share memory (the same shared mapping in both /proc/PID/maps, {} busiest processes read at snapshot {})\n",
+            sh.processes, sh.seq
+        );
+        let who = |pid: u32| -> (String, Option<u32>) {
+            self.procs.get(&pid).map_or((String::new(), None), |p| {
+                (format!("{} ", Esc(&p.comm)), p.busiest_llc())
+            })
+        };
+        for p in sh.pairs.iter().take(20) {
+            let ((na, la), (nb, lb)) = (who(p.a), who(p.b));
+            let llc = |l: Option<u32>| l.map_or("–".to_string(), |l| format!("llc{l}"));
+            let _ = writeln!(
+                out,
+                "  {na}({}, {}) and {nb}({}, {}): {} in {} object{}{} ({}){}",
+                p.a,
+                llc(la),
+                p.b,
+                llc(lb),
+                crate::units::bytes(p.bytes),
+                p.objects,
+                if p.objects == 1 { "" } else { "s" },
+                if p.writable { ", both writable" } else { "" },
+                Esc(&p.object),
+                match (la, lb) {
+                    (Some(x), Some(y)) if x != y => " — on different LLCs",
+                    _ => "",
+                }
+            );
+        }
+        if sh.pairs.len() > 20 {
+            let _ = writeln!(out, "  … and {} more", sh.pairs.len() - 20);
+        }
+        out
+    }
+
     pub fn render(self) -> String {
         let h = &self.header;
         let mut out = String::new();
@@ -192,6 +238,7 @@ impl Summary {
         out.push_str(&self.cache_aware.section(self.t0.unwrap_or(0)));
         out.push_str(&self.no_preference());
         out.push_str(&self.off_preferred());
+        out.push_str(&self.shared_memory());
 
         out.push_str(&self.findings());
 

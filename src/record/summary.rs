@@ -31,6 +31,20 @@ pub(super) struct ProcTotal {
     /// Its moves onto and off its kernel-preferred LLC over the recording (7.2+; None
     /// where no row said).
     pub(super) pref_moves: Option<(u64, u64)>,
+    /// CPU time per LLC over the recording (indexed by LLC id).
+    pub(super) per_llc: Vec<u64>,
+}
+
+impl ProcTotal {
+    /// The LLC it ran on most over the recording (None: no runtime per LLC).
+    pub(super) fn busiest_llc(&self) -> Option<u32> {
+        self.per_llc
+            .iter()
+            .enumerate()
+            .filter(|(_, ns)| **ns > 0)
+            .max_by_key(|(i, ns)| (**ns, std::cmp::Reverse(*i)))
+            .map(|(i, _)| i as u32)
+    }
 }
 
 /// Load-balance totals of one kind (busy, idle or newidle) at one domain level.
@@ -131,6 +145,8 @@ pub struct Summary {
     pub(super) cache_aware: super::sched::Schedulers,
     /// The same snapshots as time series, for charts (`report --html`).
     pub(super) series: super::series::Series,
+    /// The newest pairs of processes that map the same shared memory.
+    pub(super) sharing: Option<crate::snapshot::Sharing>,
 }
 
 impl Summary {
@@ -165,6 +181,7 @@ impl Summary {
             l3: super::l3::L3::default(),
             schedulers: super::sched::Schedulers::default(),
             cache_aware: super::sched::Schedulers::following(super::sched::Follows::CacheAware),
+            sharing: None,
         }
     }
 
@@ -285,6 +302,9 @@ impl Summary {
                 .count();
             self.events_dropped = self.events_dropped.saturating_add(l.dropped);
         }
+        if s.sharing.is_some() {
+            self.sharing.clone_from(&s.sharing);
+        }
         if let Some(t) = &s.processes {
             self.precision = Some(t.precision);
             for r in &t.rows {
@@ -296,6 +316,12 @@ impl Summary {
                 if let Some(h) = r.preferred_hit {
                     p.hit_num += h * r.cpu_time_ns as f64;
                     p.hit_den += r.cpu_time_ns as f64;
+                }
+                if p.per_llc.len() < r.runtime_per_llc_ns.len() {
+                    p.per_llc.resize(r.runtime_per_llc_ns.len(), 0);
+                }
+                for (i, ns) in r.runtime_per_llc_ns.iter().enumerate() {
+                    p.per_llc[i] = p.per_llc[i].saturating_add(*ns);
                 }
                 if let (Some(onto), Some(off)) = (r.moves_onto_preferred, r.moves_off_preferred) {
                     let m = p.pref_moves.get_or_insert((0, 0));

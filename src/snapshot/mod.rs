@@ -15,6 +15,7 @@ mod cache_aware;
 mod events;
 mod process;
 mod sched_ext;
+mod sharing;
 mod size;
 
 pub use cache::{
@@ -25,6 +26,7 @@ pub use cache_aware::CacheAware;
 pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
 pub use process::{CacheGroup, NoPreference, PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ScxState, ops_matches_binary, ops_short_name};
+pub use sharing::{SharedPair, Sharing};
 
 use std::collections::BTreeMap;
 
@@ -74,6 +76,10 @@ pub struct Snapshot {
     /// asks for (procfs source); `None` on kernels without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_aware: Option<CacheAware>,
+    /// Pairs of processes that map the same shared memory (`/proc/PID/maps` of the busiest
+    /// rows, read every few snapshots); `None` without process rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<Sharing>,
 }
 impl Snapshot {
     /// Runtime-weighted preferred-LLC hit over the process rows, and whether any row's

@@ -310,6 +310,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     if let Some(line) = no_preference_line(r, s) {
         head.push(Line::styled(line, t.warn()));
     }
+    if let Some(line) = sharing_line(pid, s) {
+        head.push(Line::raw(line));
+    }
     let group = s.resctrl.as_ref().and_then(|x| x.of_pid(pid));
     match group {
         Some(g) => {
@@ -453,8 +456,6 @@ fn wait_rate(r: &ProcessStats, secs: f64) -> String {
     }
 }
 
-/// Why the kernel gives the process no preferred LLC (7.2+), with its cache group's
-/// figures: `None` where it has one or the group was not read.
 /// The process's moves onto and off its kernel-preferred LLC (7.2+), when there were any.
 pub fn preferred_moves_line(r: &crate::snapshot::ProcessStats, secs: f64) -> Option<String> {
     let (onto, off) = (r.moves_onto_preferred?, r.moves_off_preferred?);
@@ -467,6 +468,55 @@ pub fn preferred_moves_line(r: &crate::snapshot::ProcessStats, secs: f64) -> Opt
     })
 }
 
+/// The processes it maps shared memory with (the three it shares most with), named from
+/// the snapshot's rows: `None` where it shares none or the maps were not read.
+pub fn sharing_line(pid: u32, s: &crate::snapshot::Snapshot) -> Option<String> {
+    let pairs: Vec<_> = s
+        .sharing
+        .as_ref()?
+        .pairs
+        .iter()
+        .filter(|p| p.a == pid || p.b == pid)
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let name = |other: u32| {
+        s.processes
+            .as_ref()
+            .and_then(|t| t.rows.iter().find(|r| r.pid == other))
+            .map_or(String::new(), |r| {
+                format!(" {}", crate::text::escape(&r.comm))
+            })
+    };
+    let shown: Vec<String> = pairs
+        .iter()
+        .take(3)
+        .map(|p| {
+            let other = if p.a == pid { p.b } else { p.a };
+            format!(
+                "{other}{} {} in {} object{}{} ({})",
+                name(other),
+                crate::units::bytes(p.bytes),
+                p.objects,
+                if p.objects == 1 { "" } else { "s" },
+                if p.writable { ", both writable" } else { "" },
+                crate::text::escape(&p.object)
+            )
+        })
+        .collect();
+    Some(format!(
+        "shares memory with {}{}",
+        shown.join(" · "),
+        match pairs.len() {
+            n if n > 3 => format!(" · {} more", n - 3),
+            _ => String::new(),
+        }
+    ))
+}
+
+/// Why the kernel gives the process no preferred LLC (7.2+), with its cache group's
+/// figures: `None` where it has one or the group was not read.
 pub fn no_preference_line(
     r: &crate::snapshot::ProcessStats,
     s: &crate::snapshot::Snapshot,
@@ -517,5 +567,46 @@ mod tests {
             line.contains("off it 2/s") && line.contains("0 and 4"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn the_sharing_line_names_the_partners_escaped_the_most_first() {
+        use crate::snapshot::{ProcessTable, SharedPair, Sharing, Snapshot};
+        let mut s = Snapshot::default();
+        assert_eq!(sharing_line(1, &s), None, "not read: nothing");
+        let pair = |a, b, mib: u64, object: &str| SharedPair {
+            a,
+            b,
+            bytes: mib << 20,
+            objects: 1,
+            writable: true,
+            object: object.into(),
+        };
+        s.sharing = Some(Sharing {
+            seq: 0,
+            processes: 5,
+            pairs: vec![
+                pair(1, 2, 64, "/memfd:ring\x1b (deleted)"),
+                pair(1, 3, 8, "/dev/shm/x"),
+                pair(2, 3, 4, "/dev/shm/x"),
+                pair(1, 4, 2, "/dev/shm/x"),
+                pair(1, 5, 1, "/dev/shm/x"),
+            ],
+        });
+        s.processes = Some(ProcessTable {
+            rows: vec![ProcessStats {
+                pid: 2,
+                comm: "peer\x07".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let line = sharing_line(1, &s).unwrap_or_default();
+        assert!(
+            line.starts_with("shares memory with 2 peer\\x07 64.0 MiB in 1 object, both writable (/memfd:ring\\x1b (deleted)) · 3 8.0 MiB")
+                && line.ends_with(" · 1 more"),
+            "{line}"
+        );
+        assert_eq!(sharing_line(9, &s), None, "shares nothing");
     }
 }
