@@ -216,7 +216,7 @@ fn sigterm_finishes_the_file() {
 /// Two pairs of processes, each pair sharing a memfd of its own (the workload's
 /// construction: a mapping made before a fork, written by both, 16 and 8 MiB): the
 /// recording names each pair with exactly the bytes the construction mapped, the memfd by
-/// its name, both writable — and no pair across the two, which share nothing; `report`
+/// its name — and no pair across the two, which share nothing; `report`
 /// lists them.
 #[test]
 fn processes_that_map_the_same_memfd_are_paired_with_its_size() {
@@ -278,7 +278,7 @@ fn processes_that_map_the_same_memfd_are_paired_with_its_size() {
             .iter()
             .find(|x| [x.a, x.b] == p)
             .unwrap_or_else(|| panic!("no pair {p:?} in {:?}", sh.pairs));
-        assert_eq!((got.bytes, got.objects, got.writable), (bytes, 1, true));
+        assert_eq!((got.bytes, got.objects), (bytes, 1));
         assert_eq!(got.object, "/memfd:llctop-pair (deleted)");
     }
     let across = sh.pairs.iter().filter(|x| {
@@ -291,7 +291,7 @@ fn processes_that_map_the_same_memfd_are_paired_with_its_size() {
     assert!(
         text.contains("Processes that share memory")
             && text.contains(&format!("({}, ", p1[0]))
-            && text.contains("16.0 MiB in 1 object, both writable (/memfd:llctop-pair (deleted))"),
+            && text.contains("16.0 MiB in 1 object (/memfd:llctop-pair (deleted))"),
         "{text}"
     );
 }

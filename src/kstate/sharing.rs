@@ -1,8 +1,9 @@
 //! Which processes share memory (issue "CAS inside", item 5: "which tasks share data"):
 //! the same shared mapping — a memfd, a POSIX or SysV shm segment, anonymous shared
 //! memory inherited across fork (`/dev/zero (deleted)`), a file mapped `MAP_SHARED` — in
-//! two processes' `/proc/PID/maps`, sized by the overlap of the byte ranges of the object
-//! each one maps. Read for the busiest live process rows (at most [`MAX_PROCS`]) every
+//! two processes' `/proc/PID/maps`, both writable (memory they can exchange data
+//! through; a file both map read-only is not), sized by the overlap of the byte ranges of
+//! the object each one maps. Read for the busiest live process rows (at most [`MAX_PROCS`]) every
 //! [`REFRESH`] rounds, the pairs carried in between; the parse and the pairing are pure
 //! functions over text, unit-tested without a kernel.
 
@@ -26,13 +27,6 @@ pub type Object = (u32, u64);
 /// Byte ranges `[start, end)` of an object.
 type Ranges = Vec<(u64, u64)>;
 
-/// What one process maps of one object: its ranges, and whether one is writable.
-#[derive(Default)]
-struct Held {
-    ranges: Ranges,
-    writable: bool,
-}
-
 /// One shared mapping of a `/proc/PID/maps` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {
@@ -40,7 +34,6 @@ pub struct Mapping {
     /// Its byte range in the object: `[offset, offset + length)`.
     pub start: u64,
     pub end: u64,
-    pub writable: bool,
     pub name: String,
 }
 
@@ -50,8 +43,9 @@ fn device(name: &str) -> bool {
     name.starts_with("/dev/") && !name.starts_with("/dev/shm/") && !name.starts_with("/dev/zero")
 }
 
-/// The shared mappings of a maps text (`start-end perms offset major:minor inode path`):
-/// those whose fourth permission is `s`, backed by an object (inode ≠ 0), not a device.
+/// The shared writable mappings of a maps text (`start-end perms offset major:minor inode
+/// path`): those whose permissions are `?w?s`, backed by an object (inode ≠ 0), not a
+/// device.
 /// At most [`MAX_MAPPINGS`]; a line that does not parse is skipped.
 pub fn parse(text: &str) -> Vec<Mapping> {
     let mut out = Vec::new();
@@ -65,7 +59,8 @@ pub fn parse(text: &str) -> Vec<Mapping> {
         else {
             continue;
         };
-        if perms.as_bytes().get(3) != Some(&b's') {
+        let p = perms.as_bytes();
+        if p.get(1) != Some(&b'w') || p.get(3) != Some(&b's') {
             continue;
         }
         let name = f.next().unwrap_or("").trim().to_string();
@@ -91,7 +86,6 @@ pub fn parse(text: &str) -> Vec<Mapping> {
             object: (dev, inode),
             start,
             end: start.saturating_add(len),
-            writable: perms.as_bytes().get(1) == Some(&b'w'),
             name,
         });
     }
@@ -130,17 +124,19 @@ fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
 }
 
 /// The pairs of processes that map a part of the same object, with the bytes both map
-/// (summed over the objects), the objects, whether both map one of them writable, and the
-/// name of the one they share most of — the most bytes first, at most [`MAX_PAIRS`].
+/// (summed over the objects), the objects, and the name of the one they share most of — the most bytes first, at most [`MAX_PAIRS`].
 pub fn pairs(maps: &BTreeMap<u32, Vec<Mapping>>) -> Vec<SharedPair> {
-    // object -> pid -> (ranges, writable); and a name per object.
-    let mut objects: BTreeMap<Object, BTreeMap<u32, Held>> = BTreeMap::new();
+    // object -> pid -> its ranges; and a name per object.
+    let mut objects: BTreeMap<Object, BTreeMap<u32, Ranges>> = BTreeMap::new();
     let mut names: BTreeMap<Object, &str> = BTreeMap::new();
     for (&pid, ms) in maps {
         for m in ms {
-            let e = objects.entry(m.object).or_default().entry(pid).or_default();
-            e.ranges.push((m.start, m.end));
-            e.writable |= m.writable;
+            objects
+                .entry(m.object)
+                .or_default()
+                .entry(pid)
+                .or_default()
+                .push((m.start, m.end));
             names.entry(m.object).or_insert(&m.name);
         }
     }
@@ -149,12 +145,12 @@ pub fn pairs(maps: &BTreeMap<u32, Vec<Mapping>>) -> Vec<SharedPair> {
         if by_pid.len() < 2 {
             continue;
         }
-        let ranges: Vec<(u32, Ranges, bool)> = by_pid
+        let ranges: Vec<(u32, Ranges)> = by_pid
             .into_iter()
-            .map(|(pid, h)| (pid, merged(h.ranges), h.writable))
+            .map(|(pid, r)| (pid, merged(r)))
             .collect();
-        for (i, (a, ra, wa)) in ranges.iter().enumerate() {
-            for (b, rb, wb) in &ranges[i + 1..] {
+        for (i, (a, ra)) in ranges.iter().enumerate() {
+            for (b, rb) in &ranges[i + 1..] {
                 let bytes = overlap(ra, rb);
                 if bytes == 0 {
                     continue;
@@ -171,7 +167,6 @@ pub fn pairs(maps: &BTreeMap<u32, Vec<Mapping>>) -> Vec<SharedPair> {
                 });
                 p.bytes = p.bytes.saturating_add(bytes);
                 p.objects += 1;
-                p.writable |= *wa && *wb;
                 if bytes > *best {
                     *best = bytes;
                     p.object = names.get(&obj).map_or(String::new(), |n| n.to_string());
@@ -241,12 +236,13 @@ mod tests {
 7f0004000000-7f0004100000 rw-s 00000000 00:01 3077                       /dev/zero (deleted)
 7f0005000000-7f0005001000 rw-s 00000000 00:06 517                        /dev/dri/renderD128
 7f0006000000-7f0006010000 r--s 00010000 fd:01 131                        /var/cache/fonts.cache
+7f0006100000-7f0006110000 rw-s 00010000 fd:01 132                        /var/lib/db
 7f0007000000-7f0007001000 r--p 00000000 fd:01 99                         /usr/lib/libc.so.6
 garbage line
 ";
 
     #[test]
-    fn shared_mappings_of_objects_are_parsed_devices_and_private_ones_are_not() {
+    fn shared_writable_mappings_of_objects_are_parsed_devices_read_only_and_private_ones_are_not() {
         let m = parse(PARENT);
         let names: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(
@@ -254,14 +250,13 @@ garbage line
             [
                 "/memfd:ring (deleted)",
                 "/dev/zero (deleted)",
-                "/var/cache/fonts.cache"
+                "/var/lib/db"
             ]
         );
         assert_eq!(m[0].object, (1, 2049));
         assert_eq!((m[0].start, m[0].end), (0, 64 << 20));
-        assert!(m[0].writable && !m[2].writable);
         // fd:01 is major 253, minor 1; offset 0x10000, 64 KiB long.
-        assert_eq!(m[2].object, ((253 << 20) | 1, 131));
+        assert_eq!(m[2].object, ((253 << 20) | 1, 132));
         assert_eq!((m[2].start, m[2].end), (0x10000, 0x20000));
     }
 
@@ -290,7 +285,6 @@ garbage line
             [(10, 11, (32 << 20) + (1 << 20), 2), (10, 12, 16 << 20, 1)]
         );
         assert_eq!(p[0].object, "/memfd:ring (deleted)");
-        assert!(p[0].writable);
     }
 
     #[test]

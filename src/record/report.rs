@@ -104,7 +104,7 @@ impl Summary {
             return String::new();
         }
         let mut out = format!(
-            "\nProcesses that share memory (the same shared mapping in both /proc/PID/maps, {} busiest processes read at snapshot {})\n",
+            "\nProcesses that share memory (the same shared writable mapping in both /proc/PID/maps, {} busiest processes read at snapshot {})\n",
             sh.processes, sh.seq
         );
         let who = |pid: u32| -> (String, Option<u32>) {
@@ -117,7 +117,7 @@ impl Summary {
             let llc = |l: Option<u32>| l.map_or("–".to_string(), |l| format!("llc{l}"));
             let _ = writeln!(
                 out,
-                "  {na}({}, {}) and {nb}({}, {}): {} in {} object{}{} ({}){}",
+                "  {na}({}, {}) and {nb}({}, {}): {} in {} object{} ({}){}",
                 p.a,
                 llc(la),
                 p.b,
@@ -125,7 +125,6 @@ impl Summary {
                 crate::units::bytes(p.bytes),
                 p.objects,
                 if p.objects == 1 { "" } else { "s" },
-                if p.writable { ", both writable" } else { "" },
                 Esc(&p.object),
                 match (la, lb) {
                     (Some(x), Some(y)) if x != y => " — on different LLCs",

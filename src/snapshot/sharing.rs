@@ -1,5 +1,5 @@
 //! Which processes share memory: pairs of process rows that map a part of the same shared
-//! object (src/kstate/sharing.rs reads them from `/proc/PID/maps`).
+//! object writable (src/kstate/sharing.rs reads them from `/proc/PID/maps`).
 
 use serde::{Deserialize, Serialize};
 
@@ -22,10 +22,8 @@ pub struct SharedPair {
     pub b: u32,
     /// Bytes of the objects both map (the overlap of the byte ranges each maps), summed.
     pub bytes: u64,
-    /// Shared objects both map a part of.
+    /// Shared objects both map a part of, writable.
     pub objects: u32,
-    /// Both map one of them writable (they can exchange data through it).
-    pub writable: bool,
     /// The object they share most of, as maps names it (`/memfd:ring (deleted)`).
     pub object: String,
 }

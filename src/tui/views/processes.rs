@@ -495,12 +495,11 @@ pub fn sharing_line(pid: u32, s: &crate::snapshot::Snapshot) -> Option<String> {
         .map(|p| {
             let other = if p.a == pid { p.b } else { p.a };
             format!(
-                "{other}{} {} in {} object{}{} ({})",
+                "{other}{} {} in {} object{} ({})",
                 name(other),
                 crate::units::bytes(p.bytes),
                 p.objects,
                 if p.objects == 1 { "" } else { "s" },
-                if p.writable { ", both writable" } else { "" },
                 crate::text::escape(&p.object)
             )
         })
@@ -579,7 +578,6 @@ mod tests {
             b,
             bytes: mib << 20,
             objects: 1,
-            writable: true,
             object: object.into(),
         };
         s.sharing = Some(Sharing {
@@ -603,7 +601,7 @@ mod tests {
         });
         let line = sharing_line(1, &s).unwrap_or_default();
         assert!(
-            line.starts_with("shares memory with 2 peer\\x07 64.0 MiB in 1 object, both writable (/memfd:ring\\x1b (deleted)) · 3 8.0 MiB")
+            line.starts_with("shares memory with 2 peer\\x07 64.0 MiB in 1 object (/memfd:ring\\x1b (deleted)) · 3 8.0 MiB")
                 && line.ends_with(" · 1 more"),
             "{line}"
         );
