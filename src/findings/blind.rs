@@ -89,10 +89,10 @@ pub fn items(w: &Window) -> Vec<(Kind, String)> {
         out.push((
             Kind::CacheAware,
             format!(
-                "no cache-aware scheduling on this kernel ({}): nothing gathers a process on one LLC",
+                "nothing gathers a process on one LLC here: {}",
                 why(
                     SourceName::ProcfsCacheAware,
-                    "v7.2+ with CONFIG_SCHED_CACHE has it"
+                    "cache-aware scheduling not recorded (a kernel before 7.2 or without CONFIG_SCHED_CACHE, or a recording made before llctop read it)"
                 )
             ),
         ));
