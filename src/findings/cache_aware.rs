@@ -6,7 +6,9 @@
 //! (the misfit and V-Cache cases of the fixes series). The state from the snapshots'
 //! `cache_aware`; over-aggregation from the process rows (kernel preference, runtime per
 //! LLC, run-queue wait) and the LLCs' busy share, summed over the window, its severity
-//! from the wait the idle CPUs could have spared (harm.rs), as a pile-up's is.
+//! from the wait the idle CPUs could have spared (harm.rs), as a pile-up's is. And what it
+//! cannot do: two processes that share memory but run on two LLCs (the `sharing` pairs),
+//! which 7.2 never groups — a candidate group, at info.
 
 use super::{Agg, Fact, Finding, Kind, Severity, Suggestion, Unit, Window, harm, past};
 use crate::snapshot::{PreferredKind, SatSum, Snapshot};
@@ -296,9 +298,122 @@ fn suggestion(w: &Window, threads: u32, llc_cpus: usize) -> Suggestion {
     }
 }
 
+/// Writable shared memory from which two processes count as sharing data.
+pub const SHARED_BYTES: u64 = 1 << 20;
+/// CPUs' worth each of the two must use over the window: fire / clear.
+pub const APART_CPUS: f64 = 0.1;
+pub const APART_CPUS_CLEAR: f64 = 0.05;
+/// Share of each one's runtime on its own busiest LLC from which it runs there: fire /
+/// clear.
+pub const APART_SHARE: f64 = 0.6;
+pub const APART_SHARE_CLEAR: f64 = 0.5;
+
+/// Processes that share data but run apart: two busy processes that map the same shared
+/// writable memory (the newest `sharing` read) and each run mostly on an LLC of its own.
+/// 7.2 gathers the threads of one process (one mm), never two processes — the grouping
+/// interfaces proposed for it (`PR_SCHED_CACHE_SHARE_FROM`) are not in 7.2 — so the pair is
+/// a candidate group to run on one LLC. Info: what they lose (cache lines crossing LLCs)
+/// is not measured here.
+fn apart(w: &Window) -> Vec<Finding> {
+    let secs = w.secs();
+    let Some(sh) = w.snaps.last().and_then(|s| s.sharing.as_ref()) else {
+        return Vec::new();
+    };
+    if w.topo.llcs.len() < 2 || secs <= 0.0 {
+        return Vec::new();
+    }
+    let procs = super::scatter::fold(w).0;
+    let busiest = |a: &super::scatter::Acc| -> Option<(u32, f64)> {
+        let all: u64 = a.per_llc.iter().copied().sat_sum();
+        let (i, ns) = a
+            .per_llc
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, ns)| (**ns, std::cmp::Reverse(*i)))?;
+        (all > 0).then(|| (i as u32, *ns as f64 / all as f64))
+    };
+    let mut out = Vec::new();
+    for p in sh.pairs.iter().filter(|p| p.bytes >= SHARED_BYTES) {
+        let key = format!("pids {} {}", p.a, p.b);
+        let held = w.holds(Kind::CacheAware, &key);
+        let (Some(a), Some(b)) = (procs.get(&p.a), procs.get(&p.b)) else {
+            continue;
+        };
+        let (Some((la, sa)), Some((lb, sb))) = (busiest(a), busiest(b)) else {
+            continue;
+        };
+        let (ca, cb) = (a.cpu_ns as f64 / 1e9 / secs, b.cpu_ns as f64 / 1e9 / secs);
+        if la == lb
+            || !past(held, ca.min(cb), APART_CPUS, APART_CPUS_CLEAR, true)
+            || !past(held, sa.min(sb), APART_SHARE, APART_SHARE_CLEAR, true)
+        {
+            continue;
+        }
+        let cpus_of = |l: u32| {
+            w.topo
+                .llcs
+                .iter()
+                .find(|x| x.id == l)
+                .map_or(String::new(), |x| crate::cpulist::format(&x.cpus))
+        };
+        let summary = format!(
+            "{} ({}) and {} ({}) map {} of the same shared memory writable ({}) but run apart: {:.0}% of the first's time on llc{la}, {:.0}% of the second's on llc{lb} ({ca:.2} and {cb:.2} CPUs). 7.2's cache-aware scheduling gathers the threads of one process, never two: a candidate group to run on one LLC",
+            a.comm,
+            p.a,
+            b.comm,
+            p.b,
+            crate::units::bytes(p.bytes),
+            p.object,
+            sa * 100.0,
+            sb * 100.0
+        );
+        let mut f = Finding::new(Kind::CacheAware, key, w, summary);
+        f.severity = Severity::Info;
+        f.facts.push(Fact::derived(
+            "shared writable memory both map",
+            p.bytes as f64,
+            Unit::Bytes,
+        ));
+        for (pid, acc, llc, share) in [(p.a, a, la, sa), (p.b, b, lb, sb)] {
+            f.facts.push(Fact::cited(
+                format!("{pid} CPU time"),
+                acc.cpu_ns as f64,
+                Unit::Ns,
+                w,
+                format!("processes/rows/pid={pid}/cpu_time_ns"),
+                Agg::Sum,
+            ));
+            f.facts.push(Fact::derived(
+                format!("{pid}'s share on llc{llc}"),
+                share,
+                Unit::Fraction,
+            ));
+        }
+        f.llcs = vec![la, lb];
+        f.pids = vec![p.a, p.b];
+        f.suggestion = Some(Suggestion {
+            knob: None,
+            value: None,
+            profile: None,
+            command: format!(
+                "taskset -a -p -c {} {}  (then compare its work with the scheduler's own placement)",
+                cpus_of(la),
+                p.b
+            ),
+            why: format!(
+                "running {} on llc{la} beside {} keeps the memory they share in one L3; no kernel knob groups two processes in 7.2",
+                p.b, p.a
+            ),
+        });
+        out.push(f);
+    }
+    out
+}
+
 pub fn detect(w: &Window) -> Vec<Finding> {
     let mut out: Vec<Finding> = state(w).into_iter().collect();
     out.extend(over_aggregated(w));
+    out.extend(apart(w));
     out
 }
 
@@ -477,6 +592,77 @@ mod tests {
             "llctop ab llc_balancing.overaggr_pct=1000,50 -- <workload>"
         );
         assert_eq!(s.value.as_deref(), Some("50"));
+    }
+
+    /// pid 10 on llc0 and pid 20 on llc2 (`cpu` CPUs each, all their time there), mapping
+    /// `mib` MiB of the same memfd.
+    fn pair_apart(mib: u64, cpu: f64, same_llc: bool) -> (Topology, Vec<Snapshot>) {
+        use crate::snapshot::{SharedPair, Sharing};
+        let topo = synthetic(1, 4, 2);
+        let snaps = (0..5)
+            .map(|seq| {
+                let mut s = snap(&topo, seq, 0.2);
+                let row = |pid: u32, llc: usize| {
+                    let mut per_llc = vec![0u64; 4];
+                    per_llc[llc] = (cpu * 1e9) as u64;
+                    ProcessStats {
+                        pid,
+                        comm: format!("p{pid}"),
+                        threads: 1,
+                        cpu_time_ns: per_llc[llc],
+                        runtime_per_llc_ns: per_llc,
+                        ..Default::default()
+                    }
+                };
+                s.processes = Some(ProcessTable {
+                    rows: vec![row(10, 0), row(20, if same_llc { 0 } else { 2 })],
+                    ..Default::default()
+                });
+                s.sharing = Some(Sharing {
+                    seq: 0,
+                    processes: 2,
+                    pairs: vec![SharedPair {
+                        a: 10,
+                        b: 20,
+                        bytes: mib << 20,
+                        objects: 1,
+                        object: "/memfd:ring (deleted)".into(),
+                    }],
+                });
+                s
+            })
+            .collect();
+        (topo, snaps)
+    }
+
+    #[test]
+    fn processes_sharing_memory_on_two_llcs_are_a_candidate_group() {
+        let (topo, snaps) = pair_apart(16, 0.5, false);
+        let f = run(&topo, &snaps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].key.as_str(), f[0].severity, f[0].llcs.as_slice()),
+            ("pids 10 20", Severity::Info, &[0, 2][..])
+        );
+        assert!(
+            f[0].summary
+                .contains("p10 (10) and p20 (20) map 16.0 MiB of the same shared memory writable"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].severity_tag(), "INFO (cost not measured)");
+        let s = f[0].suggestion.as_ref().expect("an experiment");
+        assert!(
+            s.command.starts_with("taskset -a -p -c 0-1 20"),
+            "{}",
+            s.command
+        );
+        assert_cites(&f[0], &snaps);
+        // On one LLC already, sharing little, or idle: nothing.
+        for (mib, cpu, same) in [(16, 0.5, true), (0, 0.5, false), (16, 0.01, false)] {
+            let (topo, snaps) = pair_apart(mib, cpu, same);
+            assert!(run(&topo, &snaps).is_empty(), "{mib} {cpu} {same}");
+        }
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub enum Kind {
     NotConserved,
     /// NUMA balancing moving memory, or memory used from the other node (seed 003).
     Numa,
-    /// The 7.2 cache-aware scheduler: enabled but not active, or a process gathered on a
-    /// saturated preferred LLC while CPUs of other LLCs idle (seed 000).
+    /// The 7.2 cache-aware scheduler: enabled but not active, a process gathered on a
+    /// saturated preferred LLC while CPUs of other LLCs idle, or two processes that share
+    /// memory on two LLCs, which it never groups (seed 000).
     CacheAware,
     /// Which of the above cannot be judged here, and why.
     BlindSpots,
