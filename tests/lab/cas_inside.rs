@@ -514,3 +514,75 @@ fn lab_7_2_a_saturated_preferred_llc_the_kernel_relieves_is_no_alarm() {
         assert!(eps.iter().any(|e| e.latest().llcs.first() == Some(&pref)));
     }
 }
+
+fn share_run() -> &'static LabRun {
+    common::lab::run("7.2", SHAPE, "cas_share.sh")
+}
+
+/// A process and its child writing the same 16 MiB memfd, put on LLCs 0 and 2 by their
+/// affinity, beside two spinners on LLCs 1 and 3 that share nothing: llctop pairs the two
+/// with the bytes the workload mapped (the memfd in both guest maps), and the advisor names
+/// them — not the spinners — a candidate group; `report` lists them on different LLCs.
+#[test]
+fn lab_7_2_processes_sharing_memory_apart_are_named_a_candidate_group() {
+    use llctop::findings::Kind;
+    let run = share_run();
+    let v: Vec<u64> = run
+        .value("pair")
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (parent, child, bytes) = (v[0] as u32, v[1] as u32, v[2]);
+    let spinners: Vec<u32> = run
+        .value("spinners")
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    for key in ["maps_parent", "maps_child"] {
+        assert!(run.block(key).contains("rw-s") && run.block(key).contains("/memfd:llctop-pair"));
+    }
+    let rec = recording(run, "share_recording");
+    let sh = rec
+        .snapshots
+        .iter()
+        .rev()
+        .find_map(|s| s.sharing.as_ref())
+        .expect("sharing read");
+    println!(
+        "lab 7.2/{SHAPE}: pair {parent} {child} ({bytes} bytes); llctop read {} processes: {:?}",
+        sh.processes, sh.pairs
+    );
+    let p = sh
+        .pairs
+        .iter()
+        .find(|p| [p.a, p.b] == [parent, child])
+        .expect("the pair");
+    assert_eq!((p.bytes, p.objects), (bytes, 1));
+    assert!(
+        sh.pairs
+            .iter()
+            .all(|p| !spinners.contains(&p.a) && !spinners.contains(&p.b)),
+        "the spinners share nothing"
+    );
+    let adv = common::lab::findings_of(&rec);
+    let named: Vec<String> = adv
+        .episodes
+        .iter()
+        .filter(|e| e.kind() == Kind::CacheAware && e.latest().key.starts_with("pids "))
+        .map(|e| e.latest().key.clone())
+        .collect();
+    println!("lab 7.2/{SHAPE}: candidate groups {named:?}");
+    assert_eq!(named, [format!("pids {parent} {child}")]);
+    let e = adv
+        .episodes
+        .iter()
+        .find(|e| e.latest().key == named[0])
+        .unwrap();
+    assert_eq!(e.latest().llcs, [0, 2], "{}", e.latest().summary);
+    let report = run.block("report");
+    assert!(
+        report.contains("Processes that share memory") && report.contains("— on different LLCs"),
+        "{report}"
+    );
+}
