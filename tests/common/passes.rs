@@ -54,13 +54,30 @@ impl Passes {
         self.per_sec.first().map_or(0, Vec::len)
     }
 
-    /// The share of the passes on `llc` in the second a snapshot ending at `mono_ns`
-    /// mostly covers (`None` outside the run).
+    /// The share of the passes on `llc` over the second before `mono_ns` (a 1 s snapshot
+    /// ending then): each of the workload's seconds it overlaps weighted by the overlap, as
+    /// the workload counts whole seconds from its own start, not the snapshots' (CI
+    /// 2026-11-28: the second a snapshot mostly covered said 0.75 on an LLC where the
+    /// kernel's own switch-ins put the threads the whole interval, the moves of the
+    /// gathering falling in the part of that second before the snapshot). `None` outside
+    /// the run.
     pub fn share(&self, mono_ns: u64, llc: usize) -> Option<f64> {
         let end = mono_ns.checked_sub(self.start_mono_ns)? as f64 / 1e9;
-        let sec = (end - 1.0).round();
-        let v = self.per_sec.get(usize::try_from(sec as i64).ok()?)?;
-        let total: u64 = v.iter().sum();
-        (total > 0).then(|| v[llc] as f64 / total as f64)
+        let begin = end - 1.0;
+        let (mut sum, mut weight) = (0.0, 0.0);
+        let first = begin.floor().max(0.0) as usize;
+        for k in first..=end.floor() as usize {
+            let Some(v) = self.per_sec.get(k) else {
+                continue;
+            };
+            let total: u64 = v.iter().sum();
+            let w = end.min(k as f64 + 1.0) - begin.max(k as f64);
+            if total == 0 || w <= 0.0 {
+                continue;
+            }
+            sum += w * v[llc] as f64 / total as f64;
+            weight += w;
+        }
+        (weight > 0.0).then(|| sum / weight)
     }
 }
