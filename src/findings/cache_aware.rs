@@ -173,14 +173,7 @@ fn over_aggregated(w: &Window) -> Vec<Finding> {
                 .join(", llc"),
             cost.value
         );
-        let (seen, ran) = super::scatter::lived(w, pid);
-        if seen < w.context.len() || ran < super::scatter::YOUNG_SECS {
-            severity = severity.min(Severity::Info);
-            summary.push_str(&format!(
-                "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up or an end, at most info until it has run through two windows",
-                w.context.len()
-            ));
-        }
+        super::scatter::young(w, pid, &mut severity, &mut summary);
         summary.push_str(
             " (a process pinned to that LLC by its affinity looks the same; moving it off costs the cache it shares there, which the A/B weighs)",
         );

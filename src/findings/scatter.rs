@@ -162,14 +162,7 @@ pub fn detect(w: &Window) -> Vec<Finding> {
         // Go runtime's threads spreading for the seconds a start takes under emulation:
         // CI 2026-11-26, a promtool start 5 s long under TCG) or an end: its cost is a
         // burst, judged as a rate only over two windows it ran through.
-        let (seen, ran) = lived(w, pid);
-        if seen < w.context.len() || ran < YOUNG_SECS {
-            severity = severity.min(super::Severity::Info);
-            summary.push_str(&format!(
-                "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up or an end, at most info until it has run through two windows",
-                w.context.len()
-            ));
-        }
+        young(w, pid, &mut severity, &mut summary);
         if sampled {
             summary.push_str(" [runtime per LLC sampled]");
         }
@@ -295,7 +288,7 @@ pub(super) fn fold(w: &Window) -> (BTreeMap<u32, Acc>, bool) {
 
 /// Step 3: in how many snapshots of the window and the one before the process was seen,
 /// and how long they span — a start-up is at most info.
-pub(super) fn lived(w: &Window, pid: u32) -> (usize, f64) {
+fn lived(w: &Window, pid: u32) -> (usize, f64) {
     let seen = w
         .context
         .iter()
@@ -307,6 +300,19 @@ pub(super) fn lived(w: &Window, pid: u32) -> (usize, f64) {
         .count();
     let ran: f64 = w.context.iter().map(|s| s.time.interval_secs()).sum();
     (seen, ran)
+}
+
+/// A process not seen through this window and the one before is a start-up or an end:
+/// its severity at most info, and its summary says so (shared with cache_aware.rs).
+pub(super) fn young(w: &Window, pid: u32, severity: &mut super::Severity, summary: &mut String) {
+    let (seen, ran) = lived(w, pid);
+    if seen < w.context.len() || ran < YOUNG_SECS {
+        *severity = (*severity).min(super::Severity::Info);
+        summary.push_str(&format!(
+            "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up or an end, at most info until it has run through two windows",
+            w.context.len()
+        ));
+    }
 }
 
 /// Cache-aware scheduling not running at the window's end: `Some(None)` asked off,
