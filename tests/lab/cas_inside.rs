@@ -232,48 +232,38 @@ fn lab_7_2_no_preference_single_thread_and_too_many_threads() {
     }
 }
 
-/// The footprint is NUMA balancing's: two threads running with it on make one (the
-/// kernel's own hinting-fault count rose), with it off none.
+/// The footprint is NUMA balancing's: two threads running with it on make one (NUMA
+/// balancing scanned the process's memory — its mm's scan passes, as the guest's
+/// /proc/PID/sched says — and the kernel's hinting-fault count rose), with it off none
+/// (its memory never scanned).
 #[test]
 fn lab_7_2_cache_group_footprint_comes_from_numa_faults() {
     let run = why_run();
     let rec = recording(run, "why_recording");
-    let mut counts = Vec::new();
     for (step, on) in [("on", true), ("off", false)] {
-        let pid: u32 = run.value(&format!("numa_{step}_pid")).parse().unwrap();
-        let faults: i64 = run
-            .value(&format!("numa_{step}_hint_faults"))
-            .parse()
-            .unwrap();
-        let rows = rows_of(
-            &rec.snapshots,
-            run.value(&format!("numa_{step}_snaps")),
-            pid,
-        );
+        let value = |what: &str| run.value(&format!("numa_{step}_{what}"));
+        let pid: u32 = value("pid").parse().unwrap();
+        let faults: i64 = value("hint_faults").parse().unwrap();
+        let scans: u64 = value("scan_seq").parse().unwrap();
+        let rows = rows_of(&rec.snapshots, value("snaps"), pid);
         let most = rows
             .iter()
             .filter_map(|(_, r)| r.cache_group.as_ref())
             .map(|g| g.footprint_bytes)
             .max();
         println!(
-            "lab 7.2/{SHAPE} NUMA balancing {step}: {faults} hinting faults, the group's footprint at most {most:?} bytes"
+            "lab 7.2/{SHAPE} NUMA balancing {step}: {scans} scan passes over the process, {faults} hinting faults machine-wide, the group's footprint at most {most:?} bytes"
         );
         if on {
-            assert!(faults > 0, "the construction made hinting faults");
+            assert!(scans > 0 && faults > 0, "the construction was scanned");
             assert!(most.is_some_and(|b| b > 0), "{rows:?}");
         } else {
-            // A few may still come from pages the step before had marked (3 seen): none
-            // of this process's, which NUMA balancing never scanned.
+            // Machine-wide, pages the step before had marked still fault (3 and 10
+            // seen): none of this process's, which NUMA balancing never scanned.
+            assert_eq!(scans, 0, "NUMA balancing off scanned nothing of it");
             assert_eq!(most, Some(0), "{rows:?}");
         }
-        counts.push(faults);
     }
-    assert!(
-        counts[1] * 10 < counts[0],
-        "hinting faults on {} against off {}",
-        counts[0],
-        counts[1]
-    );
 }
 
 /// No cache group: only the kernel threads (children of kthreadd, as the guest lists them)

@@ -4,7 +4,8 @@
 # BPF source (its task walk reads each process's cache group). Constructions:
 #  1. tolerance 1: `spin` (one thread) and `share 2` (two running threads) side by side;
 #  2. NUMA balancing on, then off: `share 2` again (NUMA balancing's hinting faults on
-#     its pages are the cache group's footprint; off, none. A single pinned thread
+#     its pages are the cache group's footprint; off, its memory is never scanned, so
+#     none. A single pinned thread
 #     touching 64 MiB got none in 8 s: its faults were not placed into the group);
 # and the kernel threads as the guest lists them (children of kthreadd), the one kind of
 # task the kernel sets up no cache group for (with init, made by user_mode_thread()).
@@ -45,6 +46,10 @@ numa_step() {
   record_wait $((from + 8))
   lab "numa_$1_snaps" "$from $(record_snaps)"
   lab "numa_$1_hint_faults" $(($(awk '/^numa_hint_faults / {print $2}' /proc/vmstat) - f0))
+  # Whether NUMA balancing scanned this process's memory at all: its mm's scan passes
+  # (/proc/PID/sched, mm->numa_scan_seq). Machine-wide hinting faults are no oracle for
+  # that alone: pages other processes had marked before the switch still fault after it.
+  lab "numa_$1_scan_seq" "$(awk -F: '/^mm->numa_scan_seq/ {gsub(/ /, "", $2); print $2}' /proc/$p/sched)"
   kill "$p" 2>/dev/null || true
   wait "$p" 2>/dev/null || true
 }
