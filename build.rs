@@ -1,6 +1,7 @@
 //! Compiles bpf/llctop.bpf.c (and bpf/floor.bpf.c, the empty programs scripts/overhead.sh
-//! measures against) with clang into BPF objects and generates their libbpf-rs skeletons
-//! (OUT_DIR/llctop.skel.rs, OUT_DIR/floor.skel.rs). Needs clang; libbpf's headers come
+//! measures against, and bpf/wakers.bpf.c, the wakeup pairs `--wakeups` loads) with clang
+//! into BPF objects and generates their libbpf-rs skeletons (OUT_DIR/llctop.skel.rs,
+//! OUT_DIR/floor.skel.rs, OUT_DIR/wakers.skel.rs). Needs clang; libbpf's headers come
 //! with libbpf-sys.
 
 use std::env;
@@ -8,9 +9,10 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const SRCS: [(&str, &str); 2] = [
+const SRCS: [(&str, &str); 3] = [
     ("bpf/llctop.bpf.c", "llctop.skel.rs"),
     ("bpf/floor.bpf.c", "floor.skel.rs"),
+    ("bpf/wakers.bpf.c", "wakers.skel.rs"),
 ];
 
 fn main() {

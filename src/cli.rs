@@ -43,6 +43,11 @@ pub struct Cli {
     #[arg(long, global = true, default_value_t = 64)]
     pub top: usize,
 
+    /// Count which process wakes which (the BPF source; a hash update per wakeup one user
+    /// process makes of another, so off unless asked for).
+    #[arg(long, global = true)]
+    pub wakeups: bool,
+
     /// Never write to the kernel (knob changes are refused).
     #[arg(long, global = true)]
     pub read_only: bool,
@@ -81,8 +86,8 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = crate::tui::app::ViewId::Overview)]
     pub view: crate::tui::app::ViewId,
 
-    /// The config file giving defaults for --interval, --theme, --view, --top and
-    /// --source (default: $XDG_CONFIG_HOME/llctop/config.toml; the command line wins).
+    /// The config file giving defaults for --interval, --theme, --view, --top, --source
+    /// and --wakeups (default: $XDG_CONFIG_HOME/llctop/config.toml; the command line wins).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -123,6 +128,7 @@ impl Cli {
             interval: self.interval,
             source: self.source,
             top: self.top,
+            wakeups: self.wakeups,
             read_only: self.read_only,
             keep_changes: self.keep_changes,
             schedulers: self.schedulers.clone(),

@@ -1,5 +1,6 @@
 //! The operator's config file: `$XDG_CONFIG_HOME/llctop/config.toml` (or `--config
-//! FILE`) gives defaults for the global options — interval, theme, view, top, source —
+//! FILE`) gives defaults for the global options — interval, theme, view, top, source,
+//! wakeups —
 //! read and checked with the command line's own parsers, and a `[keys]` table that
 //! rebinds the TUI's actions (checked against the keymap), and a `[schedulers]` table that
 //! adds the `scheduler` knob's own choices (a sched_ext scheduler with its arguments), and
@@ -29,6 +30,8 @@ pub struct File {
     pub view: Option<String>,
     pub top: Option<usize>,
     pub source: Option<String>,
+    /// Count which process wakes which (`--wakeups`).
+    pub wakeups: Option<bool>,
     /// Key rebindings: action name → keys (`quit = ["q", "F10"]`).
     pub keys: Option<std::collections::BTreeMap<String, Vec<String>>>,
     /// The `scheduler` knob's own choices: name → `[program, args…]`
@@ -41,7 +44,7 @@ pub struct File {
 }
 
 /// The options the file may set, in its order: (key, the clap argument id).
-pub const KEYS: [&str; 5] = ["interval", "theme", "view", "top", "source"];
+pub const KEYS: [&str; 6] = ["interval", "theme", "view", "top", "source", "wakeups"];
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +158,10 @@ fn set_from(cli: &mut Cli, file: &File, key: &str) -> Result<bool, String> {
             Some(v) => cli.source = source::Kind::from_str(v, true).map_err(bad)?,
             None => return Ok(false),
         },
+        "wakeups" => match file.wakeups {
+            Some(v) => cli.wakeups = v,
+            None => return Ok(false),
+        },
         _ => return Ok(false),
     }
     Ok(true)
@@ -169,6 +176,7 @@ pub fn render(cli: &Cli, origins: &[(&'static str, Origin)]) -> String {
             "view" => format!("{:?}", name(cli.view)),
             "top" => cli.top.to_string(),
             "source" => format!("{:?}", name(cli.source)),
+            "wakeups" => cli.wakeups.to_string(),
             _ => String::new(),
         }
     };

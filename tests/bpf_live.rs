@@ -11,7 +11,9 @@
 //!   within 2%, with the waits taken from the kernel's sched_info and stamped at wakeup;
 //! - `llctop record`'s bpf() calls per interval (strace) stay flat while 3,000 short
 //!   processes exit (entries freed in batches, never one call per exit);
-//! - a load interrupted by a burst of signals (the verifier's EAGAIN) is tried again.
+//! - a load interrupted by a burst of signals (the verifier's EAGAIN) is tried again;
+//! - `--wakeups`: a pipe pair's wakeups within the workload's own bounds, or, where the
+//!   kernel keeps the preempt count from BPF, the state saying why.
 
 mod common;
 
@@ -806,4 +808,83 @@ fn bpf_calls_per_interval_stay_flat_while_thousands_of_processes_exit() {
         churn.0
     );
     assert!(deletes < 100, "{deletes} single deletes for 3,000 exits");
+}
+
+/// `--wakeups` on this kernel. Where BPF can reach the per-CPU preempt count (its
+/// kallsyms list `__preempt_count` or `pcpu_hot`), a pipe pair's wakeups of each other lie
+/// within the workload's own bounds (at least the woken side's sleeps, at most its
+/// partner's writes). Where it cannot (this VM's kernel: no CONFIG_KALLSYMS_ALL), the BPF
+/// source's state names why, no snapshot carries wakeups, and everything else is counted
+/// as before. The kernel lab's 7.2 runs the counting half (tests/lab/cas_inside.rs).
+#[test]
+#[ignore = "needs root"]
+fn wakeup_pairs_are_counted_within_the_workloads_bounds_or_the_state_says_why() {
+    let (topo, mut bpf) = load();
+    bpf.count_wakeups();
+    let _ = sample(&topo, &mut bpf);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_llctop-workload"))
+        .args(["pipe-pair", "2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("llctop-workload");
+    let out = BufReader::new(c.stdout.take().expect("stdout"));
+    let lines: Vec<String> = out.lines().map_while(Result::ok).collect();
+    let _ = c.wait();
+    let nums = |word: &str| -> Vec<u64> {
+        lines
+            .iter()
+            .find(|l| l.starts_with(word))
+            .unwrap_or_else(|| panic!("no {word} line in {lines:?}"))
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect()
+    };
+    let (pair, own) = (nums("pair"), nums("rounds"));
+    let (parent, child) = (pair[0] as u32, pair[1] as u32);
+    let (rounds, parent_sleeps, child_sleeps) = (own[0], own[1], own[2]);
+    let s = sample(&topo, &mut bpf);
+    let reason = s
+        .sources
+        .iter()
+        .find(|x| x.name == "bpf")
+        .and_then(|x| x.reason.clone())
+        .unwrap_or_default();
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let reachable = kallsyms.lines().any(|l| {
+        l.split_whitespace()
+            .nth(2)
+            .is_some_and(|n| n == "__preempt_count" || n == "pcpu_hot")
+    });
+    assert!(s.migrations.is_some(), "the rest is counted");
+    if !reachable {
+        println!(
+            "this kernel's kallsyms has no per-CPU preempt count: the refusal is checked, the counting runs in the kernel lab"
+        );
+        assert!(
+            reason.contains(
+                "no wakeup pairs: this kernel gives BPF no address for its per-CPU preempt count"
+            ),
+            "{reason}"
+        );
+        assert_eq!(s.wakeups, None);
+        return;
+    }
+    assert!(
+        reason.contains(llctop::source::bpf::WAKEUPS_COUNTED),
+        "{reason}"
+    );
+    let w = s.wakeups.as_ref().expect("wakeups counted");
+    let count = |a: u32, b: u32| {
+        w.pairs
+            .iter()
+            .filter(|p| p.waker == a && p.wakee == b)
+            .map(|p| p.count)
+            .sum::<u64>()
+    };
+    let (down, up) = (count(parent, child), count(child, parent));
+    println!(
+        "{rounds} round trips, sleeps {parent_sleeps} and {child_sleeps}: counted {down} down, {up} up"
+    );
+    assert!((child_sleeps..=rounds + 1).contains(&down), "{down}");
+    assert!((parent_sleeps..=rounds + 2).contains(&up), "{up}");
 }

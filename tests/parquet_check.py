@@ -73,7 +73,7 @@ def expected(path):
         "boot_id": h.get("boot_id"),
         "kernel": h.get("kernel"),
         "run_id": f"{host if host is not None else 'unknown'}-{h['start_unix_ns']}",
-        "schema_version": 3,
+        "schema_version": 4,
     }
     topo = h["topology"]
     llc_of, node_of = {}, {}
@@ -85,7 +85,7 @@ def expected(path):
             node_of[c] = n["id"]
     llc_node = {l["id"]: l.get("node") for l in topo.get("llcs", [])}
     t = {k: [] for k in ["intervals", "cpus", "llcs", "nodes", "processes", "llc_migrations",
-                         "balance", "resctrl", "knob_values", "knob_changes", "markers",
+                         "process_pairs", "balance", "resctrl", "knob_values", "knob_changes", "markers",
                          "findings", "windows"]}
 
     def row(table, **cols):
@@ -158,6 +158,24 @@ def expected(path):
             for i, r in enumerate(g(m, "llc_matrix", default=[])):
                 for j, n in enumerate(r):
                     row("llc_migrations", **at, from_llc=i, to_llc=j, migrations=n)
+            # Each pair of processes once, lower pid first: its shared memory (the newest
+            # read) and its wakeups both ways (NULL where not counted).
+            sh, wk = s.get("sharing"), s.get("wakeups")
+            pairs = {}
+
+            def pair(a, b):
+                return pairs.setdefault((min(a, b), max(a, b)), {
+                    "wakeups_a_to_b": None if wk is None else 0,
+                    "wakeups_b_to_a": None if wk is None else 0,
+                    "shared_bytes": None, "shared_objects": None, "shared_object": None})
+            for p in g(sh, "pairs", default=[]):
+                pair(p["a"], p["b"]).update(shared_bytes=p["bytes"], shared_objects=p["objects"],
+                                            shared_object=p["object"])
+            for p in g(wk, "pairs", default=[]):
+                side = "wakeups_a_to_b" if p["waker"] < p["wakee"] else "wakeups_b_to_a"
+                pair(p["waker"], p["wakee"])[side] += p["count"]
+            for a, b in sorted(pairs):
+                row("process_pairs", **at, pid_a=a, pid_b=b, **pairs[(a, b)], sharing_seq=g(sh, "seq"))
             b = s.get("balance")
             for d in g(b, "domains", default=[]):
                 lb = {f"{idle}_{k}": g(d, idle, k) for idle in ["busy", "idle", "newidle"] for k in LB}
@@ -283,7 +301,7 @@ def main():
     diffs, summary = [], {}
     for table, rows in want.items():
         names, got, meta = read(dir, table, ident["run_id"])
-        assert meta.get(b"llctop.schema_version") == b"3", meta
+        assert meta.get(b"llctop.schema_version") == b"4", meta
         assert meta.get(b"llctop.table") == table.encode(), meta
         if names[:5] != IDENTITY:
             diffs.append(f"{table}: columns start {names[:5]}")

@@ -32,6 +32,16 @@
 //!   prints its passes per second and CPU (`passes SEC TID CPU N`, seconds from
 //!   `start_mono_ns`, CLOCK_MONOTONIC): the workload's own view of where it ran, an
 //!   oracle that shares no code with llctop.
+//! - `shm-pair MIB SECS`: a memfd of MIB MiB mapped shared, then a fork; parent and child
+//!   both write a byte of every page of it for SECS seconds; prints `pair PARENT CHILD
+//!   BYTES` first (what a sharing check compares with).
+//! - `pipe-pair SECS`: a fork, then parent and child pass a byte back and forth through
+//!   two pipes for SECS seconds, each blocking in read(2) until the other writes: prints
+//!   `pair PARENT CHILD` first, and at the end `rounds N parent_nvcsw P child_nvcsw C` —
+//!   the round trips and each side's voluntary context switches (getrusage: its sleeps,
+//!   each ended by a wakeup): the bounds a wakeup count is checked against.
+//! - `tick MS SECS`: sleeps MS ms at a time (nanosleep: woken by a timer interrupt, never
+//!   by a process) for SECS seconds; prints `ready` first and `ticks N` at the end.
 //! - `bpf-stats`: the kernel's run count and run time of every loaded llctop BPF program
 //!   (needs `kernel.bpf_stats_enabled=1`), for scripts/overhead.sh.
 //! - `bpf-floor SECS PID`: loads the empty programs of bpf/floor.bpf.c (the floor), keeps
@@ -343,6 +353,100 @@ fn shm_pair(mib: usize, secs: f64) -> Result<(), String> {
     Ok(())
 }
 
+/// This process's voluntary context switches (getrusage: every thread's sleeps).
+fn own_nvcsw() -> i64 {
+    // SAFETY: a zeroed rusage for getrusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_nvcsw
+}
+
+/// Write all of `b` to `fd`, or fail.
+fn write_all(fd: i32, b: &[u8]) -> Result<(), String> {
+    // SAFETY: b is valid for b.len() bytes.
+    match unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) } {
+        n if n == b.len() as isize => Ok(()),
+        _ => Err(format!("write: {}", std::io::Error::last_os_error())),
+    }
+}
+
+/// Read exactly `b.len()` bytes from `fd` (a pipe hands over small writes whole), or fail.
+fn read_exact(fd: i32, b: &mut [u8]) -> Result<(), String> {
+    // SAFETY: b is valid for b.len() bytes.
+    match unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) } {
+        n if n == b.len() as isize => Ok(()),
+        _ => Err(format!("read: {}", std::io::Error::last_os_error())),
+    }
+}
+
+/// `pipe-pair SECS`: a parent and its child passing a byte back and forth through two
+/// pipes for SECS seconds (the parent sends 1 to go on, 0 to stop; the child answers
+/// each 1, and the 0 with its voluntary switches as 8 bytes, then exits).
+fn pipe_pair(secs: f64) -> Result<(), String> {
+    let mut to_child = [0i32; 2];
+    let mut to_parent = [0i32; 2];
+    // SAFETY: arrays of two fds for pipe(2) to fill.
+    if unsafe { libc::pipe(to_child.as_mut_ptr()) } != 0
+        || unsafe { libc::pipe(to_parent.as_mut_ptr()) } != 0
+    {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    // SAFETY: single-threaded here; the child only reads, writes and exits.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if child == 0 {
+        let mut b = [0u8; 1];
+        while read_exact(to_child[0], &mut b).is_ok() && b[0] == 1 {
+            if write_all(to_parent[1], &[1]).is_err() {
+                break;
+            }
+        }
+        let _ = write_all(to_parent[1], &own_nvcsw().to_ne_bytes());
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(0) };
+    }
+    println!("pair {} {child}", std::process::id());
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut rounds = 0u64;
+    let mut b = [0u8; 1];
+    while Instant::now() < end {
+        write_all(to_child[1], &[1])?;
+        read_exact(to_parent[0], &mut b)?;
+        rounds += 1;
+    }
+    write_all(to_child[1], &[0])?;
+    let mut n = [0u8; 8];
+    read_exact(to_parent[0], &mut n)?;
+    let parent = own_nvcsw();
+    println!(
+        "rounds {rounds} parent_nvcsw {parent} child_nvcsw {}",
+        i64::from_ne_bytes(n)
+    );
+    let mut status = 0;
+    // SAFETY: our own child.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    Ok(())
+}
+
+/// `tick MS SECS`: sleep MS ms at a time for SECS seconds (a timer interrupt wakes it).
+fn tick(ms: u64, secs: f64) -> Result<(), String> {
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut ticks = 0u64;
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(ms));
+        ticks += 1;
+    }
+    println!("ticks {ticks}");
+    Ok(())
+}
+
 /// The kernel's own account of this thread's time running and waiting on a run queue
 /// (/proc/thread-self/schedstat: runtime, run_delay), ns.
 fn own_schedstat() -> Option<(u64, u64)> {
@@ -598,6 +702,14 @@ fn main() -> ExitCode {
             (Ok(m), Ok(s)) => shm_pair(m, s),
             _ => Err("shm-pair MIB SECS".into()),
         },
+        ["pipe-pair", s] => s
+            .parse()
+            .map_err(|_| "pipe-pair SECS".to_string())
+            .and_then(pipe_pair),
+        ["tick", ms, s] => match (ms.parse(), s.parse()) {
+            (Ok(ms), Ok(s)) => tick(ms, s),
+            _ => Err("tick MS SECS".into()),
+        },
         ["bpf-stats"] => bpf_stats(),
         ["bpf-floor", s, pid] => match (s.parse(), pid.parse()) {
             (Ok(s), Ok(p)) => bpf_floor(s, p),
@@ -608,7 +720,7 @@ fn main() -> ExitCode {
             .map_err(|_| "bpf-floor-counters SECS".to_string())
             .and_then(bpf_floor_counters),
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | shm-pair MIB SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | shm-pair MIB SECS | pipe-pair SECS | tick MS SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
                 .into(),
         ),
     };

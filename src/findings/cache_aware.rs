@@ -293,6 +293,10 @@ fn suggestion(w: &Window, threads: u32, llc_cpus: usize) -> Suggestion {
 
 /// Writable shared memory from which two processes count as sharing data.
 pub const SHARED_BYTES: u64 = 1 << 20;
+/// Wakeups per second between two processes (both ways, `--wakeups`) from which they
+/// count as talking: fire / clear.
+pub const WAKES_PER_S: f64 = 500.0;
+pub const WAKES_PER_S_CLEAR: f64 = 250.0;
 /// CPUs' worth each of the two must use over the window: fire / clear.
 pub const APART_CPUS: f64 = 0.1;
 pub const APART_CPUS_CLEAR: f64 = 0.05;
@@ -301,17 +305,51 @@ pub const APART_CPUS_CLEAR: f64 = 0.05;
 pub const APART_SHARE: f64 = 0.6;
 pub const APART_SHARE_CLEAR: f64 = 0.5;
 
+/// What ties two processes (the lower pid first): the shared writable memory both map
+/// (the newest `sharing` read) and their wakeups of each other over the window.
+#[derive(Debug, Default)]
+struct Ties {
+    bytes: u64,
+    object: String,
+    /// Wakeups the lower pid made of the higher, and back.
+    wakes: (u64, u64),
+}
+
+fn ties(w: &Window) -> std::collections::BTreeMap<(u32, u32), Ties> {
+    let mut out: std::collections::BTreeMap<(u32, u32), Ties> = Default::default();
+    if let Some(sh) = w.snaps.last().and_then(|s| s.sharing.as_ref()) {
+        for p in &sh.pairs {
+            let t = out.entry((p.a.min(p.b), p.a.max(p.b))).or_default();
+            t.bytes = p.bytes;
+            t.object.clone_from(&p.object);
+        }
+    }
+    for p in w
+        .snaps
+        .iter()
+        .filter_map(|s| s.wakeups.as_ref())
+        .flat_map(|x| &x.pairs)
+    {
+        let t = out
+            .entry((p.waker.min(p.wakee), p.waker.max(p.wakee)))
+            .or_default();
+        if p.waker < p.wakee {
+            t.wakes.0 = t.wakes.0.saturating_add(p.count);
+        } else {
+            t.wakes.1 = t.wakes.1.saturating_add(p.count);
+        }
+    }
+    out
+}
+
 /// Processes that share data but run apart: two busy processes that map the same shared
-/// writable memory (the newest `sharing` read) and each run mostly on an LLC of its own.
+/// writable memory or wake each other often, each running mostly on an LLC of its own.
 /// 7.2 gathers the threads of one process (one mm), never two processes — the grouping
 /// interfaces proposed for it (`PR_SCHED_CACHE_SHARE_FROM`) are not in 7.2 — so the pair is
-/// a candidate group to run on one LLC. Info: what they lose (cache lines crossing LLCs)
-/// is not measured here.
+/// a candidate group to run on one LLC. Info: what they lose (cache lines crossing LLCs,
+/// wakeups across them) is not measured here.
 fn apart(w: &Window) -> Vec<Finding> {
     let secs = w.secs();
-    let Some(sh) = w.snaps.last().and_then(|s| s.sharing.as_ref()) else {
-        return Vec::new();
-    };
     if w.topo.llcs.len() < 2 || secs <= 0.0 {
         return Vec::new();
     }
@@ -326,10 +364,16 @@ fn apart(w: &Window) -> Vec<Finding> {
         (all > 0).then(|| (i as u32, *ns as f64 / all as f64))
     };
     let mut out = Vec::new();
-    for p in sh.pairs.iter().filter(|p| p.bytes >= SHARED_BYTES) {
-        let key = format!("pids {} {}", p.a, p.b);
+    for ((pa, pb), t) in ties(w) {
+        let key = format!("pids {pa} {pb}");
         let held = w.holds(Kind::CacheAware, &key);
-        let (Some(a), Some(b)) = (procs.get(&p.a), procs.get(&p.b)) else {
+        let wakes_per_s = (t.wakes.0 + t.wakes.1) as f64 / secs;
+        let shares = t.bytes >= SHARED_BYTES;
+        let talks = past(held, wakes_per_s, WAKES_PER_S, WAKES_PER_S_CLEAR, true);
+        if !shares && !talks {
+            continue;
+        }
+        let (Some(a), Some(b)) = (procs.get(&pa), procs.get(&pb)) else {
             continue;
         };
         let (Some((la, sa)), Some((lb, sb))) = (busiest(a), busiest(b)) else {
@@ -349,25 +393,46 @@ fn apart(w: &Window) -> Vec<Finding> {
                 .find(|x| x.id == l)
                 .map_or(String::new(), |x| crate::cpulist::format(&x.cpus))
         };
+        let mut what = Vec::new();
+        if shares {
+            what.push(format!(
+                "map {} of the same shared memory writable ({})",
+                crate::units::bytes(t.bytes),
+                t.object
+            ));
+        }
+        if talks {
+            what.push(format!(
+                "wake each other {wakes_per_s:.0} times a second ({:.0}/s and {:.0}/s back)",
+                t.wakes.0 as f64 / secs,
+                t.wakes.1 as f64 / secs
+            ));
+        }
         let summary = format!(
-            "{} ({}) and {} ({}) map {} of the same shared memory writable ({}) but run apart: {:.0}% of the first's time on llc{la}, {:.0}% of the second's on llc{lb} ({ca:.2} and {cb:.2} CPUs). 7.2's cache-aware scheduling gathers the threads of one process, never two: a candidate group to run on one LLC",
+            "{} ({pa}) and {} ({pb}) {} but run apart: {:.0}% of the first's time on llc{la}, {:.0}% of the second's on llc{lb} ({ca:.2} and {cb:.2} CPUs). 7.2's cache-aware scheduling gathers the threads of one process, never two: a candidate group to run on one LLC",
             a.comm,
-            p.a,
             b.comm,
-            p.b,
-            crate::units::bytes(p.bytes),
-            p.object,
+            what.join(" and "),
             sa * 100.0,
             sb * 100.0
         );
         let mut f = Finding::new(Kind::CacheAware, key, w, summary);
         f.severity = Severity::Info;
-        f.facts.push(Fact::derived(
-            "shared writable memory both map",
-            p.bytes as f64,
-            Unit::Bytes,
-        ));
-        for (pid, acc, llc, share) in [(p.a, a, la, sa), (p.b, b, lb, sb)] {
+        if shares {
+            f.facts.push(Fact::derived(
+                "shared writable memory both map",
+                t.bytes as f64,
+                Unit::Bytes,
+            ));
+        }
+        if talks {
+            f.facts.push(Fact::derived(
+                "wakeups between them",
+                wakes_per_s,
+                Unit::PerSec,
+            ));
+        }
+        for (pid, acc, llc, share) in [(pa, a, la, sa), (pb, b, lb, sb)] {
             f.facts.push(Fact::cited(
                 format!("{pid} CPU time"),
                 acc.cpu_ns as f64,
@@ -383,19 +448,22 @@ fn apart(w: &Window) -> Vec<Finding> {
             ));
         }
         f.llcs = vec![la, lb];
-        f.pids = vec![p.a, p.b];
+        f.pids = vec![pa, pb];
         f.suggestion = Some(Suggestion {
             knob: None,
             value: None,
             profile: None,
             command: format!(
-                "taskset -a -p -c {} {}  (then compare its work with the scheduler's own placement)",
+                "taskset -a -p -c {} {pb}  (then compare its work with the scheduler's own placement)",
                 cpus_of(la),
-                p.b
             ),
             why: format!(
-                "running {} on llc{la} beside {} keeps the memory they share in one L3; no kernel knob groups two processes in 7.2",
-                p.b, p.a
+                "running {pb} on llc{la} beside {pa} keeps the data they share in one L3{}; no kernel knob groups two processes in 7.2",
+                if talks {
+                    " and their wakeups within it"
+                } else {
+                    ""
+                }
             ),
         });
         out.push(f);
@@ -590,7 +658,12 @@ mod tests {
     /// pid 10 on llc0 and pid 20 on llc2 (`cpu` CPUs each, all their time there), mapping
     /// `mib` MiB of the same memfd.
     fn pair_apart(mib: u64, cpu: f64, same_llc: bool) -> (Topology, Vec<Snapshot>) {
-        use crate::snapshot::{SharedPair, Sharing};
+        pair_talking(mib, 0, cpu, same_llc)
+    }
+
+    /// [`pair_apart`] with 10 waking 20 `wakes` times a second (and 20 waking 10 as often).
+    fn pair_talking(mib: u64, wakes: u64, cpu: f64, same_llc: bool) -> (Topology, Vec<Snapshot>) {
+        use crate::snapshot::{SharedPair, Sharing, WakePair, Wakeups};
         let topo = synthetic(1, 4, 2);
         let snaps = (0..5)
             .map(|seq| {
@@ -622,10 +695,51 @@ mod tests {
                         object: "/memfd:ring (deleted)".into(),
                     }],
                 });
+                let pair = |waker, wakee| WakePair {
+                    waker,
+                    wakee,
+                    count: wakes,
+                };
+                s.wakeups = Some(Wakeups {
+                    pairs: vec![pair(10, 20), pair(20, 10)],
+                    paired: 2 * wakes,
+                    ..Default::default()
+                });
                 s
             })
             .collect();
         (topo, snaps)
+    }
+
+    #[test]
+    fn processes_waking_each_other_on_two_llcs_are_a_candidate_group() {
+        let (topo, snaps) = pair_talking(0, 400, 0.5, false);
+        let f = run(&topo, &snaps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].key, "pids 10 20");
+        assert!(
+            f[0].summary.contains(
+                "p10 (10) and p20 (20) wake each other 800 times a second (400/s and 400/s back) but run apart"
+            ),
+            "{}",
+            f[0].summary
+        );
+        assert!(!f[0].summary.contains("shared memory"), "{}", f[0].summary);
+        assert_cites(&f[0], &snaps);
+        // Both ties named when both hold.
+        let (topo, snaps) = pair_talking(16, 400, 0.5, false);
+        let f = run(&topo, &snaps);
+        assert!(
+            f[0].summary
+                .contains("writable (/memfd:ring (deleted)) and wake each other"),
+            "{}",
+            f[0].summary
+        );
+        // Too few wakeups, or on one LLC: nothing.
+        for (wakes, same) in [(200, false), (400, true)] {
+            let (topo, snaps) = pair_talking(0, wakes, 0.5, same);
+            assert!(run(&topo, &snaps).is_empty(), "{wakes} {same}");
+        }
     }
 
     #[test]

@@ -213,6 +213,7 @@ struct Outs {
     nodes: Out,
     processes: Out,
     llc_migrations: Out,
+    process_pairs: Out,
     balance: Out,
     resctrl: Out,
     knob_values: Out,
@@ -233,6 +234,7 @@ impl Outs {
             nodes: Out::open(dir, NODES.name, name, &nodes(), input)?,
             processes: Out::open(dir, PROCESSES.name, name, &processes(), input)?,
             llc_migrations: Out::open(dir, LLC_MIGRATIONS.name, name, &llc_migrations(), input)?,
+            process_pairs: Out::open(dir, PROCESS_PAIRS.name, name, &process_pairs(), input)?,
             balance: Out::open(dir, BALANCE.name, name, &balance(), input)?,
             resctrl: Out::open(dir, RESCTRL.name, name, &resctrl(), input)?,
             knob_values: Out::open(dir, KNOB_VALUES.name, name, &knob_values(), input)?,
@@ -244,7 +246,7 @@ impl Outs {
         })
     }
 
-    fn all(&mut self) -> [&mut Out; 14] {
+    fn all(&mut self) -> [&mut Out; 15] {
         [
             &mut self.intervals,
             &mut self.cpus,
@@ -252,6 +254,7 @@ impl Outs {
             &mut self.nodes,
             &mut self.processes,
             &mut self.llc_migrations,
+            &mut self.process_pairs,
             &mut self.balance,
             &mut self.resctrl,
             &mut self.knob_values,
@@ -462,6 +465,11 @@ fn flush(
         .collect();
     outs.llc_migrations
         .write(&tables::llc_migrations(), &rows)?;
+    let rows: Vec<_> = snaps
+        .iter()
+        .flat_map(|s| tables::pairs_of(ctx, s))
+        .collect();
+    outs.process_pairs.write(&tables::process_pairs(), &rows)?;
     let rows: Vec<_> = snaps
         .iter()
         .flat_map(|s| {

@@ -19,7 +19,7 @@ use crate::snapshot::{
 
 /// The version of the tables' schema, in every row and in each file's metadata. A column
 /// added is a new version; a reader of version N reads the columns N had.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// What identifies a recording in every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,6 +65,8 @@ const M_BALANCE: &str = "metrics.md#load-balancing-balance--procschedstat";
 const M_NUMA: &str = "metrics.md#numa-numa";
 const M_SCX: &str = "metrics.md#the-scheduler-in-charge-sched_ext";
 const M_CAS: &str = "metrics.md#cache-aware-scheduling-cache_aware";
+const M_SHARED: &str = "metrics.md#shared-memory-sharing";
+const M_WAKEUPS: &str = "metrics.md#wakeups-between-processes-wakeups";
 const M_FINDINGS: &str = "metrics.md#findings";
 const M_EXPERIMENTS: &str = "metrics.md#experiments";
 const R_FORMAT: &str = "recording-format.md";
@@ -111,6 +113,7 @@ timed_rows!(
     GroupRow,
     ProcessRow,
     MoveRow,
+    PairRow,
     DomainRow,
     ResctrlRow
 );
@@ -895,6 +898,109 @@ pub fn llc_migrations<'a>() -> Vec<Column<MoveRow<'a>>> {
     c
 }
 
+// ---- process_pairs: one row per snapshot and pair of processes tied ----
+
+/// Two processes (the lower pid first) tied by shared memory (the snapshot's `sharing`
+/// read) or by wakeups in the interval (`wakeups`).
+pub struct PairRow<'a> {
+    pub ctx: &'a Ctx,
+    pub s: &'a Snapshot,
+    pub a: u32,
+    pub b: u32,
+    /// The pair's shared memory, if the newest read has it.
+    pub shared: Option<&'a crate::snapshot::SharedPair>,
+    /// Wakeups a made of b and b of a in the interval; `None` when not counted.
+    pub wakeups: Option<(u64, u64)>,
+}
+
+/// The pairs of one snapshot, each once: every `sharing` pair and every pair of
+/// `wakeups` (both directions folded into one row).
+pub fn pairs_of<'a>(ctx: &'a Ctx, s: &'a Snapshot) -> Vec<PairRow<'a>> {
+    let mut by: std::collections::BTreeMap<(u32, u32), PairRow<'a>> = Default::default();
+    let counted = s.wakeups.is_some();
+    let new = |k: (u32, u32)| PairRow {
+        ctx,
+        s,
+        a: k.0,
+        b: k.1,
+        shared: None,
+        wakeups: counted.then_some((0, 0)),
+    };
+    for p in s.sharing.iter().flat_map(|x| &x.pairs) {
+        let k = (p.a.min(p.b), p.a.max(p.b));
+        by.entry(k).or_insert_with(|| new(k)).shared = Some(p);
+    }
+    for p in s.wakeups.iter().flat_map(|x| &x.pairs) {
+        let k = (p.waker.min(p.wakee), p.waker.max(p.wakee));
+        if let Some(w) = by.entry(k).or_insert_with(|| new(k)).wakeups.as_mut() {
+            if p.waker < p.wakee {
+                w.0 += p.count;
+            } else {
+                w.1 += p.count;
+            }
+        }
+    }
+    by.into_values().collect()
+}
+
+pub fn process_pairs<'a>() -> Vec<Column<PairRow<'a>>> {
+    type R<'a> = PairRow<'a>;
+    let mut c = interval::<R>();
+    c.extend([
+        col(
+            "pid_a",
+            false,
+            "the lower pid of the two".to_string(),
+            Get::U32(|r: &R| Some(r.a)),
+        ),
+        col(
+            "pid_b",
+            false,
+            "the higher pid".to_string(),
+            Get::U32(|r: &R| Some(r.b)),
+        ),
+        col(
+            "wakeups_a_to_b",
+            true,
+            doc("wakeups.pairs[].count", M_WAKEUPS)
+                + ": wakeups of b by a in the interval (NULL: not counted, no `--wakeups`)",
+            Get::U64(|r: &R| r.wakeups.map(|w| w.0)),
+        ),
+        col(
+            "wakeups_b_to_a",
+            true,
+            doc("wakeups.pairs[].count", M_WAKEUPS) + ": wakeups of a by b",
+            Get::U64(|r: &R| r.wakeups.map(|w| w.1)),
+        ),
+        col(
+            "shared_bytes",
+            true,
+            doc("sharing.pairs[].bytes", M_SHARED)
+                + " of the newest read (NULL: the pair shares no memory in it)",
+            Get::U64(|r: &R| r.shared.map(|p| p.bytes)),
+        ),
+        col(
+            "shared_objects",
+            true,
+            doc("sharing.pairs[].objects", M_SHARED),
+            Get::U32(|r: &R| r.shared.map(|p| p.objects)),
+        ),
+        col(
+            "shared_object",
+            true,
+            doc("sharing.pairs[].object", M_SHARED),
+            Get::Str(|r: &R| r.shared.map(|p| p.object.clone())),
+        ),
+        col(
+            "sharing_seq",
+            true,
+            doc("sharing.seq", M_SHARED) + ": the snapshot the maps were read for",
+            Get::U64(|r: &R| r.s.sharing.as_ref().map(|x| x.seq)),
+        ),
+    ]);
+    c
+}
+
 // ---- balance: one row per snapshot and domain level ----
 
 pub struct DomainRow<'a> {
@@ -1500,6 +1606,10 @@ pub const LLC_MIGRATIONS: Table = Table {
     name: "llc_migrations",
     row: "one per snapshot and pair of LLCs (the migration matrix in long form)",
 };
+pub const PROCESS_PAIRS: Table = Table {
+    name: "process_pairs",
+    row: "one per snapshot and pair of processes that map the same shared memory (the newest read) or woke each other in the interval (`--wakeups`)",
+};
 pub const BALANCE: Table = Table {
     name: "balance",
     row: "one per snapshot and scheduling-domain level (/proc/schedstat)",
@@ -1561,6 +1671,7 @@ pub fn all() -> Vec<(Table, Vec<ColumnDoc>)> {
         (NODES, cols(nodes())),
         (PROCESSES, cols(processes())),
         (LLC_MIGRATIONS, cols(llc_migrations())),
+        (PROCESS_PAIRS, cols(process_pairs())),
         (BALANCE, cols(balance())),
         (RESCTRL, cols(resctrl())),
         (KNOB_VALUES, cols(knob_values())),

@@ -114,6 +114,9 @@ pub struct ProcessOut {
     /// pair's pids, bytes both map, objects, whether both map one writable, and the object
     /// they share most of.
     pub shares_memory_with: Vec<serde_json::Value>,
+    /// The newest snapshot's wakeup pairs it is in, as waker or wakee (`waker`, `wakee`,
+    /// `count` in the interval; counted with the global `--wakeups` only).
+    pub wakeups: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -467,6 +470,13 @@ impl Tools {
                 .iter()
                 .flat_map(|sh| &sh.pairs)
                 .filter(|x| x.a == p.pid || x.b == p.pid)
+                .map(value)
+                .collect::<Result<_, _>>()?,
+            wakeups: s
+                .wakeups
+                .iter()
+                .flat_map(|w| &w.pairs)
+                .filter(|x| x.waker == p.pid || x.wakee == p.pid)
                 .map(value)
                 .collect::<Result<_, _>>()?,
         };

@@ -5,6 +5,7 @@
 //! marker, placements and their pile-ups, top processes) with L3 occupancy and memory
 //! bandwidth (record/l3.rs) after busy.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Recording;
@@ -138,6 +139,68 @@ impl Summary {
         out
     }
 
+    /// The pairs of processes that woke each other (`--wakeups`), both directions per
+    /// second over the snapshots that counted them, the most first, each with the LLC it
+    /// ran on most; empty when nothing was counted.
+    fn wakeups(&self) -> String {
+        let w = &self.wakeups;
+        if w.secs <= 0.0 {
+            return String::new();
+        }
+        let mut out = format!(
+            "\nProcesses that wake each other (sched_waking in task context, over {:.0} s: {} wakeups between processes; {} in interrupt context went to no pair{})\n",
+            w.secs,
+            w.paired,
+            w.interrupt,
+            if w.lost > 0 {
+                format!("; {} lost, the pair map full", w.lost)
+            } else {
+                String::new()
+            }
+        );
+        // Each unordered pair once: (lower pid, higher pid) → (lower woke higher, back).
+        let mut both: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
+        for (&(waker, wakee), &n) in &w.pairs {
+            if waker < wakee {
+                both.entry((waker, wakee)).or_default().0 += n;
+            } else {
+                both.entry((wakee, waker)).or_default().1 += n;
+            }
+        }
+        let mut pairs: Vec<((u32, u32), (u64, u64))> = both.into_iter().collect();
+        pairs.sort_by(|a, b| (b.1.0 + b.1.1).cmp(&(a.1.0 + a.1.1)).then(a.0.cmp(&b.0)));
+        if pairs.is_empty() {
+            out.push_str("  none\n");
+            return out;
+        }
+        let who = |pid: u32| -> (String, Option<u32>) {
+            self.procs.get(&pid).map_or((String::new(), None), |p| {
+                (format!("{} ", Esc(&p.comm)), p.busiest_llc())
+            })
+        };
+        let per_s = |n: u64| crate::units::rate(n, w.secs);
+        for ((a, b), (ab, ba)) in pairs.iter().take(20) {
+            let ((na, la), (nb, lb)) = (who(*a), who(*b));
+            let llc = |l: Option<u32>| l.map_or("–".to_string(), |l| format!("llc{l}"));
+            let _ = writeln!(
+                out,
+                "  {na}({a}, {}) → {nb}({b}, {}): {}/s, back {}/s{}",
+                llc(la),
+                llc(lb),
+                per_s(*ab),
+                per_s(*ba),
+                match (la, lb) {
+                    (Some(x), Some(y)) if x != y => " — on different LLCs",
+                    _ => "",
+                }
+            );
+        }
+        if pairs.len() > 20 {
+            let _ = writeln!(out, "  … and {} more", pairs.len() - 20);
+        }
+        out
+    }
+
     pub fn render(self) -> String {
         let h = &self.header;
         let mut out = String::new();
@@ -238,6 +301,7 @@ impl Summary {
         out.push_str(&self.no_preference());
         out.push_str(&self.off_preferred());
         out.push_str(&self.shared_memory());
+        out.push_str(&self.wakeups());
 
         out.push_str(&self.findings());
 
@@ -538,6 +602,61 @@ mod tests {
         assert_eq!(
             line("knob flipped → end"),
             "knob flipped → end 3.0 60% 0.0 0.0 2.0 0.0",
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn wakeups_are_each_pair_both_ways_per_second_with_their_llcs() {
+        use crate::snapshot::{ProcessStats, ProcessTable, WakePair, Wakeups};
+        let mut rec = rec_with_marker();
+        assert!(
+            !render(&rec).contains("wake each other"),
+            "not counted: no section"
+        );
+        for s in &mut rec.snapshots {
+            let row = |pid: u32, llc: usize| {
+                let mut per_llc = vec![0u64; 2];
+                per_llc[llc] = 500_000_000;
+                ProcessStats {
+                    pid,
+                    comm: format!("p{pid}\x1b"),
+                    cpu_time_ns: 500_000_000,
+                    runtime_per_llc_ns: per_llc,
+                    ..Default::default()
+                }
+            };
+            s.processes = Some(ProcessTable {
+                rows: vec![row(10, 0), row(20, 1), row(30, 1)],
+                ..Default::default()
+            });
+            let pair = |waker, wakee, count| WakePair {
+                waker,
+                wakee,
+                count,
+            };
+            s.wakeups = Some(Wakeups {
+                pairs: vec![pair(10, 20, 300), pair(20, 10, 290), pair(30, 20, 5)],
+                paired: 595,
+                interrupt: 7,
+                ..Default::default()
+            });
+        }
+        let r = render(&rec);
+        assert!(
+            r.contains(
+                "over 6 s: 3570 wakeups between processes; 42 in interrupt context went to no pair)"
+            ),
+            "{r}"
+        );
+        assert!(
+            r.contains(
+                "  p10\\x1b (10, llc0) → p20\\x1b (20, llc1): 300/s, back 290/s — on different LLCs"
+            ),
+            "{r}"
+        );
+        assert!(
+            r.contains("  p20\\x1b (20, llc1) → p30\\x1b (30, llc1): 0/s, back 5/s\n"),
             "{r}"
         );
     }

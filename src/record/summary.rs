@@ -147,6 +147,45 @@ pub struct Summary {
     pub(super) series: super::series::Series,
     /// The newest pairs of processes that map the same shared memory.
     pub(super) sharing: Option<crate::snapshot::Sharing>,
+    /// Which process woke which, summed over the snapshots that counted it.
+    pub(super) wakeups: WakeTotals,
+}
+
+/// The wakeups of a recording's snapshots (`--wakeups`), summed.
+#[derive(Debug, Default)]
+pub(super) struct WakeTotals {
+    /// Seconds of the snapshots that counted wakeups.
+    pub secs: f64,
+    /// Wakeups per (waker, wakee), at most [`WakeTotals::MAX_PAIRS`] pairs.
+    pub pairs: BTreeMap<(u32, u32), u64>,
+    /// Wakeups of pairs beyond the cap (not in `pairs`).
+    pub beyond: u64,
+    /// The snapshots' own totals: paired, in interrupt context, other, lost.
+    pub paired: u64,
+    pub interrupt: u64,
+    pub lost: u64,
+}
+
+impl WakeTotals {
+    /// The pairs a summary keeps (a recording's snapshots keep 64 each).
+    pub const MAX_PAIRS: usize = 4096;
+
+    fn add(&mut self, w: &crate::snapshot::Wakeups, secs: f64) {
+        self.secs += secs;
+        self.paired = self.paired.saturating_add(w.paired);
+        self.interrupt = self.interrupt.saturating_add(w.interrupt);
+        self.lost = self.lost.saturating_add(w.lost);
+        for p in &w.pairs {
+            let full = self.pairs.len() >= Self::MAX_PAIRS;
+            match self.pairs.get_mut(&(p.waker, p.wakee)) {
+                Some(n) => *n = n.saturating_add(p.count),
+                None if full => self.beyond = self.beyond.saturating_add(p.count),
+                None => {
+                    self.pairs.insert((p.waker, p.wakee), p.count);
+                }
+            }
+        }
+    }
 }
 
 impl Summary {
@@ -182,6 +221,7 @@ impl Summary {
             schedulers: super::sched::Schedulers::default(),
             cache_aware: super::sched::Schedulers::following(super::sched::Follows::CacheAware),
             sharing: None,
+            wakeups: WakeTotals::default(),
         }
     }
 
@@ -304,6 +344,9 @@ impl Summary {
         }
         if s.sharing.is_some() {
             self.sharing.clone_from(&s.sharing);
+        }
+        if let Some(w) = &s.wakeups {
+            self.wakeups.add(w, s.time.interval_secs());
         }
         if let Some(t) = &s.processes {
             self.precision = Some(t.precision);

@@ -30,6 +30,8 @@ pub struct Options {
     pub source: source::Kind,
     /// Process rows kept per snapshot.
     pub top: usize,
+    /// Count which process wakes which (`--wakeups`: the BPF source's wakeup pairs).
+    pub wakeups: bool,
     /// Never write to the kernel.
     pub read_only: bool,
     /// Leave knob changes in place on exit (journaled).

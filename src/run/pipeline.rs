@@ -290,6 +290,7 @@ impl Pipeline {
             root,
             topo,
             opts.resctrl_setup(root, topo),
+            opts.wakeups,
         )?;
         Ok(Pipeline::with_sources(
             opts, root, topo, duration, stop, sources,

@@ -26,7 +26,7 @@ pub use cache_aware::CacheAware;
 pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
 pub use process::{CacheGroup, NoPreference, PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ScxState, ops_matches_binary, ops_short_name};
-pub use sharing::{SharedPair, Sharing};
+pub use sharing::{SharedPair, Sharing, WakePair, Wakeups};
 
 use std::collections::BTreeMap;
 
@@ -80,6 +80,10 @@ pub struct Snapshot {
     /// rows, read every few snapshots); `None` without process rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing: Option<Sharing>,
+    /// Which process woke which in the interval (BPF source, `--wakeups`); `None` when
+    /// not asked for or not available (the BPF source's state says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<Wakeups>,
 }
 impl Snapshot {
     /// Runtime-weighted preferred-LLC hit over the process rows, and whether any row's

@@ -1,5 +1,7 @@
-//! Which processes share memory: pairs of process rows that map a part of the same shared
-//! object writable (src/kstate/sharing.rs reads them from `/proc/PID/maps`).
+//! Which processes share data: pairs of process rows that map a part of the same shared
+//! object writable (src/kstate/sharing.rs reads them from `/proc/PID/maps`), and pairs of
+//! processes one of which woke the other (the BPF source with `--wakeups`:
+//! bpf/wakers.bpf.c).
 
 use serde::{Deserialize, Serialize};
 
@@ -26,4 +28,37 @@ pub struct SharedPair {
     pub objects: u32,
     /// The object they share most of, as maps names it (`/memfd:ring (deleted)`).
     pub object: String,
+}
+
+/// The interval's wakeups one user process made of another, counted on the scheduler's
+/// wakeup path (sched_waking) in task context.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wakeups {
+    /// The pairs with the most wakeups first, at most [`Wakeups::MAX_PAIRS`].
+    pub pairs: Vec<WakePair>,
+    /// Wakeups counted to a pair (all of them, also those of pairs beyond `pairs`).
+    pub paired: u64,
+    /// Wakeups made in interrupt context (hardirq, or a softirq served on its way out):
+    /// the task they interrupted is no waker, so they go to no pair.
+    pub interrupt: u64,
+    /// Wakeups with a kernel thread on either side, or within one process.
+    pub other: u64,
+    /// Wakeups lost: the program's pair map was full.
+    pub lost: u64,
+}
+
+impl Wakeups {
+    /// The pairs a snapshot keeps.
+    pub const MAX_PAIRS: usize = 64;
+}
+
+/// One process waking another.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakePair {
+    /// The process (tgid) that made the wakeups.
+    pub waker: u32,
+    /// The process woken.
+    pub wakee: u32,
+    /// Wakeups in the interval.
+    pub count: u64,
 }

@@ -36,7 +36,8 @@ pub enum Kind {
 /// read: BPF (exact events, and per-process counters read at every switch), then perf
 /// (the per-CPU counters, read right after BPF so that the processes' shares and the
 /// per-CPU totals are taken at nearly one moment), then procfs (busy, schedstat, NUMA,
-/// and the thread scan when BPF is not there), then resctrl. Fails only when `kind` is `Bpf` and BPF
+/// and the thread scan when BPF is not there), then resctrl. With `wakeups`, the BPF source
+/// counts which process wakes which (`--wakeups`). Fails only when `kind` is `Bpf` and BPF
 /// does not load.
 /// Why `--sysroot` runs have no BPF source.
 pub const NOT_LIVE_BPF: &str = "--sysroot is not the live system: the BPF programs would count this kernel's events on that tree's topology";
@@ -47,6 +48,7 @@ pub fn select(
     root: &KernelRoot,
     topo: &Topology,
     resctrl: resctrl::Setup,
+    wakeups: bool,
 ) -> Result<Vec<Box<dyn Source>>, bpf::LoadError> {
     // The BPF programs count the running kernel's events: against a fixture tree's
     // topology they would be another machine's numbers labelled exact.
@@ -57,7 +59,7 @@ pub fn select(
         Kind::Auto if !root.is_live() => Some(Err(bpf::LoadError(NOT_LIVE_BPF.into()))),
         Kind::Auto => Some(bpf::BpfSource::load(topo, top)),
     };
-    Ok(assemble(bpf, top, root, topo, resctrl))
+    Ok(assemble(bpf, top, root, topo, resctrl, wakeups))
 }
 
 /// The sources of `llctop trace`: the BPF source in trace mode (required: a trace is its
@@ -68,13 +70,17 @@ pub fn select_traced(
     topo: &Topology,
     cfg: bpf::tracing::TraceConfig,
     resctrl: resctrl::Setup,
+    wakeups: bool,
 ) -> Result<(Vec<Box<dyn Source>>, bpf::tracing::TraceTap), bpf::LoadError> {
     if !root.is_live() {
         return Err(bpf::LoadError(NOT_LIVE_BPF.into()));
     }
     let b = bpf::BpfSource::load_traced(topo, top, cfg)?;
     let tap = b.trace_tap()?;
-    Ok((assemble(Some(Ok(b)), top, root, topo, resctrl), tap))
+    Ok((
+        assemble(Some(Ok(b)), top, root, topo, resctrl, wakeups),
+        tap,
+    ))
 }
 
 /// The list of sources around the BPF one (or why there is none).
@@ -84,6 +90,7 @@ fn assemble(
     root: &KernelRoot,
     topo: &Topology,
     resctrl: resctrl::Setup,
+    wakeups: bool,
 ) -> Vec<Box<dyn Source>> {
     // Hardware counters wherever they can be opened (a fixture root has no PMU of its own).
     let perf = root.is_live().then(|| perf::PerfSource::open(root, topo));
@@ -94,6 +101,9 @@ fn assemble(
             // Per-process counters: the BPF program reads perf's counters at switches.
             if let Some(p) = perf.as_ref() {
                 b.attach_counters(p);
+            }
+            if wakeups {
+                b.count_wakeups();
             }
             list.push(Box::new(b));
         }

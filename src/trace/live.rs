@@ -298,6 +298,7 @@ pub fn run(
             wakings: !plan.no_wakings,
         },
         opts.resctrl_setup(root, topo),
+        opts.wakeups,
     )
     .map_err(|e| format!("llctop trace needs the BPF source (every switch is its records): {e}"))?;
     let mut p = Pipeline::with_sources(opts, root, topo, plan.duration, Arc::clone(&stop), sources);

@@ -131,6 +131,7 @@ pub fn live(
             &feed_root,
             &feed_topo,
             resctrl,
+            feed_opts.wakeups,
         )
         .map_err(|e| e.to_string())
     });

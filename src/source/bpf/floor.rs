@@ -39,6 +39,8 @@ pub const PAIRS: [(&str, &[&str]); 3] = [
             // Trace mode's sched_waking: the same kind of event, one per wakeup.
             "btf_waking",
             "raw_waking",
+            // `--wakeups`' sched_waking (bpf/wakers.bpf.c).
+            super::wakers::PROGRAM,
         ],
     ),
     (

@@ -32,7 +32,7 @@ fn libbpf_print(_level: libbpf_rs::PrintLevel, msg: String) {
     }
 }
 
-fn last_libbpf_lines(n: usize) -> String {
+pub(super) fn last_libbpf_lines(n: usize) -> String {
     LIBBPF_LOG
         .lock()
         .map(|l| {
@@ -58,14 +58,14 @@ fn is_permission(e: &libbpf_rs::Error) -> bool {
 /// thread blocks it, a terminal's SIGWINCH), and libbpf's own five quick retries can all
 /// fall inside one burst (seen once in CI; what sent the signals is not known).
 /// Not a refusal: the same load is tried again after a pause.
-fn is_interrupted(e: &libbpf_rs::Error) -> bool {
+pub(super) fn is_interrupted(e: &libbpf_rs::Error) -> bool {
     e.to_string().contains("(os error 11)")
 }
 
 /// Loads interrupted by signals retried this many times more, the pause growing by
 /// [`INTERRUPTED_PAUSE`] each time (1.5 s of pauses at most).
-const INTERRUPTED_RETRIES: u32 = 5;
-const INTERRUPTED_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+pub(super) const INTERRUPTED_RETRIES: u32 = 5;
+pub(super) const INTERRUPTED_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl BpfSource {
     pub(super) fn load_all(
@@ -172,6 +172,7 @@ impl BpfSource {
                             pc_mask: 0,
                             attribution_note: None,
                             features: feats,
+                            wakeups: super::WakeupPairs::Off,
                         });
                     }
                     // A walker refused for any reason (EPERM before the verifier runs, the

@@ -39,6 +39,7 @@ mod processes;
 pub mod read;
 mod settle;
 pub mod tracing;
+pub mod wakers;
 mod watch;
 
 use std::cell::RefCell;
@@ -117,6 +118,17 @@ impl LoadError {
     }
 }
 
+/// The source state's word when `--wakeups` asked for the wakeup pairs and they are not
+/// counted (the reason follows).
+pub const NO_WAKEUPS: &str = "no wakeup pairs";
+
+/// The wakeup pairs (`--wakeups`): not asked for, counted, or why not.
+enum WakeupPairs {
+    Off,
+    On(Box<wakers::Wakers>),
+    Refused(String),
+}
+
 /// The source state's word on the preferred LLC, by where it comes from.
 pub const PREFERRED_KERNEL: &str = "preferred LLC: the kernel's own (p->preferred_llc)";
 pub const PREFERRED_EMULATED: &str = "preferred LLC emulated from each process's runtime per LLC: this kernel has no p->preferred_llc (cache-aware scheduling, v7.2+ with CONFIG_SCHED_CACHE)";
@@ -163,6 +175,7 @@ pub struct BpfSource {
     attribution_note: Option<String>,
     /// What the kernel offered at load (the parts switched off are named in the state).
     features: features::Features,
+    wakeups: WakeupPairs,
 }
 
 impl BpfSource {
@@ -285,6 +298,19 @@ impl BpfSource {
         self.mode
     }
 
+    /// Count which process wakes which (bpf/wakers.bpf.c, an object of its own): from the
+    /// next read on, each snapshot has `wakeups`; where the kernel refuses it, the state
+    /// says why (and the run says it once on stderr).
+    pub fn count_wakeups(&mut self) {
+        self.wakeups = match wakers::Wakers::load() {
+            Ok(w) => WakeupPairs::On(Box::new(w)),
+            Err(e) => {
+                crate::say!("llctop: --wakeups: {}", crate::text::Esc(&e));
+                WakeupPairs::Refused(e)
+            }
+        };
+    }
+
     pub fn waits(&self) -> Waits {
         self.waits
     }
@@ -347,6 +373,11 @@ impl BpfSource {
         if let Some(e) = &self.settle_refused {
             parts.push(e.clone());
         }
+        match &self.wakeups {
+            WakeupPairs::Off => {}
+            WakeupPairs::On(_) => parts.push(WAKEUPS_COUNTED.into()),
+            WakeupPairs::Refused(e) => parts.push(e.clone()),
+        }
         if !self.disabled.is_empty() {
             parts.push(format!(
                 "hooks not available on this kernel: {}",
@@ -384,6 +415,9 @@ impl BpfSource {
         }
     }
 }
+
+/// The source state's word with the wakeup pairs counted.
+pub const WAKEUPS_COUNTED: &str = "wakeup pairs counted (sched_waking in task context; wakeups in interrupt context go to no pair)";
 
 /// Whether `missed` of `all` switches made without the tracepoint could move a shown
 /// figure (the waits they ended) by more than 1%: then the source is degraded.
@@ -456,6 +490,9 @@ impl Source for BpfSource {
             }
         }
         snap.processes = Some(table);
+        if let WakeupPairs::On(w) = &mut self.wakeups {
+            snap.wakeups = w.read();
+        }
         let overflow = events.len().saturating_sub(EVENTS_PER_SNAPSHOT);
         if overflow > 0 {
             // New tasks' events first (a pile-up is judged on them), then migrations in
@@ -472,7 +509,10 @@ impl Source for BpfSource {
                 snap.time.mono_ns,
             )),
         });
-        self.forget_exited(&prev);
+        let forgot = self.forget_exited(&prev);
+        if let WakeupPairs::On(w) = &mut self.wakeups {
+            w.forget(&forgot);
+        }
     }
 }
 

@@ -128,10 +128,11 @@ impl BpfSource {
     /// accumulator slot or running): its last slice was flushed before the first of the
     /// two reads, so the entries hold everything and the deltas have counted it. Its
     /// entries gone, the next read does not see it: no row, nothing kept. The deletions
-    /// are two batch calls, whatever the number of processes.
-    pub(super) fn forget_exited(&mut self, prev: &Cumulative) {
+    /// are two batch calls, whatever the number of processes. Returns the processes
+    /// forgotten.
+    pub(super) fn forget_exited(&mut self, prev: &Cumulative) -> Vec<u32> {
         let Some(cur) = self.prev.as_ref() else {
-            return;
+            return Vec::new();
         };
         self.reads += 1;
         let sweep = self.reads.is_multiple_of(SWEEP_EVERY);
@@ -184,6 +185,7 @@ impl BpfSource {
                 cur.procs.remove(t);
             }
         }
+        forget
     }
 }
 

@@ -313,6 +313,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     if let Some(line) = sharing_line(pid, s) {
         head.push(Line::raw(line));
     }
+    if let Some(line) = wakeups_line(pid, s, secs) {
+        head.push(Line::raw(line));
+    }
     let group = s.resctrl.as_ref().and_then(|x| x.of_pid(pid));
     match group {
         Some(g) => {
@@ -481,14 +484,7 @@ pub fn sharing_line(pid: u32, s: &crate::snapshot::Snapshot) -> Option<String> {
     if pairs.is_empty() {
         return None;
     }
-    let name = |other: u32| {
-        s.processes
-            .as_ref()
-            .and_then(|t| t.rows.iter().find(|r| r.pid == other))
-            .map_or(String::new(), |r| {
-                format!(" {}", crate::text::escape(&r.comm))
-            })
-    };
+    let name = |other: u32| row_name(s, other);
     let shown: Vec<String> = pairs
         .iter()
         .take(3)
@@ -512,6 +508,49 @@ pub fn sharing_line(pid: u32, s: &crate::snapshot::Snapshot) -> Option<String> {
             _ => String::new(),
         }
     ))
+}
+
+/// ` NAME` of process `pid` from the snapshot's rows, escaped (empty when it has no row).
+fn row_name(s: &crate::snapshot::Snapshot, pid: u32) -> String {
+    s.processes
+        .as_ref()
+        .and_then(|t| t.rows.iter().find(|r| r.pid == pid))
+        .map_or(String::new(), |r| {
+            format!(" {}", crate::text::escape(&r.comm))
+        })
+}
+
+/// The processes it woke and that woke it in the interval (`--wakeups`), three of each,
+/// the most first: `None` where it woke and was woken by none or nothing was counted.
+pub fn wakeups_line(pid: u32, s: &crate::snapshot::Snapshot, secs: f64) -> Option<String> {
+    let w = s.wakeups.as_ref()?;
+    let side = |word: &str, of: &dyn Fn(&crate::snapshot::WakePair) -> Option<u32>| {
+        let mut all: Vec<(u32, u64)> = w
+            .pairs
+            .iter()
+            .filter_map(|p| Some((of(p)?, p.count)))
+            .collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        (!all.is_empty()).then(|| {
+            let shown: Vec<String> = all
+                .iter()
+                .take(3)
+                .map(|(other, n)| format!("{other}{} {}/s", row_name(s, *other), rate(*n, secs)))
+                .collect();
+            format!(
+                "{word} {}{}",
+                shown.join(" · "),
+                match all.len() {
+                    n if n > 3 => format!(" · {} more", n - 3),
+                    _ => String::new(),
+                }
+            )
+        })
+    };
+    let wakes = side("wakes", &|p| (p.waker == pid).then_some(p.wakee));
+    let woken = side("woken by", &|p| (p.wakee == pid).then_some(p.waker));
+    let parts: Vec<String> = [wakes, woken].into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| parts.join(" — "))
 }
 
 /// Why the kernel gives the process no preferred LLC (7.2+), with its cache group's
@@ -566,6 +605,42 @@ mod tests {
             line.contains("off it 2/s") && line.contains("0 and 4"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn the_wakeups_line_says_both_directions_per_second_named_escaped() {
+        use crate::snapshot::{ProcessTable, Snapshot, WakePair, Wakeups};
+        let mut s = Snapshot::default();
+        assert_eq!(wakeups_line(1, &s, 1.0), None, "not counted: nothing");
+        let pair = |waker, wakee, count| WakePair {
+            waker,
+            wakee,
+            count,
+        };
+        s.wakeups = Some(Wakeups {
+            pairs: vec![
+                pair(1, 2, 400),
+                pair(2, 1, 390),
+                pair(1, 3, 20),
+                pair(4, 5, 9),
+            ],
+            ..Default::default()
+        });
+        s.processes = Some(ProcessTable {
+            rows: vec![ProcessStats {
+                pid: 2,
+                comm: "peer\x1b".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let line = wakeups_line(1, &s, 2.0).unwrap_or_default();
+        assert_eq!(
+            line,
+            "wakes 2 peer\\x1b 200/s · 3 10/s — woken by 2 peer\\x1b 195/s"
+        );
+        assert_eq!(wakeups_line(5, &s, 1.0).as_deref(), Some("woken by 4 9/s"));
+        assert_eq!(wakeups_line(9, &s, 1.0), None, "in no pair");
     }
 
     #[test]

@@ -1,12 +1,18 @@
 # Which processes share data (issue "CAS inside", item 5), 7.2 on the 8-vCPU shape (LLC i
-# is CPUs 2i and 2i+1). The construction: `shm-pair 16` — a memfd of 16 MiB mapped shared
-# and written by a process and its forked child — with the parent on LLC 0 and the child
-# moved to LLC 2 by affinity; beside it an unrelated busy pair, two spinners on LLCs 1 and
-# 3 that share nothing. llctop records with the BPF source. The oracle: the workload's own
-# pids and size, the guest's /proc/PID/maps of the pair (the memfd in both), and the
-# affinity each was given — never llctop's code.
+# is CPUs 2i and 2i+1). llctop records with the BPF source and `--wakeups`. The
+# constructions:
+#  - `shm-pair 16` — a memfd of 16 MiB mapped shared and written by a process and its
+#    forked child — with the parent on LLC 0 and the child moved to LLC 2 by affinity;
+#  - `pipe-pair 15` — a process and its child passing a byte back and forth through two
+#    pipes — the parent on CPU 3 (LLC 1), the child moved to CPU 7 (LLC 3);
+#  - beside them an unrelated busy pair, two spinners on CPUs 2 and 6 that share nothing,
+#    and `tick 5` on CPU 2 with the first spinner: a sleeper woken only by a timer
+#    interrupt, which lands while the spinner runs — no process wakes it.
+# The oracle: the workloads' own pids, size, round trips and voluntary switches
+# (getrusage), the guest's /proc/PID/maps of the memfd pair, and the affinity each was
+# given — never llctop's code.
 lab_block topology llctop topology --json
-record_start /tmp/sh.jsonl --source bpf --interval 1s
+record_start /tmp/sh.jsonl --source bpf --interval 1s --wakeups
 record_wait 1
 taskset -c 0,1 llctop-workload shm-pair 16 40 >/tmp/pair.out &
 pair=$!
@@ -21,10 +27,24 @@ s1=$!
 llctop-workload spin 6 40 >/dev/null &
 s2=$!
 lab spinners "$s1 $s2"
-# Twelve snapshots after the child moved (the sharing pairs are read every fifth).
+taskset -c 2 llctop-workload tick 5 20 >/tmp/tick.out &
+ticker=$!
+lab ticker "$ticker"
+taskset -c 3 llctop-workload pipe-pair 15 >/tmp/pp.out &
+pp=$!
+until [ -s /tmp/pp.out ]; do usleep 50000; done
+lab pipe_pair "$(head -1 /tmp/pp.out)"
+taskset -p -c 7 "$(head -1 /tmp/pp.out | cut -d' ' -f3)" >/dev/null
+# Twelve snapshots after the children moved (the sharing pairs are read every fifth),
+# and the pipe pair's end with two snapshots after it (its last wakeups read).
 record_wait $(($(record_snaps) + 12))
+wait_line /tmp/pp.out rounds "$pp"
+lab pipe_rounds "$(grep rounds /tmp/pp.out)"
+wait_line /tmp/tick.out ticks "$ticker"
+lab ticks "$(grep ticks /tmp/tick.out)"
+record_wait $(($(record_snaps) + 2))
 kill "$pair" "$child" "$s1" "$s2" 2>/dev/null || true
-wait "$pair" "$s1" "$s2" 2>/dev/null || true
+wait "$pair" "$s1" "$s2" "$pp" "$ticker" 2>/dev/null || true
 record_stop
 lab_file share_recording /tmp/sh.jsonl.gz
 lab_block report llctop report /tmp/sh.jsonl.gz
