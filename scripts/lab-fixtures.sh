@@ -7,7 +7,9 @@
 #   placement-7.2-bpf.jsonl    placement.sh on 7.2 (BPF source, preferred LLC, pile-up)
 #   numa-6.1-procfs.jsonl      numa.sh on 6.1 (NUMA balancing, cgroup memory.stat)
 #   ab-7.2.jsonl               ab.sh on 7.2 (an A/B experiment's phases)
-# Takes ~10 minutes (QEMU TCG); needs scripts/deps.sh. Run after a recording format change.
+#   share-7.2-bpf.jsonl        cas_share.sh on 7.2 (processes sharing memory and waking
+#                              each other: sharing, wakeups, candidate groups)
+# Takes ~12 minutes (QEMU TCG); needs scripts/deps.sh. Run after a recording format change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=tests/fixtures/recordings
@@ -37,3 +39,4 @@ boot 6.1 newidle.sh newidle_default newidle-6.1-procfs.jsonl
 boot 7.2 placement.sh placement_recording placement-7.2-bpf.jsonl
 boot 6.1 numa.sh numa_recording numa-6.1-procfs.jsonl
 boot 7.2 ab.sh ab_recording ab-7.2.jsonl
+boot 7.2 cas_share.sh share_recording share-7.2-bpf.jsonl

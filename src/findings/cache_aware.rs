@@ -41,7 +41,7 @@ fn state(w: &Window) -> Option<Finding> {
     }
     let why = c.why_not()?;
     let summary = format!(
-        "llc_balancing/enabled reads 1, but the kernel keeps cache-aware scheduling off: {why}. \
+        "llc_balancing/enabled reads 1, but the kernel keeps the feature off: {why}. \
          The file reads back what was asked, not what runs: no process gets a preferred LLC and \
          no llc_balancing knob has an effect (llctop_cache_aware_active 0)"
     );
@@ -367,7 +367,7 @@ fn apart(w: &Window) -> Vec<Finding> {
     for ((pa, pb), t) in ties(w) {
         let key = format!("pids {pa} {pb}");
         let held = w.holds(Kind::CacheAware, &key);
-        let wakes_per_s = (t.wakes.0 + t.wakes.1) as f64 / secs;
+        let wakes_per_s = t.wakes.0.saturating_add(t.wakes.1) as f64 / secs;
         let shares = t.bytes >= SHARED_BYTES;
         let talks = past(held, wakes_per_s, WAKES_PER_S, WAKES_PER_S_CLEAR, true);
         if !shares && !talks {
@@ -409,7 +409,7 @@ fn apart(w: &Window) -> Vec<Finding> {
             ));
         }
         let summary = format!(
-            "{} ({pa}) and {} ({pb}) {} but run apart: {:.0}% of the first's time on llc{la}, {:.0}% of the second's on llc{lb} ({ca:.2} and {cb:.2} CPUs). 7.2's cache-aware scheduling gathers the threads of one process, never two: a candidate group to run on one LLC",
+            "{} ({pa}) and {} ({pb}) {} but run apart: {:.0}% of the first's time on llc{la}, {:.0}% of the second's on llc{lb} ({ca:.2} and {cb:.2} CPUs). 7.2 gathers the threads of one process on an LLC, never two processes: a candidate group to run on one LLC",
             a.comm,
             b.comm,
             what.join(" and "),
@@ -790,7 +790,7 @@ mod tests {
         );
         assert!(
             f[0].summary.starts_with(
-                "llc_balancing/enabled reads 1, but the kernel keeps cache-aware scheduling off: no sched-domain partition spans two LLCs"
+                "llc_balancing/enabled reads 1, but the kernel keeps the feature off: no sched-domain partition spans two LLCs"
             ),
             "{}",
             f[0].summary

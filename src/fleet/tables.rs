@@ -934,9 +934,9 @@ pub fn pairs_of<'a>(ctx: &'a Ctx, s: &'a Snapshot) -> Vec<PairRow<'a>> {
         let k = (p.waker.min(p.wakee), p.waker.max(p.wakee));
         if let Some(w) = by.entry(k).or_insert_with(|| new(k)).wakeups.as_mut() {
             if p.waker < p.wakee {
-                w.0 += p.count;
+                w.0 = w.0.saturating_add(p.count);
             } else {
-                w.1 += p.count;
+                w.1 = w.1.saturating_add(p.count);
             }
         }
     }

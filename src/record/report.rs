@@ -162,13 +162,19 @@ impl Summary {
         let mut both: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
         for (&(waker, wakee), &n) in &w.pairs {
             if waker < wakee {
-                both.entry((waker, wakee)).or_default().0 += n;
+                let e = &mut both.entry((waker, wakee)).or_default().0;
+                *e = e.saturating_add(n);
             } else {
-                both.entry((wakee, waker)).or_default().1 += n;
+                let e = &mut both.entry((wakee, waker)).or_default().1;
+                *e = e.saturating_add(n);
             }
         }
         let mut pairs: Vec<((u32, u32), (u64, u64))> = both.into_iter().collect();
-        pairs.sort_by(|a, b| (b.1.0 + b.1.1).cmp(&(a.1.0 + a.1.1)).then(a.0.cmp(&b.0)));
+        pairs.sort_by(|a, b| {
+            (b.1.0.saturating_add(b.1.1))
+                .cmp(&a.1.0.saturating_add(a.1.1))
+                .then(a.0.cmp(&b.0))
+        });
         if pairs.is_empty() {
             out.push_str("  none\n");
             return out;

@@ -168,9 +168,9 @@ fn lab_7_2_enabled_but_not_active_is_a_finding_exactly_while_the_kernel_keeps_it
     assert_eq!(e.worst(), Severity::Info);
     assert_eq!(e.latest().severity_tag(), "INFO");
     assert!(
-        e.latest().summary.contains(
-            "llc_balancing/enabled reads 1, but the kernel keeps cache-aware scheduling off"
-        ),
+        e.latest()
+            .summary
+            .contains("llc_balancing/enabled reads 1, but the kernel keeps the feature off"),
         "{}",
         e.latest().summary
     );

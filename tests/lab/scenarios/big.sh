@@ -68,10 +68,17 @@ lab_file big_recording /tmp/big.jsonl.gz
 # for the recording (llc_balancing.aggr_tolerance=100, as in cache_aware.sh). Once llctop
 # shows the kernel's preference for them with the threads running there for three
 # snapshots, they may run anywhere; the workload prints where its threads ran (the
-# oracle) when it ends.
+# oracle) when it ends. The same recording counts which process wakes which
+# (`--wakeups`, at 64 vCPUs): a pipe pair across the nodes, the parent on CPU 8 (LLC 1),
+# the child moved to CPU 48 (LLC 6), prints its round trips and each side's sleeps.
 K=/sys/kernel/debug/sched/llc_balancing
-record_start /tmp/pref.jsonl --source bpf --interval 1s --set llc_balancing.aggr_tolerance=100
+record_start /tmp/pref.jsonl --source bpf --interval 1s --set llc_balancing.aggr_tolerance=100 --wakeups
 record_wait 1
+taskset -c 8 llctop-workload pipe-pair 10 >/tmp/bigpp.out &
+pp=$!
+until [ -s /tmp/bigpp.out ]; do usleep 50000; done
+lab pipe_pair "$(head -1 /tmp/bigpp.out)"
+taskset -p -c 48 "$(head -1 /tmp/bigpp.out | cut -d' ' -f3)" >/dev/null
 taskset -c 40-47 llctop-workload share 2 40 >/tmp/share.out &
 share=$!
 lab share_pid "$share"
@@ -79,6 +86,8 @@ lab gathered_pinned "$(wait_gathered "$share" 3)"
 lab widened_after_snapshots "$(record_snaps)"
 taskset -a -p -c 0-$((ncpu - 1)) "$share" >/dev/null || true
 wait "$share"
+wait_line /tmp/bigpp.out rounds "$pp"
+lab pipe_rounds "$(grep rounds /tmp/bigpp.out)"
 record_wait $(($(record_snaps) + 2))
 record_stop
 lab aggr_after "$(cat $K/aggr_tolerance)"
