@@ -588,3 +588,73 @@ pub fn perfetto_of(run: &LabRun, name: &str) -> Value {
     std::fs::write(&p, run.file(name)).unwrap();
     super::perfetto_decode(&p)
 }
+
+/// A `llctop-workload pipe-pair` run in a scenario (its `pipe_pair` and `pipe_rounds`
+/// values): the two processes and the workload's own bounds on their wakeups of each
+/// other.
+pub struct PipePair {
+    pub parent: u32,
+    pub child: u32,
+    pub rounds: u64,
+    pub parent_sleeps: u64,
+    pub child_sleeps: u64,
+}
+
+impl PipePair {
+    pub fn of(run: &LabRun) -> PipePair {
+        let nums = |key: &str, step: usize| -> Vec<u64> {
+            run.value(key)
+                .split_whitespace()
+                .skip(1)
+                .step_by(step)
+                .map(|v| v.parse().unwrap())
+                .collect()
+        };
+        let (pair, own) = (nums("pipe_pair", 1), nums("pipe_rounds", 2));
+        PipePair {
+            parent: pair[0] as u32,
+            child: pair[1] as u32,
+            rounds: own[0],
+            parent_sleeps: own[1],
+            child_sleeps: own[2],
+        }
+    }
+
+    /// llctop's wakeups of each by the other, summed over `rec`, checked against the
+    /// workload's bounds: at least the woken side's voluntary switches (each sleep in
+    /// read(2) ended by one wakeup), at most its partner's writes (one wakeup each at
+    /// most; the child's exit wakes the parent once more). Returns (down, up).
+    pub fn check(&self, rec: &llctop::record::reader::Recording, label: &str) -> (u64, u64) {
+        let counted = |waker: u32, wakee: u32| -> u64 {
+            rec.snapshots
+                .iter()
+                .filter_map(|s| s.wakeups.as_ref())
+                .flat_map(|w| &w.pairs)
+                .filter(|p| p.waker == waker && p.wakee == wakee)
+                .map(|p| p.count)
+                .sum()
+        };
+        let (down, up) = (
+            counted(self.parent, self.child),
+            counted(self.child, self.parent),
+        );
+        println!(
+            "{label}: pipe pair {} {}: {} round trips, sleeps {} and {}; llctop counted {down} wakeups down, {up} up",
+            self.parent, self.child, self.rounds, self.parent_sleeps, self.child_sleeps
+        );
+        assert!(self.rounds > 50, "the pair ran");
+        assert!(
+            (self.child_sleeps..=self.rounds + 1).contains(&down),
+            "parent → child: {down} not within [{}, {}]",
+            self.child_sleeps,
+            self.rounds + 1
+        );
+        assert!(
+            (self.parent_sleeps..=self.rounds + 2).contains(&up),
+            "child → parent: {up} not within [{}, {}]",
+            self.parent_sleeps,
+            self.rounds + 2
+        );
+        (down, up)
+    }
+}

@@ -395,46 +395,8 @@ fn lab_7_2_big_kernel_preferred_llc_is_the_llc_the_threads_ran_on() {
 #[test]
 fn lab_7_2_big_wakeups_between_processes_lie_within_the_workloads_own_bounds() {
     let run = run();
-    let pair: Vec<u32> = run
-        .value("pipe_pair")
-        .split_whitespace()
-        .skip(1)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    let (parent, child) = (pair[0], pair[1]);
-    let own: Vec<u64> = run
-        .value("pipe_rounds")
-        .split_whitespace()
-        .skip(1)
-        .step_by(2)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    let (rounds, parent_sleeps, child_sleeps) = (own[0], own[1], own[2]);
     let rec = recording(run, "pref_recording");
-    let counted = |waker: u32, wakee: u32| -> u64 {
-        rec.snapshots
-            .iter()
-            .filter_map(|s| s.wakeups.as_ref())
-            .flat_map(|w| &w.pairs)
-            .filter(|p| p.waker == waker && p.wakee == wakee)
-            .map(|p| p.count)
-            .sum()
-    };
-    let (down, up) = (counted(parent, child), counted(child, parent));
-    println!(
-        "lab 7.2/{SHAPE}: pipe pair {parent} {child}: {rounds} round trips, sleeps {parent_sleeps} and {child_sleeps}; llctop counted {down} down, {up} up"
-    );
-    assert!(rounds > 50, "the pair ran");
-    assert!(
-        (child_sleeps..=rounds + 1).contains(&down),
-        "parent → child: {down} not within [{child_sleeps}, {}]",
-        rounds + 1
-    );
-    assert!(
-        (parent_sleeps..=rounds + 2).contains(&up),
-        "child → parent: {up} not within [{parent_sleeps}, {}]",
-        rounds + 2
-    );
+    common::lab::PipePair::of(run).check(&rec, &format!("lab 7.2/{SHAPE}"));
 }
 
 /// `llctop trace` at 64 CPUs: its track tree is the guest's — 2 nodes → 8 LLCs → 64 CPUs —
