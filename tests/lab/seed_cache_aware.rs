@@ -207,11 +207,24 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
         );
     }
     // Before the cut, once gathered (llctop's hit >= 0.9): the LLC llctop names is where
-    // the threads themselves ran, and the hit ratio is their share there.
+    // the threads themselves ran, and the hit ratio is their share there. Compared where
+    // the preference held the whole second — the rows before and after name the same LLC:
+    // the hit counts only time under a preference (docs/metrics.md, `preferred_hit`), the
+    // threads' own record the whole second, so the second the kernel gathered them in
+    // (0.69 of their passes there, hit 1.0, seen) or dropped them in says less.
+    let pref_at = |seq: u64| {
+        rows.iter()
+            .find(|(s, _, _)| *s == seq)
+            .and_then(|(_, _, r)| r.preferred_llc)
+    };
     let before: Vec<_> = rows
         .iter()
         .filter(|(seq, _, r)| {
-            *seq < cut && r.preferred_llc.is_some() && r.preferred_hit.is_some_and(|h| h >= 0.9)
+            *seq < cut
+                && r.preferred_llc.is_some()
+                && r.preferred_hit.is_some_and(|h| h >= 0.9)
+                && seq.checked_sub(1).and_then(pref_at) == r.preferred_llc
+                && pref_at(seq + 1) == r.preferred_llc
         })
         .collect();
     assert!(
