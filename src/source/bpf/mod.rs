@@ -464,6 +464,10 @@ impl Source for BpfSource {
             .as_ref()
             .map_or((0, 0), |p| delta::unseen(p, &cur));
         snap.sources.push(self.status(cur.kernel_preferred, unseen));
+        // The pairs' read beside the maps' (the first is the baseline of both).
+        if let WakeupPairs::On(w) = &mut self.wakeups {
+            snap.wakeups = w.read();
+        }
         let Some(prev) = self.prev.replace(cur) else {
             return;
         };
@@ -490,9 +494,6 @@ impl Source for BpfSource {
             }
         }
         snap.processes = Some(table);
-        if let WakeupPairs::On(w) = &mut self.wakeups {
-            snap.wakeups = w.read();
-        }
         let overflow = events.len().saturating_sub(EVENTS_PER_SNAPSHOT);
         if overflow > 0 {
             // New tasks' events first (a pile-up is judged on them), then migrations in
