@@ -28,10 +28,6 @@ pub const LOW_HIT: f64 = 0.5;
 pub const LOW_HIT_CLEAR: f64 = 0.6;
 /// Changes of the kernel's preferred LLC within one window that make it flapping.
 pub const PREF_CHANGES: usize = 3;
-/// Seconds the window and the one before it must span, with the process in every
-/// snapshot of them, before its scatter is more than info: two windows (WINDOW_NS, the
-/// look-behind as long) less a snapshot's jitter.
-pub const YOUNG_SECS: f64 = 2.0 * WINDOW_NS as f64 / 1e9 * 0.9;
 
 /// One process's rows of the window, folded (shared with cache_aware.rs).
 #[derive(Default)]
@@ -303,10 +299,20 @@ fn lived(w: &Window, pid: u32) -> (usize, f64) {
 }
 
 /// A process not seen through this window and the one before is a start-up or an end:
-/// its severity at most info, and its summary says so (shared with cache_aware.rs).
+/// its severity at most info, and its summary says so (shared with cache_aware.rs). "The
+/// one before" is the look-behind, whole when its snapshots span [`LOOK_BEHIND_NS`] (the
+/// window's builder takes them until they do) and shorter only where the run — or the
+/// history kept — begins inside it. Not a time over both: the window stops short of
+/// [`WINDOW_NS`] by up to an interval, so with intervals stretched past 1 s (a loaded
+/// machine) two whole windows spanned less than 9 s and every process read as young.
 pub(super) fn young(w: &Window, pid: u32, severity: &mut super::Severity, summary: &mut String) {
     let (seen, ran) = lived(w, pid);
-    if seen < w.context.len() || ran < YOUNG_SECS {
+    let behind = w.context.len().saturating_sub(w.snaps.len());
+    let behind_ns: u64 = w.context[..behind]
+        .iter()
+        .map(|s| s.time.interval_ns)
+        .fold(0, u64::saturating_add);
+    if seen < w.context.len() || behind_ns < super::LOOK_BEHIND_NS {
         *severity = (*severity).min(super::Severity::Info);
         summary.push_str(&format!(
             "; seen in {seen} of the last {} snapshots ({ran:.0} s): a start-up or an end, at most info until it has run through two windows",
@@ -492,6 +498,17 @@ mod tests {
             PreferredKind::Emulated,
         ));
         assert_eq!(whole[0].severity, Severity::Warning, "{}", whole[0].summary);
+        // The same with a loaded machine's intervals, 1.25 s each: the window is 3 of them
+        // (3.75 s) and the look-behind 4 (5 s), 8.75 s in all — the process in every one
+        // of them has run through both windows, not a start-up.
+        let mut slow = series(4, [1000, 1000, 0, 0], Some(0.3), PreferredKind::Emulated);
+        for (i, s) in slow.iter_mut().enumerate() {
+            s.time.interval_ns = 1_250_000_000;
+            s.time.mono_ns = (i as u64 + 1) * 1_250_000_000;
+        }
+        let slow = run(&slow);
+        assert_eq!(slow[0].severity, Severity::Warning, "{}", slow[0].summary);
+        assert!(!slow[0].summary.contains("seen in"), "{}", slow[0].summary);
         // Emulated preference: no knob gathers it here.
         assert!(
             f[0].suggestion
