@@ -48,6 +48,15 @@ fn load_with(modes: &[Mode], waits: Waits) -> (Topology, BpfSource) {
     }
 }
 
+/// The BPF source's state line in `s` (empty without one).
+fn bpf_reason(s: &Snapshot) -> String {
+    s.sources
+        .iter()
+        .find(|x| x.name == "bpf")
+        .and_then(|x| x.reason.clone())
+        .unwrap_or_default()
+}
+
 fn sample(topo: &Topology, src: &mut BpfSource) -> Snapshot {
     let mut s = empty_snapshot(topo);
     src.sample(topo, &mut s);
@@ -554,12 +563,7 @@ fn old_kernels_paths_count_hops_and_waits_exactly_and_say_what_they_lack() {
         // The source state names each degradation with the kernel that lifts it.
         sample(&topo, &mut bpf);
         let s = sample(&topo, &mut bpf);
-        let reason = s
-            .sources
-            .iter()
-            .find(|x| x.name == "bpf")
-            .and_then(|x| x.reason.clone())
-            .unwrap_or_default();
+        let reason = bpf_reason(&s);
         println!("{name}: {reason}");
         if without.contains("bpf_loop") {
             assert!(
@@ -843,12 +847,7 @@ fn wakeup_pairs_are_counted_within_the_workloads_bounds_or_the_state_says_why() 
     let (parent, child) = (pair[0] as u32, pair[1] as u32);
     let (rounds, parent_sleeps, child_sleeps) = (own[0], own[1], own[2]);
     let s = sample(&topo, &mut bpf);
-    let reason = s
-        .sources
-        .iter()
-        .find(|x| x.name == "bpf")
-        .and_then(|x| x.reason.clone())
-        .unwrap_or_default();
+    let reason = bpf_reason(&s);
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     let reachable = kallsyms.lines().any(|l| {
         l.split_whitespace()
