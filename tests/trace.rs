@@ -1,8 +1,9 @@
 //! `llctop trace` and `llctop export --perfetto`, each trace decoded by Perfetto's own
 //! generated Python classes (tests/perfetto_decode.py), never by llctop's code:
 //! - a workload that hops between CPU 0 and CPU 1 N times under `llctop trace -- CMD`: its
-//!   migrations in the trace equal the kernel's own count (`se.nr_migrations`) and perf's
-//!   `sched:sched_migrate_task` for its pid, each named by the distance sysfs gives those
+//!   migrations in the trace equal the kernel's own count (`se.nr_migrations`), every one
+//!   perf's `sched:sched_migrate_task` saw for its pid is one of them (same CPUs, same
+//!   moment) and perf lacks none but what it lost, each named by the distance sysfs gives those
 //!   CPUs; its switches in the trace are its context switches as getrusage counts them
 //!   (plus its exit); its name and command line are right; the track tree is the
 //!   machine's; llctop exits with the command's status;
@@ -63,15 +64,24 @@ fn sysfs_distance(a: u32, b: u32) -> &'static str {
     }
 }
 
-/// Counts of perf's `sched:sched_migrate_task` per pid in `data`, and the events perf
-/// lost (its buffer overflowed).
-fn perf_migrations(data: &Path) -> (BTreeMap<u32, u64>, u64) {
+/// perf's `sched:sched_migrate_task` per pid in `data` — each as (CLOCK_MONOTONIC ns,
+/// orig_cpu, dest_cpu), perf recording with `-k mono` — and the events perf lost (its
+/// buffer overflowed).
+type Migration = (u64, u64, u64);
+fn perf_migrations(data: &Path) -> (BTreeMap<u32, Vec<Migration>>, u64) {
     let out = Command::new("perf")
-        .args(["script", "--show-lost-events", "-F", "event,trace", "-i"])
+        .args([
+            "script",
+            "--ns",
+            "--show-lost-events",
+            "-F",
+            "time,event,trace",
+            "-i",
+        ])
         .arg(data)
         .output()
         .expect("perf (linux-perf, installed by scripts/deps.sh)");
-    let (mut m, mut lost) = (BTreeMap::new(), 0);
+    let (mut m, mut lost) = (BTreeMap::<u32, Vec<Migration>>::new(), 0);
     for l in String::from_utf8_lossy(&out.stdout).lines() {
         // `PERF_RECORD_LOST lost 3` (and `PERF_RECORD_LOST_SAMPLES`, --show-lost-events):
         // perf's buffer overflowed.
@@ -87,15 +97,51 @@ fn perf_migrations(data: &Path) -> (BTreeMap<u32, u64>, u64) {
         if !l.contains("sched_migrate_task") {
             continue;
         }
-        if let Some(pid) = l
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("pid="))
-            .and_then(|p| p.parse().ok())
+        // `60600.512965541: sched:sched_migrate_task: comm=… pid=8446 prio=120 orig_cpu=0 dest_cpu=1`
+        let field = |k: &str| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        let time = l.split_whitespace().next().and_then(|t| {
+            let (s, ns) = t.trim_end_matches(':').split_once('.')?;
+            Some(s.parse::<u64>().ok()? * 1_000_000_000 + ns.parse::<u64>().ok()?)
+        });
+        if let (Some(pid), Some(t), Some(o), Some(d)) =
+            (field("pid="), time, field("orig_cpu="), field("dest_cpu="))
         {
-            *m.entry(pid).or_default() += 1;
+            m.entry(pid as u32).or_default().push((t, o, d));
         }
     }
     (m, lost)
+}
+
+/// `ours` and `perf` paired one to one — the same CPUs, times within `slack` ns, in order:
+/// (ours perf lacks, perf's ours lacks).
+fn match_migrations(
+    ours: &[Migration],
+    perf: &[Migration],
+    slack: u64,
+) -> (Vec<Migration>, Vec<Migration>) {
+    let mut taken = vec![false; ours.len()];
+    let mut unmatched = Vec::new();
+    for p in perf {
+        let hit = ours
+            .iter()
+            .enumerate()
+            .find(|(i, o)| !taken[*i] && o.1 == p.1 && o.2 == p.2 && o.0.abs_diff(p.0) <= slack);
+        match hit {
+            Some((i, _)) => taken[i] = true,
+            None => unmatched.push(*p),
+        }
+    }
+    let missed = ours
+        .iter()
+        .zip(&taken)
+        .filter(|(_, t)| !**t)
+        .map(|(o, _)| *o)
+        .collect();
+    (missed, unmatched)
 }
 
 #[test]
@@ -121,7 +167,7 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
     let mut perf = Command::new("perf")
         .args(["record", "-q", "-m", "1024", "-D", "-1", "--control"])
         .arg(format!("fifo:{},{}", ctl.display(), ack.display()))
-        .args(["-e", "sched:sched_migrate_task", "-a", "-o"])
+        .args(["-k", "mono", "-e", "sched:sched_migrate_task", "-a", "-o"])
         .arg(&data)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -231,25 +277,51 @@ fn a_hopping_workload_is_traced_exactly_against_the_kernel_and_perf() {
         })
         .collect();
     let (perf, perf_lost) = perf_migrations(&data);
-    let perf_count = perf.get(&pid).copied().unwrap_or(0);
+    let perf = perf.get(&pid).cloned().unwrap_or_default();
     println!(
-        "workload {pid}: trace {} migrations, kernel {kernel_migs}, perf {perf_count} (perf lost {perf_lost} events machine-wide)",
-        migs.len()
+        "workload {pid}: trace {} migrations, kernel {kernel_migs}, perf {} (perf lost {perf_lost} events machine-wide)",
+        migs.len(),
+        perf.len()
     );
     assert_eq!(migs.len() as u64, kernel_migs, "the kernel's own count");
-    // perf is an exact oracle only when its buffer kept every event (it records the whole
-    // machine: on a busy one, the other tests' migrations can overflow it); then it is a
-    // lower bound, and the count within what it lost.
-    if perf_lost == 0 {
-        assert_eq!(migs.len() as u64, perf_count, "perf's sched_migrate_task");
-    } else {
-        println!("perf lost {perf_lost} events: its count is a lower bound here");
-        assert!(
-            perf_count <= migs.len() as u64 && migs.len() as u64 <= perf_count + perf_lost,
-            "perf's sched_migrate_task {perf_count} (+ {perf_lost} lost) against {}",
-            migs.len()
+    // perf, beside it: every migration perf recorded is one of the trace's — between the
+    // same CPUs at the same moment (both probes run in the one tracepoint call; the
+    // trace's time is CLOCK_MONOTONIC + BOOTTIME's offset, its clock snapshot says which).
+    let clock = |id: &str| d["clock"][id].as_i64().expect("the trace's clock snapshot");
+    let offset = clock("6") - clock("3");
+    let ours: Vec<Migration> = migs
+        .iter()
+        .map(|e| {
+            let n = |k: &str| e["args"][k].as_u64().unwrap_or(u64::MAX);
+            let ts = e["ts"].as_u64().unwrap_or(0);
+            (
+                ts.saturating_add_signed(-offset),
+                n("from_cpu"),
+                n("to_cpu"),
+            )
+        })
+        .collect();
+    let (missed, unmatched) = match_migrations(&ours, &perf, 1_000_000);
+    assert!(
+        unmatched.is_empty(),
+        "perf recorded migrations the trace lacks (mono ns, from, to): {unmatched:?}"
+    );
+    // perf's own count falls short of the exact figure by what its buffer lost — and,
+    // once in a CI run of a loaded machine, by one event perf dropped with no loss
+    // recorded (201 of the kernel's and the trace's 202, 2026-11-28). The kernel's count
+    // above is the exact oracle; perf's shortfall is printed, at most its losses + 1%.
+    if !missed.is_empty() {
+        println!(
+            "perf lacks {} of the trace's migrations (mono ns, from, to): {missed:?}",
+            missed.len()
         );
     }
+    assert!(
+        missed.len() as u64 <= perf_lost + migs.len() as u64 / 100,
+        "perf's sched_migrate_task {} (+ {perf_lost} lost) against {}",
+        perf.len(),
+        migs.len()
+    );
     let hop_dist = sysfs_distance(0, 1);
     let between: Vec<&&Value> = migs
         .iter()
