@@ -301,3 +301,146 @@ fn a_command_per_window_gives_its_wall_time_and_exit_status() {
     );
     assert!(v.rows.iter().any(|r| r.metric == "command.wall"));
 }
+
+/// A fixture whose LLCs are single CPUs (an Arm part with no L3: each core's L2), so
+/// that this 2-CPU machine has two LLCs to place a command on: llc0 = CPU 0, llc1 = CPU 1.
+const ONE_CPU_LLCS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/topology/arm-no-l3"
+);
+
+/// The CPUs the kernel allows this process (`Cpus_allowed_list`), as llctop's own list.
+fn own_cpus() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// (the arm's value, the `Cpus_allowed_list` lines the command printed before that
+/// window's "measured" line) per window, from stderr (the command writes there too).
+fn windows_and_cpus(err: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for l in err.lines() {
+        if let Some(c) = l.strip_prefix("Cpus_allowed_list:") {
+            seen.push(c.trim().to_string());
+        } else if l.contains(") measured") {
+            let value = l
+                .split("(colocate = ")
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .unwrap_or("")
+                .to_string();
+            out.push((value, std::mem::take(&mut seen)));
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn colocate_places_the_command_on_each_arms_llc_as_the_kernel_reports_it() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let own = own_cpus();
+    // Each window's command: the kernel's own word on where it may run.
+    let out = llctop(&dir.path().join("j.json"))
+        .args(["ab", "--sysroot", ONE_CPU_LLCS, "colocate=off,llc1"])
+        .args([
+            "--window", "300ms", "--warmup", "0s", "--rounds", "2", "--json",
+        ])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status >&2",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{err}");
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON verdict");
+    assert_eq!(v["experiment"]["knob"], "colocate");
+    assert_eq!(
+        (&v["experiment"]["a"], &v["experiment"]["b"]),
+        (&"off".into(), &"llc1".into())
+    );
+    assert_eq!(v["verdict"]["windows"], 4, "{v}");
+    let w = windows_and_cpus(&err);
+    let want: Vec<(String, Vec<String>)> = ["off", "llc1", "llc1", "off"]
+        .iter()
+        .map(|a| {
+            (
+                a.to_string(),
+                vec![if *a == "off" { own.clone() } else { "1".into() }],
+            )
+        })
+        .collect();
+    assert_eq!(w, want, "each window's command ran where its arm says");
+    assert_eq!(own_cpus(), own, "llctop's own CPUs untouched");
+
+    // --steady: the one command's threads are moved at each flip (the loop's shell and
+    // every grep it forks after).
+    let out = llctop(&dir.path().join("j.json"))
+        .args([
+            "ab",
+            "--sysroot",
+            ONE_CPU_LLCS,
+            "colocate=llc0,llc1",
+            "--steady",
+        ])
+        .args(["--window", "500ms", "--warmup", "300ms", "--rounds", "2"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "while :; do grep Cpus_allowed_list /proc/self/status >&2; sleep 0.05; done",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let w = windows_and_cpus(&err);
+    assert_eq!(w.len(), 4, "{err}");
+    for (arm, cpus) in &w {
+        // What the command saw in the measured part (the lines just before the window
+        // ended: a grep that read its status as the flip moved it may print the old set
+        // first).
+        let want = if arm == "llc0" { "0" } else { "1" };
+        let tail = &cpus[cpus.len().saturating_sub(4)..];
+        assert!(
+            tail.len() == 4 && tail.iter().all(|c| c == want),
+            "{arm}: {cpus:?}\n{err}"
+        );
+    }
+    assert!(err.contains("the command's"), "{err}");
+
+    // Refused before anything runs: no command (llctop never moves what it did not
+    // start), an LLC that is not there, and two arms on the same CPUs.
+    for (args, why) in [
+        (
+            vec!["colocate=off,llc1"],
+            "never moves a process it did not start",
+        ),
+        (vec!["colocate=off,llc99", "--", "true"], "no such LLC"),
+        (vec!["colocate=off,llc9", "--", "true"], "none of its CPUs"),
+        (vec!["colocate=llc1,1", "--", "true"], "nothing to compare"),
+    ] {
+        let out = llctop(&dir.path().join("j.json"))
+            .args(["ab", "--sysroot", ONE_CPU_LLCS])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("window 1/"), "{args:?}: no window ran: {err}");
+    }
+}

@@ -3,6 +3,7 @@
 //! verdict table, and the lines a recording keeps of them, so that `llctop report
 //! --compare` recomputes the live verdict from the file. The run itself is run::ab.
 
+pub mod colocate;
 pub mod metrics;
 pub mod runner;
 pub mod stats;

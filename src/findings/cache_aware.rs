@@ -454,7 +454,7 @@ fn apart(w: &Window) -> Vec<Finding> {
             value: None,
             profile: None,
             command: format!(
-                "taskset -a -p -c {} {pb}  (then compare its work with the scheduler's own placement)",
+                "llctop ab colocate=off,llc{la} -- CMD  (CMD: what starts {pa} and {pb}; already running: taskset -a -p -c {} {pb})",
                 cpus_of(la),
             ),
             why: format!(
@@ -760,7 +760,8 @@ mod tests {
         assert_eq!(f[0].severity_tag(), "INFO (cost not measured)");
         let s = f[0].suggestion.as_ref().expect("an experiment");
         assert!(
-            s.command.starts_with("taskset -a -p -c 0-1 20"),
+            s.command.starts_with("llctop ab colocate=off,llc0 -- CMD")
+                && s.command.contains("taskset -a -p -c 0-1 20"),
             "{}",
             s.command
         );

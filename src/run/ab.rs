@@ -6,6 +6,7 @@
 //! knob is restored at the end, on a signal and on panic, as every knob session is.
 
 use std::os::fd::AsFd as _;
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::pipeline::{Ctl, Pipeline, Sink, Tick};
 use super::record::Recording;
 use super::{Error, Options, knob_session};
+use crate::experiment::colocate::{self, CpuMask};
 use crate::experiment::runner::{Runner, Step};
 use crate::experiment::verdict;
 use crate::experiment::{self, Arm, Experiment};
@@ -27,7 +29,8 @@ use crate::topology::Topology;
 /// What to compare and how: the command line of `llctop ab`, as it is parsed.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Plan {
-    /// KNOB=A,B (e.g. relax_domain_level=-1,1); or --profile.
+    /// KNOB=A,B (e.g. relax_domain_level=-1,1; colocate=off,llcN places the command on
+    /// one LLC); or --profile.
     #[arg(value_name = "KNOB=A,B", required_unless_present = "profile")]
     pub spec: Option<String>,
     /// Compare the current values (A) with this profile applied (B).
@@ -67,8 +70,26 @@ pub struct Plan {
 
 /// How one arm is put in place.
 enum Flip {
-    Knob { id: String },
-    Profile { profile: profile::Profile },
+    Knob {
+        id: String,
+    },
+    Profile {
+        profile: profile::Profile,
+    },
+    /// Where the command may run (experiment/colocate.rs): each arm's CPUs, A then B.
+    Colocate {
+        masks: [CpuMask; 2],
+    },
+}
+
+impl Flip {
+    /// The CPUs the command starts with in `arm` (None: llctop's own, inherited).
+    fn mask(&self, arm: Arm) -> Option<CpuMask> {
+        match self {
+            Flip::Colocate { masks } => Some(masks[arm as usize]),
+            _ => None,
+        }
+    }
 }
 
 /// How a window's command ended: wall time (s) and exit code (None: by a signal).
@@ -102,7 +123,9 @@ impl Running {
 }
 
 impl Workload {
-    fn start(&self) -> Result<Running, Error> {
+    /// Start it, on `cpus` when given (set between fork and exec: all it starts inherits
+    /// them).
+    fn start(&self, cpus: Option<CpuMask>) -> Result<Running, Error> {
         let (prog, args) = self.argv.split_first().ok_or("empty command")?;
         let mut cmd = Command::new(prog);
         cmd.args(args);
@@ -115,6 +138,10 @@ impl Workload {
             crate::child::OnParentDeath::Kill,
             self.user.as_ref(),
         );
+        if let Some(mask) = cpus {
+            // SAFETY: one system call (sched_setaffinity) on a set built before the fork.
+            unsafe { cmd.pre_exec(move || mask.apply(0)) };
+        }
         let started = Instant::now();
         let mut child: Child = cmd.spawn().map_err(|e| format!("{}: {e}", Esc(prog)))?;
         let done = Arc::new(Mutex::new(None));
@@ -146,8 +173,37 @@ fn say(c: &Change) {
 }
 
 /// Put `arm`'s value in place; the changes are said on stderr and recorded as knob lines.
-fn flip(s: &mut Session, how: &Flip, exp: &Experiment, arm: Arm) -> Result<(), Error> {
+/// `steady`: the process group of the `--steady` command, which a colocate flip moves.
+fn flip(
+    s: &mut Session,
+    how: &Flip,
+    exp: &Experiment,
+    arm: Arm,
+    steady: Option<u32>,
+) -> Result<(), Error> {
     match how {
+        Flip::Colocate { masks } => {
+            let mask = &masks[arm as usize];
+            let to = format!("{} (CPUs {mask:?})", Esc(exp.value(arm)));
+            match steady {
+                Some(pgid) => {
+                    let (n, errors) = colocate::place_group(pgid, mask);
+                    if !errors.is_empty() {
+                        return Err(format!(
+                            "{}: the command's threads could not all be moved: {}",
+                            colocate::KNOB,
+                            Esc(&errors.join("; "))
+                        )
+                        .into());
+                    }
+                    crate::say!(
+                        "llctop: {}: the command's {n} threads on {to}",
+                        colocate::KNOB
+                    );
+                }
+                None => crate::say!("llctop: {}: the next command on {to}", colocate::KNOB),
+            }
+        }
         Flip::Knob { id } => say(&s.set(id, exp.value(arm))?),
         Flip::Profile { profile } => match arm {
             Arm::B => {
@@ -198,9 +254,45 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
     s.read_domains();
     // Everything is checked before anything is written: an unknown or read-only knob
     // or a value it would refuse ends the experiment here.
-    let (knob, a, b, how, held) = match (&plan.spec, &plan.profile) {
-        (Some(spec), None) => {
-            let (knob, a, b) = experiment::parse_spec(spec)?;
+    let spec_knob = plan
+        .spec
+        .as_deref()
+        .map(experiment::parse_spec)
+        .transpose()?;
+    let (knob, a, b, how, held) = match (spec_knob, &plan.profile) {
+        (Some((knob, a, b)), None) if knob == colocate::KNOB => {
+            if workload.is_none() {
+                return Err(format!(
+                    "{}: places the command llctop starts (ab {}=off,llcN -- CMD); llctop never moves a process it did not start — for one already running, taskset is yours",
+                    colocate::KNOB, colocate::KNOB
+                )
+                .into());
+            }
+            let own = CpuMask::of_thread(0)
+                .map_err(|e| format!("{}: llctop's own CPUs: {e}", colocate::KNOB))?
+                .cpus();
+            let (pa, ca) = colocate::parse(&a, topo, &own)?;
+            let (pb, cb) = colocate::parse(&b, topo, &own)?;
+            if ca == cb {
+                return Err(format!(
+                    "{}={},{}: both arms run on CPUs {}: nothing to compare",
+                    colocate::KNOB,
+                    pa.canonical(),
+                    pb.canonical(),
+                    crate::cpulist::format(&ca)
+                )
+                .into());
+            }
+            let masks = [CpuMask::of(&ca)?, CpuMask::of(&cb)?];
+            (
+                knob,
+                pa.canonical(),
+                pb.canonical(),
+                Flip::Colocate { masks },
+                Vec::new(),
+            )
+        }
+        (Some((knob, a, b)), None) => {
             let (id, a) = s.check(&knob, &a)?;
             let (_, b) = s.check(&id, &b)?;
             (id.clone(), a, b, Flip::Knob { id: id.clone() }, vec![id])
@@ -274,11 +366,12 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         None => None,
     };
     let runner = Runner::new(exp.clone(), opts.interval);
+    let arm = runner.first();
     let steady = match (&workload, plan.steady) {
-        (Some(w), true) => Some(w.start()?),
+        (Some(w), true) => Some(w.start(how.mask(arm))?),
         _ => None,
     };
-    flip(&mut s, &how, &exp, runner.first())?;
+    flip(&mut s, &how, &exp, arm, steady.as_ref().map(|r| r.pgid))?;
     p.knobs = Some(s);
     let mut ab = Ab {
         total: exp.order().len(),
@@ -286,6 +379,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         how,
         held,
         runner,
+        arm,
         recording,
         per_window: workload.filter(|_| !plan.steady),
         timeout: plan.timeout,
@@ -320,6 +414,8 @@ struct Ab {
     /// The knobs the experiment holds (a change behind its back spoils a window).
     held: Vec<String>,
     runner: Runner,
+    /// The arm in place now.
+    arm: Arm,
     total: usize,
     recording: Option<Recording>,
     /// The command run once per window (None: none, or `--steady`).
@@ -340,7 +436,8 @@ struct Ab {
 impl Ab {
     /// The measured part of a window begins: its command starts.
     fn begin(&self) -> Result<Option<Running>, Error> {
-        self.per_window.as_ref().map(Workload::start).transpose()
+        let cpus = self.how.mask(self.arm);
+        self.per_window.as_ref().map(|w| w.start(cpus)).transpose()
     }
 
     /// A value changed behind the experiment's back spoils the window it happened in
@@ -432,7 +529,9 @@ impl Sink for Ab {
             return Ok(false);
         };
         if let Some(s) = ctl.session.as_mut() {
-            flip(s, &self.how, &self.exp, next)?;
+            let steady = self.steady.as_ref().map(|r| r.pgid);
+            flip(s, &self.how, &self.exp, next, steady)?;
+            self.arm = next;
         }
         if self.runner.measures_at_once() {
             self.cmd = self.begin()?;
