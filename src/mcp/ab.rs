@@ -29,7 +29,9 @@ const MAX_JSON: usize = 4 << 20;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AbIn {
-    /// A knob id (`llctop knobs list`), e.g. "numa_balancing", "relax_domain_level".
+    /// A knob id (`llctop knobs list`), e.g. "numa_balancing", "relax_domain_level"; or
+    /// "colocate" with a command: a and b "off" (where the scheduler puts it) or "llcN"
+    /// (the command on that LLC's CPUs) — the test of a candidate group.
     pub knob: String,
     /// Value A (e.g. the value now).
     pub a: String,

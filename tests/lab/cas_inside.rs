@@ -660,3 +660,57 @@ fn lab_7_2_wakeups_between_processes_lie_within_the_workloads_own_bounds() {
         "{report}"
     );
 }
+
+/// `ab colocate=off,llc1 -- CMD` on a machine of 4 LLCs: each `off` window's command may
+/// run on every online CPU, each `llc1` window's on exactly one whole L3 as the guest's
+/// sysfs lists it (the `Cpus_allowed_list` the kernel gives the command, read by the
+/// command itself), and the pipe pair it starts runs in both; the verdict counts 4 windows.
+#[test]
+fn lab_7_2_colocate_runs_each_window_on_its_arms_cpus_as_the_guest_reports_them() {
+    let run = share_run();
+    let err = run.block("colocate_err");
+    println!("{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(run.block("colocate_verdict")).expect("the JSON verdict");
+    assert_eq!(v["experiment"]["knob"], "colocate");
+    assert_eq!(v["verdict"]["windows"], 4, "{v}");
+    let online = run.block("online").trim().to_string();
+    let l3: Vec<String> = (0..8)
+        .map(|c| run.value(&format!("l3_of_{c}")).trim().to_string())
+        .collect();
+    let mut seen = Vec::new();
+    let mut windows = Vec::new();
+    for l in err.lines() {
+        if let Some(c) = l.strip_prefix("Cpus_allowed_list:") {
+            seen.push(c.trim().to_string());
+        } else if let Some(rest) = l.split("(colocate = ").nth(1) {
+            let arm = rest.split(')').next().unwrap_or("").to_string();
+            windows.push((arm, std::mem::take(&mut seen)));
+        }
+    }
+    assert_eq!(windows.len(), 4, "{err}");
+    for (arm, cpus) in &windows {
+        assert_eq!(cpus.len(), 1, "one command per window: {arm} {cpus:?}");
+        let allowed = &cpus[0];
+        if arm == "off" {
+            assert_eq!(
+                allowed, &online,
+                "the scheduler's placement: every online CPU"
+            );
+        } else {
+            assert_eq!(arm, "llc1");
+            let first: usize = allowed
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|c| c.parse().ok())
+                .expect("a CPU");
+            assert_eq!(allowed, &l3[first], "one whole L3, as sysfs lists it");
+            assert_ne!(allowed, &online);
+        }
+    }
+    assert_eq!(
+        err.matches("rounds ").count(),
+        4,
+        "each window's pipe pair ran: {err}"
+    );
+}

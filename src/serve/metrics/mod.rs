@@ -46,6 +46,8 @@ pub struct Exporter {
     sched: sched::SchedSeries,
     /// The flight recorder's (when it is on).
     flight: flight::FlightSeries,
+    /// The wakeup series are shown (from the first snapshot that counts them).
+    wakeups_registered: bool,
 }
 
 impl Exporter {
@@ -65,6 +67,7 @@ impl Exporter {
             cache: cache::CacheSeries::default(),
             sched: sched::SchedSeries::default(),
             flight: flight::FlightSeries::default(),
+            wakeups_registered: false,
         };
         e.set_kernel(None);
         e
@@ -126,6 +129,11 @@ impl Exporter {
         self.cache
             .update(&self.m, s, &self.topo, self.process_limit);
         self.sched.update(&self.m, &mut self.registry, s);
+        if s.wakeups.is_some() && !self.wakeups_registered {
+            self.wakeups_registered = true;
+            self.m
+                .register_group(&mut self.registry, series::Group::Wakeups);
+        }
     }
 
     /// The knobs' current values: a number where the value is one (features 1/0), and

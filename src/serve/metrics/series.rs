@@ -57,6 +57,8 @@ pub enum Group {
     CacheAware,
     /// With the flight recorder on (`--flight-recorder`).
     FlightRecorder,
+    /// At the first snapshot that counts wakeups between processes (`--wakeups`).
+    Wakeups,
 }
 
 /// One series.
@@ -254,6 +256,7 @@ pub enum S {
     SchedExtRejected,
     CacheAwareEnabled,
     CacheAwareActive,
+    Wakeups,
     FlightBytes,
     FlightSegments,
     FlightOldest,
@@ -317,7 +320,7 @@ fn source_state(s: &Snapshot, o: &mut Out, on: fn(SourceState) -> bool) {
 }
 
 impl S {
-    pub const ALL: [S; 52] = [
+    pub const ALL: [S; 53] = [
         S::CpuBusy,
         S::LlcBusy,
         S::LlcWait,
@@ -365,6 +368,7 @@ impl S {
         S::SchedExtRejected,
         S::CacheAwareEnabled,
         S::CacheAwareActive,
+        S::Wakeups,
         S::FlightBytes,
         S::FlightSegments,
         S::FlightOldest,
@@ -929,6 +933,27 @@ impl S {
                     G,
                     &[],
                     Feed::Own,
+                )
+            },
+            S::Wakeups => Def {
+                group: Group::Wakeups,
+                ..d(
+                    "wakeups",
+                    "Wakeups user processes made of other processes, counted to a pair (paired); made in interrupt context (interrupt: no process is the waker); with a kernel thread on either side or within one process (other); lost to a full pair map (lost) — --wakeups, BPF source",
+                    C,
+                    &["kind"],
+                    snap(|s, _, o| {
+                        if let Some(w) = &s.wakeups {
+                            for (kind, n) in [
+                                ("paired", w.paired),
+                                ("interrupt", w.interrupt),
+                                ("other", w.other),
+                                ("lost", w.lost),
+                            ] {
+                                o.put(&[kind], n as f64);
+                            }
+                        }
+                    }),
                 )
             },
             S::FlightBytes => Def {

@@ -347,3 +347,34 @@ fn build_info_names_the_version_and_the_kernel_once() {
     );
     assert_eq!(om.matches("llctop_build_info{").count(), 1, "{om}");
 }
+
+#[test]
+fn wakeups_between_processes_are_a_counter_by_kind_from_the_first_snapshot_that_counts_them() {
+    let topo = crate::topology::synthetic(1, 2, 2);
+    let mut e = Exporter::new(&topo);
+    let mut s = snap(&topo, 0);
+    e.update(&s);
+    // Not counted (no --wakeups, or the kernel refused it): no series.
+    assert!(!e.openmetrics().contains("llctop_wakeups"));
+    s.wakeups = Some(crate::snapshot::Wakeups {
+        pairs: vec![],
+        paired: 1_200,
+        interrupt: 30,
+        other: 7,
+        lost: 0,
+    });
+    e.update(&s);
+    e.update(&s);
+    let om = e.openmetrics();
+    for (kind, n) in [
+        ("paired", 2_400),
+        ("interrupt", 60),
+        ("other", 14),
+        ("lost", 0),
+    ] {
+        assert!(
+            om.contains(&format!("llctop_wakeups_total{{kind=\"{kind}\"}} {n}")),
+            "{kind}: {om}"
+        );
+    }
+}

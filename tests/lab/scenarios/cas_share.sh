@@ -50,3 +50,15 @@ wait "$pair" "$s1" "$s2" "$pp" "$ticker" 2>/dev/null || true
 record_stop
 lab_file share_recording /tmp/sh.jsonl.gz
 lab_block report llctop report /tmp/sh.jsonl.gz
+# The experiment a candidate group suggests (`ab colocate`): each window's command prints
+# where the kernel lets it run, then makes a short pipe pair (parent and child inherit the
+# set). The oracle: the guest's own sysfs — the L3 those CPUs share, and what is online.
+llctop --interval 500ms ab colocate=off,llc1 --window 1s --warmup 0s --rounds 2 --json -- \
+    sh -c 'grep Cpus_allowed_list /proc/self/status >&2; llctop-workload pipe-pair 1 >&2' \
+    >/tmp/coloc.json 2>/tmp/coloc.err || true
+lab_block colocate_err cat /tmp/coloc.err
+lab_block colocate_verdict cat /tmp/coloc.json
+lab_block online cat /sys/devices/system/cpu/online
+for c in 0 1 2 3 4 5 6 7; do
+    lab "l3_of_$c" "$(cat /sys/devices/system/cpu/cpu$c/cache/index3/shared_cpu_list)"
+done
