@@ -3,7 +3,8 @@
  * Which process wakes which (issue "CAS inside", item 5: which tasks share data): every
  * wakeup one user process makes of another, counted per (waker, wakee) pair on the
  * scheduler's own wakeup path (sched_waking, which try_to_wake_up() fires for each task
- * it wakes, before it picks a CPU).
+ * it wakes, before it picks a CPU); and within one process, which thread wakes which,
+ * per (process, waker thread, wakee thread).
  *
  * The waker is `current` only when the wakeup is made in task context: a wakeup from an
  * interrupt or a softirq served on the way out of one runs on whatever task the
@@ -51,12 +52,29 @@ struct {
 	__type(value, u64);
 } wake_pairs SEC(".maps");
 
+/* Two threads of one process. */
+struct thread_key {
+	u32 tgid;
+	u32 waker; /* the waking thread's pid */
+	u32 wakee; /* the woken thread's pid */
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, WAKE_PAIRS);
+	__type(key, struct thread_key);
+	__type(value, u64);
+} thread_pairs SEC(".maps");
+
 /* Per CPU, one element: the wakeups seen, by where they went. */
 struct wake_stats {
 	u64 paired;    /* counted to a pair */
 	u64 interrupt; /* made in interrupt context: no waker */
-	u64 other;     /* a kernel thread on either side, or within one process */
-	u64 lost;      /* the pair map full */
+	u64 other;     /* a kernel thread on either side */
+	u64 lost;      /* a pair map full */
+	u64 within;    /* between threads of one process, counted to a thread pair */
 };
 
 struct {
@@ -95,6 +113,26 @@ static __always_inline struct wake_stats *stats(void)
 	return bpf_map_lookup_elem(&wake_stats, &zero);
 }
 
+/* One more wakeup of the pair at `key` in `map` (made by whichever CPU gets there
+ * first); false when the map is full. */
+static __always_inline bool bump(void *map, void *key)
+{
+	u64 *n = bpf_map_lookup_elem(map, key);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return true;
+	}
+	u64 one = 1;
+	/* Another CPU may have made the pair meanwhile: then add to its count. */
+	if (!bpf_map_update_elem(map, key, &one, BPF_NOEXIST))
+		return true;
+	n = bpf_map_lookup_elem(map, key);
+	if (!n)
+		return false;
+	__sync_fetch_and_add(n, 1);
+	return true;
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(wakers_waking, struct task_struct *p)
 {
@@ -111,25 +149,26 @@ int BPF_PROG(wakers_waking, struct task_struct *p)
 		.waker = BPF_CORE_READ(cur, tgid),
 		.wakee = p->tgid,
 	};
-	if (k.waker == 0 || k.waker == k.wakee || (BPF_CORE_READ(cur, flags) & PF_KTHREAD) ||
-	    (p->flags & PF_KTHREAD)) {
+	if (k.waker == 0 || (BPF_CORE_READ(cur, flags) & PF_KTHREAD) || (p->flags & PF_KTHREAD)) {
 		st->other++;
 		return 0;
 	}
-	u64 *n = bpf_map_lookup_elem(&wake_pairs, &k);
-	if (n) {
-		__sync_fetch_and_add(n, 1);
-	} else {
-		u64 one = 1;
-		/* Another CPU may have made the pair meanwhile: then add to its count. */
-		if (bpf_map_update_elem(&wake_pairs, &k, &one, BPF_NOEXIST)) {
-			n = bpf_map_lookup_elem(&wake_pairs, &k);
-			if (!n) {
-				st->lost++;
-				return 0;
-			}
-			__sync_fetch_and_add(n, 1);
+	if (k.waker == k.wakee) {
+		struct thread_key t = {
+			.tgid = k.waker,
+			.waker = BPF_CORE_READ(cur, pid),
+			.wakee = p->pid,
+		};
+		if (!bump(&thread_pairs, &t)) {
+			st->lost++;
+			return 0;
 		}
+		st->within++;
+		return 0;
+	}
+	if (!bump(&wake_pairs, &k)) {
+		st->lost++;
+		return 0;
 	}
 	st->paired++;
 	return 0;

@@ -85,7 +85,7 @@ def expected(path):
             node_of[c] = n["id"]
     llc_node = {l["id"]: l.get("node") for l in topo.get("llcs", [])}
     t = {k: [] for k in ["intervals", "cpus", "llcs", "nodes", "processes", "llc_migrations",
-                         "process_pairs", "balance", "resctrl", "knob_values", "knob_changes", "markers",
+                         "process_pairs", "thread_pairs", "balance", "resctrl", "knob_values", "knob_changes", "markers",
                          "findings", "windows"]}
 
     def row(table, **cols):
@@ -176,6 +176,14 @@ def expected(path):
                 pair(p["waker"], p["wakee"])[side] += p["count"]
             for a, b in sorted(pairs):
                 row("process_pairs", **at, pid_a=a, pid_b=b, **pairs[(a, b)], sharing_seq=g(sh, "seq"))
+            # Each pair of threads of one process once, lower thread id first, both ways.
+            threads = {}
+            for p in g(wk, "threads", default=[]):
+                k = (p["pid"], min(p["waker"], p["wakee"]), max(p["waker"], p["wakee"]))
+                side = 0 if p["waker"] <= p["wakee"] else 1
+                threads.setdefault(k, [0, 0])[side] += p["count"]
+            for (pid, a, b), (ab, ba) in sorted(threads.items()):
+                row("thread_pairs", **at, pid=pid, tid_a=a, tid_b=b, wakeups_a_to_b=ab, wakeups_b_to_a=ba)
             b = s.get("balance")
             for d in g(b, "domains", default=[]):
                 lb = {f"{idle}_{k}": g(d, idle, k) for idle in ["busy", "idle", "newidle"] for k in LB}

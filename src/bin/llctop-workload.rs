@@ -40,6 +40,9 @@
 //!   `pair PARENT CHILD` first, and at the end `rounds N parent_nvcsw P child_nvcsw C` —
 //!   the round trips and each side's voluntary context switches (getrusage: its sleeps,
 //!   each ended by a wakeup): the bounds a wakeup count is checked against.
+//! - `thread-pair SECS`: the same between two threads of one process: prints `threads
+//!   PID MAIN OTHER` first (the thread ids), and at the end `rounds N main_nvcsw P
+//!   other_nvcsw C`, each thread's own voluntary switches (getrusage RUSAGE_THREAD).
 //! - `tick MS SECS`: sleeps MS ms at a time (nanosleep: woken by a timer interrupt, never
 //!   by a process) for SECS seconds; prints `ready` first and `ticks N` at the end.
 //! - `bpf-stats`: the kernel's run count and run time of every loaded llctop BPF program
@@ -433,6 +436,63 @@ fn pipe_pair(secs: f64) -> Result<(), String> {
     Ok(())
 }
 
+/// This thread's voluntary context switches (getrusage RUSAGE_THREAD).
+fn thread_nvcsw() -> i64 {
+    // SAFETY: a zeroed rusage for getrusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nvcsw
+}
+
+/// `thread-pair SECS`: pipe_pair's ping-pong between two threads of this process.
+fn thread_pair(secs: f64) -> Result<(), String> {
+    let mut to_other = [0i32; 2];
+    let mut to_main = [0i32; 2];
+    // SAFETY: arrays of two fds for pipe(2) to fill.
+    if unsafe { libc::pipe(to_other.as_mut_ptr()) } != 0
+        || unsafe { libc::pipe(to_main.as_mut_ptr()) } != 0
+    {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let other = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        let _ = tid_tx.send(unsafe { libc::gettid() });
+        let mut b = [0u8; 1];
+        while read_exact(to_other[0], &mut b).is_ok() && b[0] == 1 {
+            if write_all(to_main[1], &[1]).is_err() {
+                break;
+            }
+        }
+        let _ = write_all(to_main[1], &thread_nvcsw().to_ne_bytes());
+    });
+    let tid = tid_rx.recv().map_err(|e| e.to_string())?;
+    // SAFETY: gettid has no preconditions.
+    let main = unsafe { libc::gettid() };
+    println!("threads {} {main} {tid}", std::process::id());
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut rounds = 0u64;
+    let mut b = [0u8; 1];
+    while Instant::now() < end {
+        write_all(to_other[1], &[1])?;
+        read_exact(to_main[0], &mut b)?;
+        rounds += 1;
+    }
+    write_all(to_other[1], &[0])?;
+    let mut n = [0u8; 8];
+    read_exact(to_main[0], &mut n)?;
+    let mine = thread_nvcsw();
+    println!(
+        "rounds {rounds} main_nvcsw {mine} other_nvcsw {}",
+        i64::from_ne_bytes(n)
+    );
+    other
+        .join()
+        .map_err(|_| "the other thread panicked".to_string())
+}
+
 /// `tick MS SECS`: sleep MS ms at a time for SECS seconds (a timer interrupt wakes it).
 fn tick(ms: u64, secs: f64) -> Result<(), String> {
     println!("ready");
@@ -706,6 +766,10 @@ fn main() -> ExitCode {
             .parse()
             .map_err(|_| "pipe-pair SECS".to_string())
             .and_then(pipe_pair),
+        ["thread-pair", s] => s
+            .parse()
+            .map_err(|_| "thread-pair SECS".to_string())
+            .and_then(thread_pair),
         ["tick", ms, s] => match (ms.parse(), s.parse()) {
             (Ok(ms), Ok(s)) => tick(ms, s),
             _ => Err("tick MS SECS".into()),

@@ -214,6 +214,7 @@ struct Outs {
     processes: Out,
     llc_migrations: Out,
     process_pairs: Out,
+    thread_pairs: Out,
     balance: Out,
     resctrl: Out,
     knob_values: Out,
@@ -235,6 +236,7 @@ impl Outs {
             processes: Out::open(dir, PROCESSES.name, name, &processes(), input)?,
             llc_migrations: Out::open(dir, LLC_MIGRATIONS.name, name, &llc_migrations(), input)?,
             process_pairs: Out::open(dir, PROCESS_PAIRS.name, name, &process_pairs(), input)?,
+            thread_pairs: Out::open(dir, THREAD_PAIRS.name, name, &thread_pairs(), input)?,
             balance: Out::open(dir, BALANCE.name, name, &balance(), input)?,
             resctrl: Out::open(dir, RESCTRL.name, name, &resctrl(), input)?,
             knob_values: Out::open(dir, KNOB_VALUES.name, name, &knob_values(), input)?,
@@ -246,7 +248,7 @@ impl Outs {
         })
     }
 
-    fn all(&mut self) -> [&mut Out; 15] {
+    fn all(&mut self) -> [&mut Out; 16] {
         [
             &mut self.intervals,
             &mut self.cpus,
@@ -255,6 +257,7 @@ impl Outs {
             &mut self.processes,
             &mut self.llc_migrations,
             &mut self.process_pairs,
+            &mut self.thread_pairs,
             &mut self.balance,
             &mut self.resctrl,
             &mut self.knob_values,
@@ -470,6 +473,11 @@ fn flush(
         .flat_map(|s| tables::pairs_of(ctx, s))
         .collect();
     outs.process_pairs.write(&tables::process_pairs(), &rows)?;
+    let rows: Vec<_> = snaps
+        .iter()
+        .flat_map(|s| tables::thread_pairs_of(ctx, s))
+        .collect();
+    outs.thread_pairs.write(&tables::thread_pairs(), &rows)?;
     let rows: Vec<_> = snaps
         .iter()
         .flat_map(|s| {

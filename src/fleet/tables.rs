@@ -19,7 +19,7 @@ use crate::snapshot::{
 
 /// The version of the tables' schema, in every row and in each file's metadata. A column
 /// added is a new version; a reader of version N reads the columns N had.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// What identifies a recording in every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -114,6 +114,7 @@ timed_rows!(
     ProcessRow,
     MoveRow,
     PairRow,
+    ThreadPairRow,
     DomainRow,
     ResctrlRow
 );
@@ -1001,6 +1002,82 @@ pub fn process_pairs<'a>() -> Vec<Column<PairRow<'a>>> {
     c
 }
 
+// ---- thread_pairs: one row per snapshot and pair of threads of one process ----
+
+/// Two threads of one process (the lower thread id first) that woke each other in the
+/// interval (`wakeups.threads`).
+pub struct ThreadPairRow<'a> {
+    pub ctx: &'a Ctx,
+    pub s: &'a Snapshot,
+    pub pid: u32,
+    pub a: u32,
+    pub b: u32,
+    /// Wakeups a made of b, and b of a.
+    pub ab: u64,
+    pub ba: u64,
+}
+
+/// The thread pairs of one snapshot, each once (both directions folded into one row).
+pub fn thread_pairs_of<'a>(ctx: &'a Ctx, s: &'a Snapshot) -> Vec<ThreadPairRow<'a>> {
+    let mut by: std::collections::BTreeMap<(u32, u32, u32), ThreadPairRow<'a>> = Default::default();
+    for t in s.wakeups.iter().flat_map(|x| &x.threads) {
+        let k = (t.pid, t.waker.min(t.wakee), t.waker.max(t.wakee));
+        let r = by.entry(k).or_insert_with(|| ThreadPairRow {
+            ctx,
+            s,
+            pid: k.0,
+            a: k.1,
+            b: k.2,
+            ab: 0,
+            ba: 0,
+        });
+        if t.waker <= t.wakee {
+            r.ab = r.ab.saturating_add(t.count);
+        } else {
+            r.ba = r.ba.saturating_add(t.count);
+        }
+    }
+    by.into_values().collect()
+}
+
+pub fn thread_pairs<'a>() -> Vec<Column<ThreadPairRow<'a>>> {
+    type R<'a> = ThreadPairRow<'a>;
+    let mut c = interval::<R>();
+    c.extend([
+        col(
+            "pid",
+            false,
+            doc("wakeups.threads[].pid", M_WAKEUPS) + ": the process of both threads",
+            Get::U32(|r: &R| Some(r.pid)),
+        ),
+        col(
+            "tid_a",
+            false,
+            "the lower thread id of the two".to_string(),
+            Get::U32(|r: &R| Some(r.a)),
+        ),
+        col(
+            "tid_b",
+            false,
+            "the higher thread id".to_string(),
+            Get::U32(|r: &R| Some(r.b)),
+        ),
+        col(
+            "wakeups_a_to_b",
+            false,
+            doc("wakeups.threads[].count", M_WAKEUPS) + ": wakeups of b by a in the interval",
+            Get::U64(|r: &R| Some(r.ab)),
+        ),
+        col(
+            "wakeups_b_to_a",
+            false,
+            doc("wakeups.threads[].count", M_WAKEUPS) + ": wakeups of a by b",
+            Get::U64(|r: &R| Some(r.ba)),
+        ),
+    ]);
+    c
+}
+
 // ---- balance: one row per snapshot and domain level ----
 
 pub struct DomainRow<'a> {
@@ -1610,6 +1687,10 @@ pub const PROCESS_PAIRS: Table = Table {
     name: "process_pairs",
     row: "one per snapshot and pair of processes that map the same shared memory (the newest read) or woke each other in the interval (`--wakeups`)",
 };
+pub const THREAD_PAIRS: Table = Table {
+    name: "thread_pairs",
+    row: "one per snapshot and pair of threads of one process that woke each other in the interval (`--wakeups`; the 64 pairs with the most wakeups each snapshot keeps)",
+};
 pub const BALANCE: Table = Table {
     name: "balance",
     row: "one per snapshot and scheduling-domain level (/proc/schedstat)",
@@ -1672,6 +1753,7 @@ pub fn all() -> Vec<(Table, Vec<ColumnDoc>)> {
         (PROCESSES, cols(processes())),
         (LLC_MIGRATIONS, cols(llc_migrations())),
         (PROCESS_PAIRS, cols(process_pairs())),
+        (THREAD_PAIRS, cols(thread_pairs())),
         (BALANCE, cols(balance())),
         (RESCTRL, cols(resctrl())),
         (KNOB_VALUES, cols(knob_values())),

@@ -117,6 +117,9 @@ pub struct ProcessOut {
     /// The newest snapshot's wakeup pairs it is in, as waker or wakee (`waker`, `wakee`,
     /// `count` in the interval; counted with the global `--wakeups` only).
     pub wakeups: Vec<serde_json::Value>,
+    /// The newest snapshot's pairs of its own threads that woke each other (`pid`,
+    /// `waker` and `wakee` thread ids, `count` in the interval; `--wakeups`).
+    pub thread_wakeups: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -477,6 +480,13 @@ impl Tools {
                 .iter()
                 .flat_map(|w| &w.pairs)
                 .filter(|x| x.waker == p.pid || x.wakee == p.pid)
+                .map(value)
+                .collect::<Result<_, _>>()?,
+            thread_wakeups: s
+                .wakeups
+                .iter()
+                .flat_map(|w| &w.threads)
+                .filter(|x| x.pid == p.pid)
                 .map(value)
                 .collect::<Result<_, _>>()?,
         };

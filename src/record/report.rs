@@ -207,6 +207,56 @@ impl Summary {
         out
     }
 
+    /// The threads of one process that woke each other (`--wakeups`): each pair of
+    /// threads once, both directions per second, the most first; empty when nothing was
+    /// counted or no thread woke another of its process.
+    fn thread_wakeups(&self) -> String {
+        let w = &self.wakeups;
+        if w.secs <= 0.0 || w.threads.is_empty() {
+            return String::new();
+        }
+        let mut out = format!(
+            "\nThreads that wake each other within a process (over {:.0} s: {} wakeups)\n",
+            w.secs, w.within
+        );
+        // Each unordered pair of threads once: (pid, lower tid, higher tid) → (lower
+        // woke higher, back).
+        let mut both: BTreeMap<(u32, u32, u32), (u64, u64)> = BTreeMap::new();
+        for (&(pid, waker, wakee), &n) in &w.threads {
+            let (k, back) = if waker <= wakee {
+                ((pid, waker, wakee), false)
+            } else {
+                ((pid, wakee, waker), true)
+            };
+            let e = both.entry(k).or_default();
+            let e = if back { &mut e.1 } else { &mut e.0 };
+            *e = e.saturating_add(n);
+        }
+        let mut pairs: Vec<_> = both.into_iter().collect();
+        pairs.sort_by(|a, b| {
+            (b.1.0.saturating_add(b.1.1))
+                .cmp(&a.1.0.saturating_add(a.1.1))
+                .then(a.0.cmp(&b.0))
+        });
+        let per_s = |n: u64| crate::units::rate(n, w.secs);
+        for ((pid, a, b), (ab, ba)) in pairs.iter().take(20) {
+            let name = self
+                .procs
+                .get(pid)
+                .map_or(String::new(), |p| format!("{} ", Esc(&p.comm)));
+            let _ = writeln!(
+                out,
+                "  {name}({pid}): thread {a} → {b}: {}/s, back {}/s",
+                per_s(*ab),
+                per_s(*ba)
+            );
+        }
+        if pairs.len() > 20 {
+            let _ = writeln!(out, "  … and {} more", pairs.len() - 20);
+        }
+        out
+    }
+
     pub fn render(self) -> String {
         let h = &self.header;
         let mut out = String::new();
@@ -308,6 +358,7 @@ impl Summary {
         out.push_str(&self.off_preferred());
         out.push_str(&self.shared_memory());
         out.push_str(&self.wakeups());
+        out.push_str(&self.thread_wakeups());
 
         out.push_str(&self.findings());
 
@@ -614,7 +665,7 @@ mod tests {
 
     #[test]
     fn wakeups_are_each_pair_both_ways_per_second_with_their_llcs() {
-        use crate::snapshot::{ProcessStats, ProcessTable, WakePair, Wakeups};
+        use crate::snapshot::{ProcessStats, ProcessTable, ThreadWake, WakePair, Wakeups};
         let mut rec = rec_with_marker();
         assert!(
             !render(&rec).contains("wake each other"),
@@ -641,10 +692,18 @@ mod tests {
                 wakee,
                 count,
             };
+            let t = |waker, wakee, count| ThreadWake {
+                pid: 30,
+                waker,
+                wakee,
+                count,
+            };
             s.wakeups = Some(Wakeups {
                 pairs: vec![pair(10, 20, 300), pair(20, 10, 290), pair(30, 20, 5)],
                 paired: 595,
                 interrupt: 7,
+                within: 150,
+                threads: vec![t(31, 30, 100), t(30, 31, 50)],
                 ..Default::default()
             });
         }
@@ -663,6 +722,15 @@ mod tests {
         );
         assert!(
             r.contains("  p20\\x1b (20, llc1) → p30\\x1b (30, llc1): 0/s, back 5/s\n"),
+            "{r}"
+        );
+        // Threads of one process: each pair once, both ways.
+        assert!(
+            r.contains("Threads that wake each other within a process (over 6 s: 900 wakeups)"),
+            "{r}"
+        );
+        assert!(
+            r.contains("  p30\\x1b (30): thread 30 → 31: 50/s, back 100/s\n"),
             "{r}"
         );
     }

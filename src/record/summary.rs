@@ -164,6 +164,11 @@ pub(super) struct WakeTotals {
     pub paired: u64,
     pub interrupt: u64,
     pub lost: u64,
+    /// Wakeups between threads of one process, and per (process, waker thread, wakee
+    /// thread), at most [`WakeTotals::MAX_PAIRS`] (beyond: `threads_beyond`).
+    pub within: u64,
+    pub threads: BTreeMap<(u32, u32, u32), u64>,
+    pub threads_beyond: u64,
 }
 
 impl WakeTotals {
@@ -175,6 +180,17 @@ impl WakeTotals {
         self.paired = self.paired.saturating_add(w.paired);
         self.interrupt = self.interrupt.saturating_add(w.interrupt);
         self.lost = self.lost.saturating_add(w.lost);
+        self.within = self.within.saturating_add(w.within);
+        for t in &w.threads {
+            let full = self.threads.len() >= Self::MAX_PAIRS;
+            match self.threads.get_mut(&(t.pid, t.waker, t.wakee)) {
+                Some(n) => *n = n.saturating_add(t.count),
+                None if full => self.threads_beyond = self.threads_beyond.saturating_add(t.count),
+                None => {
+                    self.threads.insert((t.pid, t.waker, t.wakee), t.count);
+                }
+            }
+        }
         for p in &w.pairs {
             let full = self.pairs.len() >= Self::MAX_PAIRS;
             match self.pairs.get_mut(&(p.waker, p.wakee)) {

@@ -26,7 +26,7 @@ pub use cache_aware::CacheAware;
 pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
 pub use process::{CacheGroup, NoPreference, PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ScxState, ops_matches_binary, ops_short_name};
-pub use sharing::{SharedPair, Sharing, WakePair, Wakeups};
+pub use sharing::{SharedPair, Sharing, ThreadWake, WakePair, Wakeups};
 
 use std::collections::BTreeMap;
 

@@ -41,15 +41,37 @@ pub struct Wakeups {
     /// Wakeups made in interrupt context (hardirq, or a softirq served on its way out):
     /// the task they interrupted is no waker, so they go to no pair.
     pub interrupt: u64,
-    /// Wakeups with a kernel thread on either side, or within one process.
+    /// Wakeups with a kernel thread on either side (recordings before `within` existed
+    /// count the wakeups between threads of one process here too).
     pub other: u64,
-    /// Wakeups lost: the program's pair map was full.
+    /// Wakeups lost: a pair map of the program was full.
     pub lost: u64,
+    /// Wakeups between threads of one process, counted to a thread pair (all of them,
+    /// also those beyond `threads`).
+    #[serde(default)]
+    pub within: u64,
+    /// The thread pairs within one process with the most wakeups first, at most
+    /// [`Wakeups::MAX_PAIRS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadWake>,
 }
 
 impl Wakeups {
-    /// The pairs a snapshot keeps.
+    /// The pairs a snapshot keeps (of processes, and of threads).
     pub const MAX_PAIRS: usize = 64;
+}
+
+/// One thread of a process waking another thread of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadWake {
+    /// The process (tgid).
+    pub pid: u32,
+    /// The waking thread (its pid, a tid).
+    pub waker: u32,
+    /// The thread woken.
+    pub wakee: u32,
+    /// Wakeups in the interval.
+    pub count: u64,
 }
 
 /// One process waking another.

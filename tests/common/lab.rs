@@ -658,3 +658,23 @@ impl PipePair {
         (down, up)
     }
 }
+
+/// The rows of process `pid` in the snapshots `span` ("FROM COUNT": indices), with their
+/// snapshots' `seq`.
+pub fn rows_of<'a>(
+    snaps: &'a [llctop::snapshot::Snapshot],
+    span: &str,
+    pid: u32,
+) -> Vec<(u64, &'a llctop::snapshot::ProcessStats)> {
+    let v: Vec<usize> = span
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    snaps[v[0]..v[1].min(snaps.len())]
+        .iter()
+        .filter_map(|s| {
+            let r = s.processes.as_ref()?.rows.iter().find(|r| r.pid == pid)?;
+            Some((s.seq, r))
+        })
+        .collect()
+}

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::lab::{LabRun, recording};
+use common::lab::{LabRun, recording, rows_of};
 use llctop::findings::cache_aware::WAKES_PER_S;
 use llctop::snapshot::{NoPreference, ProcessStats, Snapshot};
 
@@ -178,21 +178,6 @@ fn lab_7_2_enabled_but_not_active_is_a_finding_exactly_while_the_kernel_keeps_it
 
 fn why_run() -> &'static LabRun {
     common::lab::run("7.2", SHAPE, "cas_why.sh")
-}
-
-/// The rows of process `pid` in the snapshots `span` ("FROM COUNT": indices).
-fn rows_of<'a>(snaps: &'a [Snapshot], span: &str, pid: u32) -> Vec<(u64, &'a ProcessStats)> {
-    let v: Vec<usize> = span
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    snaps[v[0]..v[1].min(snaps.len())]
-        .iter()
-        .filter_map(|s| {
-            let r = s.processes.as_ref()?.rows.iter().find(|r| r.pid == pid)?;
-            Some((s.seq, r))
-        })
-        .collect()
 }
 
 /// At tolerance 1 in 2-CPU LLCs of one core: a single thread has none for being one; two
@@ -712,5 +697,73 @@ fn lab_7_2_colocate_runs_each_window_on_its_arms_cpus_as_the_guest_reports_them(
         err.matches("rounds ").count(),
         4,
         "each window's pipe pair ran: {err}"
+    );
+}
+
+/// Two threads of one process passing a byte back and forth through two pipes: llctop's
+/// wakeups of each by the other (its thread pairs, summed over the recording) lie between
+/// the woken thread's own voluntary switches (getrusage RUSAGE_THREAD: each sleep ended by
+/// its partner) and its partner's writes (plus, up, the start-up handshake and the other
+/// thread's exit, which wake the main thread once each); they are no pair of processes;
+/// `report` lists the two threads.
+#[test]
+fn lab_7_2_wakeups_between_threads_of_one_process_lie_within_its_own_bounds() {
+    let run = share_run();
+    let nums = |key: &str, step: usize| -> Vec<u64> {
+        run.value(key)
+            .split_whitespace()
+            .skip(1)
+            .step_by(step)
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let (ids, own) = (nums("thread_pair", 1), nums("thread_rounds", 2));
+    let (pid, main, other) = (ids[0] as u32, ids[1] as u32, ids[2] as u32);
+    let (rounds, main_sleeps, other_sleeps) = (own[0], own[1], own[2]);
+    let rec = recording(run, "share_recording");
+    let counted = |waker: u32, wakee: u32| -> u64 {
+        rec.snapshots
+            .iter()
+            .filter_map(|s| s.wakeups.as_ref())
+            .flat_map(|w| &w.threads)
+            .filter(|t| t.pid == pid && t.waker == waker && t.wakee == wakee)
+            .map(|t| t.count)
+            .sum()
+    };
+    let (down, up) = (counted(main, other), counted(other, main));
+    let within: u64 = rec
+        .snapshots
+        .iter()
+        .filter_map(|s| s.wakeups.as_ref())
+        .map(|w| w.within)
+        .sum();
+    println!(
+        "lab 7.2/{SHAPE}: thread pair {pid} ({main}, {other}): {rounds} round trips, sleeps {main_sleeps} and {other_sleeps}; llctop counted {down} down, {up} up, {within} within processes in all"
+    );
+    assert!(rounds > 50, "the pair ran");
+    assert!(
+        (other_sleeps..=rounds + 1).contains(&down),
+        "main → other: {down} not within [{other_sleeps}, {}]",
+        rounds + 1
+    );
+    assert!(
+        (main_sleeps..=rounds + 3).contains(&up),
+        "other → main: {up} not within [{main_sleeps}, {}]",
+        rounds + 3
+    );
+    assert!(within >= down + up, "{within} < {down} + {up}");
+    assert!(
+        rec.snapshots
+            .iter()
+            .filter_map(|s| s.wakeups.as_ref())
+            .flat_map(|w| &w.pairs)
+            .all(|p| p.waker != p.wakee),
+        "threads of one process are no pair of processes"
+    );
+    let report = run.block("report");
+    assert!(
+        report.contains("Threads that wake each other within a process")
+            && report.contains(&format!("({pid}): thread {main} → {other}: ")),
+        "{report}"
     );
 }

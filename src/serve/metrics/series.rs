@@ -939,13 +939,14 @@ impl S {
                 group: Group::Wakeups,
                 ..d(
                     "wakeups",
-                    "Wakeups user processes made of other processes, counted to a pair (paired); made in interrupt context (interrupt: no process is the waker); with a kernel thread on either side or within one process (other); lost to a full pair map (lost) — --wakeups, BPF source",
+                    "Wakeups user processes made of other processes, counted to a pair (paired); between threads of one process (within); made in interrupt context (interrupt: no process is the waker); with a kernel thread on either side (other); lost to a full pair map (lost) — --wakeups, BPF source",
                     C,
                     &["kind"],
                     snap(|s, _, o| {
                         if let Some(w) = &s.wakeups {
                             for (kind, n) in [
                                 ("paired", w.paired),
+                                ("within", w.within),
                                 ("interrupt", w.interrupt),
                                 ("other", w.other),
                                 ("lost", w.lost),

@@ -362,6 +362,8 @@ fn wakeups_between_processes_are_a_counter_by_kind_from_the_first_snapshot_that_
         interrupt: 30,
         other: 7,
         lost: 0,
+        within: 5,
+        threads: vec![],
     });
     e.update(&s);
     e.update(&s);

@@ -1,5 +1,5 @@
 //! Which process wakes which (`--wakeups`): bpf/wakers.bpf.c's counts per (waker, wakee)
-//! pair of user processes, loaded as an object of its own beside the BPF source's, read
+//! pair of user processes, and per (process, waker thread, wakee thread) within one, loaded as an object of its own beside the BPF source's, read
 //! once per interval (one per-CPU lookup and batch reads of the pairs), turned into the
 //! interval's [`Wakeups`] ([`interval`], pure), and the pairs of the processes the BPF
 //! source forgot deleted (their counts taken already). Where the kernel does not give BPF
@@ -24,7 +24,14 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::maps;
-use crate::snapshot::{WakePair, Wakeups};
+use crate::snapshot::{ThreadWake, WakePair, Wakeups};
+
+/// A pair of processes: (waker tgid, wakee tgid).
+type Pair = (u32, u32);
+/// A pair of threads of one process: (tgid, waker tid, wakee tid).
+type Threads = (u32, u32, u32);
+/// The per-CPU counts, summed: paired, interrupt, other, lost, within.
+type Stats = [u64; 5];
 
 /// Where this kernel keeps the preempt count the program reads (bpf/wakers.bpf.c's
 /// `preempt_from`).
@@ -64,8 +71,9 @@ pub fn preempt_count() -> Result<PreemptCount, String> {
 /// The loaded and attached program, and its counts at the last read.
 pub struct Wakers {
     skel: skel::WakersSkel<'static>,
-    prev_pairs: HashMap<(u32, u32), u64>,
-    prev_stats: [u64; 4],
+    prev_pairs: HashMap<Pair, u64>,
+    prev_threads: HashMap<Threads, u64>,
+    prev_stats: Stats,
     /// Whether a read has been taken (the first is the baseline).
     based: bool,
 }
@@ -89,7 +97,8 @@ impl Wakers {
                     return Ok(Wakers {
                         skel,
                         prev_pairs: HashMap::default(),
-                        prev_stats: [0; 4],
+                        prev_threads: HashMap::default(),
+                        prev_stats: [0; 5],
                         based: false,
                     });
                 }
@@ -111,29 +120,30 @@ impl Wakers {
 
     /// The interval's wakeups since the last read (`None` at the first: the baseline).
     pub fn read(&mut self) -> Option<Wakeups> {
-        let pairs: HashMap<(u32, u32), u64> = maps::entries(&self.skel.maps.wake_pairs)
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let word = |b: &[u8], i: usize| -> Option<u32> {
-                    Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
-                };
-                let n = u64::from_ne_bytes(v.get(..8)?.try_into().ok()?);
-                Some(((word(&k, 0)?, word(&k, 4)?), n))
-            })
-            .collect();
+        let pairs: HashMap<Pair, u64> =
+            counts(&self.skel.maps.wake_pairs, |w| Some((w(0)?, w(4)?)));
+        let threads: HashMap<Threads, u64> = counts(&self.skel.maps.thread_pairs, |w| {
+            Some((w(0)?, w(4)?, w(8)?))
+        });
         let stats = self.stats();
-        let out = self
-            .based
-            .then(|| interval(&self.prev_pairs, &pairs, self.prev_stats, stats));
+        let out = self.based.then(|| {
+            interval(
+                (&self.prev_pairs, &pairs),
+                (&self.prev_threads, &threads),
+                self.prev_stats,
+                stats,
+            )
+        });
         self.prev_pairs = pairs;
+        self.prev_threads = threads;
         self.prev_stats = stats;
         self.based = true;
         out
     }
 
-    /// The per-CPU counts summed: paired, interrupt, other, lost.
-    fn stats(&self) -> [u64; 4] {
-        let mut sum = [0u64; 4];
+    /// The per-CPU counts summed.
+    fn stats(&self) -> Stats {
+        let mut sum = [0u64; 5];
         let Ok(Some(per_cpu)) = self
             .skel
             .maps
@@ -160,7 +170,7 @@ impl Wakers {
             return;
         }
         let gone: rustc_hash::FxHashSet<u32> = tgids.iter().copied().collect();
-        let keys: Vec<(u32, u32)> = self
+        let keys: Vec<Pair> = self
             .prev_pairs
             .keys()
             .filter(|(a, b)| gone.contains(a) || gone.contains(b))
@@ -174,7 +184,39 @@ impl Wakers {
         for k in keys {
             self.prev_pairs.remove(&k);
         }
+        let keys: Vec<Threads> = self
+            .prev_threads
+            .keys()
+            .filter(|(p, _, _)| gone.contains(p))
+            .copied()
+            .collect();
+        let bytes: Vec<u8> = keys
+            .iter()
+            .flat_map(|&(p, a, b)| [p, a, b, 0].into_iter().flat_map(u32::to_ne_bytes))
+            .collect();
+        maps::delete_keys(&self.skel.maps.thread_pairs, &bytes, 16);
+        for k in keys {
+            self.prev_threads.remove(&k);
+        }
     }
+}
+
+/// A pair map's cumulative counts, each key's u32 words decoded by `key` (given a reader
+/// of the word at a byte offset).
+fn counts<M: MapCore, K: std::hash::Hash + Eq>(
+    map: &M,
+    key: impl Fn(&dyn Fn(usize) -> Option<u32>) -> Option<K>,
+) -> HashMap<K, u64> {
+    maps::entries(map)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let word = |i: usize| -> Option<u32> {
+                Some(u32::from_ne_bytes(k.get(i..i + 4)?.try_into().ok()?))
+            };
+            let n = u64::from_ne_bytes(v.get(..8)?.try_into().ok()?);
+            Some((key(&word)?, n))
+        })
+        .collect()
 }
 
 /// Why the program did not load, from libbpf's error: the refusal this kernel is known
@@ -194,41 +236,58 @@ fn refusal(e: &str) -> String {
     }
 }
 
-/// The interval's wakeups from two reads of the cumulative counts: each pair's growth
-/// (a pair absent before counts from zero: new, or deleted and made again), the most
-/// first, at most [`Wakeups::MAX_PAIRS`]; the stats' growth.
-pub fn interval(
-    prev: &HashMap<(u32, u32), u64>,
-    cur: &HashMap<(u32, u32), u64>,
-    prev_stats: [u64; 4],
-    stats: [u64; 4],
-) -> Wakeups {
-    let mut pairs: Vec<WakePair> = cur
+/// Each key's growth between two reads of cumulative counts (a key absent before counts
+/// from zero: new, or deleted and made again), the most first (ties by key), at most
+/// [`Wakeups::MAX_PAIRS`].
+fn growth<K: Copy + Ord + std::hash::Hash>(
+    prev: &HashMap<K, u64>,
+    cur: &HashMap<K, u64>,
+) -> Vec<(K, u64)> {
+    let mut out: Vec<(K, u64)> = cur
         .iter()
-        .filter_map(|(&(waker, wakee), &n)| {
-            let was = prev.get(&(waker, wakee)).copied().unwrap_or(0);
+        .filter_map(|(k, &n)| {
+            let was = prev.get(k).copied().unwrap_or(0);
             let count = if n >= was { n - was } else { n };
-            (count > 0).then_some(WakePair {
+            (count > 0).then_some((*k, count))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(Wakeups::MAX_PAIRS);
+    out
+}
+
+/// The interval's wakeups from two reads of the cumulative counts (before, now): the
+/// process pairs' and the thread pairs' growth, and the stats'.
+pub fn interval(
+    pairs: (&HashMap<Pair, u64>, &HashMap<Pair, u64>),
+    threads: (&HashMap<Threads, u64>, &HashMap<Threads, u64>),
+    prev_stats: Stats,
+    stats: Stats,
+) -> Wakeups {
+    let d = |i: usize| stats[i].saturating_sub(prev_stats[i]);
+    Wakeups {
+        pairs: growth(pairs.0, pairs.1)
+            .into_iter()
+            .map(|((waker, wakee), count)| WakePair {
                 waker,
                 wakee,
                 count,
             })
-        })
-        .collect();
-    pairs.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then(a.waker.cmp(&b.waker))
-            .then(a.wakee.cmp(&b.wakee))
-    });
-    pairs.truncate(Wakeups::MAX_PAIRS);
-    let d = |i: usize| stats[i].saturating_sub(prev_stats[i]);
-    Wakeups {
-        pairs,
+            .collect(),
         paired: d(0),
         interrupt: d(1),
         other: d(2),
         lost: d(3),
+        within: d(4),
+        threads: growth(threads.0, threads.1)
+            .into_iter()
+            .map(|((pid, waker, wakee), count)| ThreadWake {
+                pid,
+                waker,
+                wakee,
+                count,
+            })
+            .collect(),
     }
 }
 
@@ -236,8 +295,12 @@ pub fn interval(
 mod tests {
     use super::*;
 
-    fn map(v: &[((u32, u32), u64)]) -> HashMap<(u32, u32), u64> {
+    fn map<K: Copy + Eq + std::hash::Hash>(v: &[(K, u64)]) -> HashMap<K, u64> {
         v.iter().copied().collect()
+    }
+
+    fn none() -> HashMap<Threads, u64> {
+        HashMap::default()
     }
 
     #[test]
@@ -249,7 +312,12 @@ mod tests {
             ((30, 40), 9),
             ((50, 60), 3),
         ]);
-        let w = interval(&prev, &cur, [1, 2, 3, 4], [151, 12, 3, 4]);
+        let w = interval(
+            (&prev, &cur),
+            (&none(), &none()),
+            [1, 2, 3, 4, 5],
+            [151, 12, 3, 4, 5],
+        );
         let got: Vec<(u32, u32, u64)> = w
             .pairs
             .iter()
@@ -257,22 +325,60 @@ mod tests {
             .collect();
         // Unchanged pairs are left out; a new one counts from zero.
         assert_eq!(got, [(10, 20, 100), (20, 10, 50), (50, 60, 3)]);
-        assert_eq!((w.paired, w.interrupt, w.other, w.lost), (150, 10, 0, 0));
+        assert_eq!(
+            (w.paired, w.interrupt, w.other, w.lost, w.within),
+            (150, 10, 0, 0, 0)
+        );
+        assert!(w.threads.is_empty());
+    }
+
+    #[test]
+    fn thread_pairs_within_a_process_are_their_own_growth() {
+        let prev = map(&[((7, 70, 71), 10), ((7, 71, 70), 10)]);
+        let cur = map(&[((7, 70, 71), 410), ((7, 71, 70), 310), ((9, 90, 91), 2)]);
+        let w = interval(
+            (&HashMap::default(), &HashMap::default()),
+            (&prev, &cur),
+            [0; 5],
+            [0, 0, 0, 0, 702],
+        );
+        let got: Vec<(u32, u32, u32, u64)> = w
+            .threads
+            .iter()
+            .map(|t| (t.pid, t.waker, t.wakee, t.count))
+            .collect();
+        assert_eq!(got, [(7, 70, 71, 400), (7, 71, 70, 300), (9, 90, 91, 2)]);
+        assert_eq!((w.within, w.paired), (702, 0));
     }
 
     #[test]
     fn a_pair_made_again_after_its_deletion_counts_from_zero() {
-        let w = interval(&map(&[((1, 2), 900)]), &map(&[((1, 2), 4)]), [0; 4], [0; 4]);
+        let w = interval(
+            (&map(&[((1, 2), 900)]), &map(&[((1, 2), 4)])),
+            (&none(), &none()),
+            [0; 5],
+            [0; 5],
+        );
         assert_eq!(w.pairs[0].count, 4);
     }
 
     #[test]
     fn at_most_max_pairs_are_kept() {
-        let cur: HashMap<(u32, u32), u64> = (0..200u32)
+        let cur: HashMap<Pair, u64> = (0..200u32)
             .map(|i| ((i, i + 1), u64::from(i) + 1))
             .collect();
-        let w = interval(&HashMap::default(), &cur, [0; 4], [0; 4]);
+        let threads: HashMap<Threads, u64> = (0..200u32)
+            .map(|i| ((1, i, i + 1), u64::from(i) + 1))
+            .collect();
+        let w = interval(
+            (&HashMap::default(), &cur),
+            (&none(), &threads),
+            [0; 5],
+            [0; 5],
+        );
         assert_eq!(w.pairs.len(), Wakeups::MAX_PAIRS);
         assert_eq!(w.pairs[0].count, 200);
+        assert_eq!(w.threads.len(), Wakeups::MAX_PAIRS);
+        assert_eq!(w.threads[0].count, 200);
     }
 }

@@ -316,6 +316,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
     if let Some(line) = wakeups_line(pid, s, secs) {
         head.push(Line::raw(line));
     }
+    if let Some(line) = thread_wakeups_line(pid, s, secs) {
+        head.push(Line::raw(line));
+    }
     let group = s.resctrl.as_ref().and_then(|x| x.of_pid(pid));
     match group {
         Some(g) => {
@@ -553,6 +556,30 @@ pub fn wakeups_line(pid: u32, s: &crate::snapshot::Snapshot, secs: f64) -> Optio
     (!parts.is_empty()).then(|| parts.join(" — "))
 }
 
+/// Its threads that wake each other in the interval (`--wakeups`), waker → wakee, three
+/// pairs, the most first: `None` where none did or nothing was counted.
+pub fn thread_wakeups_line(pid: u32, s: &crate::snapshot::Snapshot, secs: f64) -> Option<String> {
+    let w = s.wakeups.as_ref()?;
+    // `threads` is kept the most first.
+    let all: Vec<&crate::snapshot::ThreadWake> =
+        w.threads.iter().filter(|t| t.pid == pid).collect();
+    let shown: Vec<String> = all
+        .iter()
+        .take(3)
+        .map(|t| format!("{}→{} {}/s", t.waker, t.wakee, rate(t.count, secs)))
+        .collect();
+    (!shown.is_empty()).then(|| {
+        format!(
+            "threads wake each other: {}{}",
+            shown.join(" · "),
+            match all.len() {
+                n if n > 3 => format!(" · {} more", n - 3),
+                _ => String::new(),
+            }
+        )
+    })
+}
+
 /// Why the kernel gives the process no preferred LLC (7.2+), with its cache group's
 /// figures: `None` where it has one or the group was not read.
 pub fn no_preference_line(
@@ -641,6 +668,38 @@ mod tests {
         );
         assert_eq!(wakeups_line(5, &s, 1.0).as_deref(), Some("woken by 4 9/s"));
         assert_eq!(wakeups_line(9, &s, 1.0), None, "in no pair");
+    }
+
+    #[test]
+    fn the_thread_wakeups_line_names_the_process_own_threads_the_most_first() {
+        use crate::snapshot::{Snapshot, ThreadWake, Wakeups};
+        let mut s = Snapshot::default();
+        assert_eq!(
+            thread_wakeups_line(7, &s, 1.0),
+            None,
+            "not counted: nothing"
+        );
+        let t = |pid, waker, wakee, count| ThreadWake {
+            pid,
+            waker,
+            wakee,
+            count,
+        };
+        s.wakeups = Some(Wakeups {
+            threads: vec![
+                t(7, 70, 71, 800),
+                t(7, 71, 70, 780),
+                t(9, 90, 91, 500),
+                t(7, 72, 70, 40),
+                t(7, 73, 70, 2),
+            ],
+            ..Default::default()
+        });
+        assert_eq!(
+            thread_wakeups_line(7, &s, 2.0).as_deref(),
+            Some("threads wake each other: 70→71 400/s · 71→70 390/s · 72→70 20/s · 1 more")
+        );
+        assert_eq!(thread_wakeups_line(8, &s, 1.0), None, "none of its threads");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 #    forked child — with the parent on LLC 0 and the child moved to LLC 2 by affinity;
 #  - `pipe-pair 15` — a process and its child passing a byte back and forth through two
 #    pipes — the parent on CPU 3 (LLC 1), the child moved to CPU 7 (LLC 3);
+#  - `thread-pair 15` — the same ping-pong between two threads of one process, on CPUs 0–1;
 #  - beside them an unrelated busy pair, two spinners on CPUs 2 and 6 that share nothing,
 #    and `tick 5` on CPU 2 with the first spinner: a sleeper woken only by a timer
 #    interrupt, which lands while the spinner runs — no process wakes it.
@@ -35,6 +36,10 @@ pp=$!
 until [ -s /tmp/pp.out ]; do usleep 50000; done
 lab pipe_pair "$(head -1 /tmp/pp.out)"
 taskset -p -c 7 "$(head -1 /tmp/pp.out | cut -d' ' -f3)" >/dev/null
+taskset -c 0,1 llctop-workload thread-pair 15 >/tmp/tp.out &
+tp=$!
+until [ -s /tmp/tp.out ]; do usleep 50000; done
+lab thread_pair "$(head -1 /tmp/tp.out)"
 # Twelve snapshots after the children moved (the sharing pairs are read every fifth),
 # and the pipe pair's end with two snapshots after it (its last wakeups read). The memfd
 # pair and the spinners outlast all that (90 s; killed here): a loaded guest stretched it
@@ -42,11 +47,13 @@ taskset -p -c 7 "$(head -1 /tmp/pp.out | cut -d' ' -f3)" >/dev/null
 record_wait $(($(record_snaps) + 12))
 wait_line /tmp/pp.out rounds "$pp"
 lab pipe_rounds "$(grep rounds /tmp/pp.out)"
+wait_line /tmp/tp.out rounds "$tp"
+lab thread_rounds "$(grep rounds /tmp/tp.out)"
 wait_line /tmp/tick.out ticks "$ticker"
 lab ticks "$(grep ticks /tmp/tick.out)"
 record_wait $(($(record_snaps) + 2))
 kill "$pair" "$child" "$s1" "$s2" 2>/dev/null || true
-wait "$pair" "$s1" "$s2" "$pp" "$ticker" 2>/dev/null || true
+wait "$pair" "$s1" "$s2" "$pp" "$tp" "$ticker" 2>/dev/null || true
 record_stop
 lab_file share_recording /tmp/sh.jsonl.gz
 lab_block report llctop report /tmp/sh.jsonl.gz
