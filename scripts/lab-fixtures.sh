@@ -10,6 +10,7 @@
 #   share-7.2-bpf.jsonl        cas_share.sh on 7.2 (processes sharing memory and waking
 #                              each other: sharing, wakeups, candidate groups)
 # Takes ~12 minutes (QEMU TCG); needs scripts/deps.sh. Run after a recording format change.
+# With names (e.g. `scripts/lab-fixtures.sh share-7.2-bpf.jsonl`), only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=tests/fixtures/recordings
@@ -17,8 +18,13 @@ mkdir -p "$out"
 cargo build --release --locked --bins
 bin=${CARGO_TARGET_DIR:-target}/release
 
-# boot KERNEL SCENARIO FILE NAME: boot the lab and write the guest's file FILE as NAME.
+# boot KERNEL SCENARIO FILE NAME: boot the lab and write the guest's file FILE as NAME
+# (unless names were given and NAME is not one of them).
+wanted=" $* "
 boot() {
+  if [ "$wanted" != "  " ] && [[ "$wanted" != *" $4 "* ]]; then
+    return
+  fi
   local console
   console=$(mktemp)
   LAB_SHAPE=2s4llc-smt tests/lab/lab.sh "$1" "tests/lab/scenarios/$2" \

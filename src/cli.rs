@@ -43,8 +43,9 @@ pub struct Cli {
     #[arg(long, global = true, default_value_t = 64)]
     pub top: usize,
 
-    /// Count which process wakes which (the BPF source; a hash update per wakeup one user
-    /// process makes of another, so off unless asked for).
+    /// Count which process wakes which, and which thread of a process another of it (the
+    /// BPF source; a hash update per wakeup one user thread makes of another, so off
+    /// unless asked for).
     #[arg(long, global = true)]
     pub wakeups: bool,
 
