@@ -600,17 +600,20 @@ pub struct PipePair {
     pub child_sleeps: u64,
 }
 
+/// The numbers of a `lab KEY "WORD N WORD N …"` line after its first word, every
+/// `step`th (`pair 10 11` → 10 11 with step 1; `rounds 5 a 6 b 7` → 5 6 7 with step 2).
+pub fn numbers(run: &LabRun, key: &str, step: usize) -> Vec<u64> {
+    run.value(key)
+        .split_whitespace()
+        .skip(1)
+        .step_by(step)
+        .map(|v| v.parse().unwrap_or_else(|e| panic!("{key}: {v}: {e}")))
+        .collect()
+}
+
 impl PipePair {
     pub fn of(run: &LabRun) -> PipePair {
-        let nums = |key: &str, step: usize| -> Vec<u64> {
-            run.value(key)
-                .split_whitespace()
-                .skip(1)
-                .step_by(step)
-                .map(|v| v.parse().unwrap())
-                .collect()
-        };
-        let (pair, own) = (nums("pipe_pair", 1), nums("pipe_rounds", 2));
+        let (pair, own) = (numbers(run, "pipe_pair", 1), numbers(run, "pipe_rounds", 2));
         PipePair {
             parent: pair[0] as u32,
             child: pair[1] as u32,
@@ -677,4 +680,34 @@ pub fn rows_of<'a>(
             Some((s.seq, r))
         })
         .collect()
+}
+
+/// Every row of process `pid` in the snapshots `span` ("FROM COUNT") — at least 4 — has
+/// a cache group and no preferred LLC, `want` among the reasons (printed with `label`).
+pub fn assert_no_preference(
+    snaps: &[llctop::snapshot::Snapshot],
+    span: &str,
+    pid: u32,
+    want: llctop::snapshot::NoPreference,
+    label: &str,
+) {
+    let rows = rows_of(snaps, span, pid);
+    assert!(rows.len() >= 4, "{label}: {} rows in {span}", rows.len());
+    for (seq, r) in &rows {
+        let g = r.cache_group.as_ref().expect("the cache group read");
+        println!(
+            "{label} #{seq}: preferred {:?}, no preference {:?}, group {g:?}",
+            r.preferred_llc, r.no_preference
+        );
+        assert!(
+            g.present,
+            "{label} #{seq}: a user process has a cache group"
+        );
+        assert_eq!(r.preferred_llc, None, "{label} #{seq}");
+        assert!(
+            r.no_preference.contains(&want),
+            "{label} #{seq}: {:?}, not {want:?}",
+            r.no_preference
+        );
+    }
 }

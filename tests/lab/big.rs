@@ -449,3 +449,48 @@ fn lab_7_2_big_trace_track_tree_is_2_nodes_8_llcs_64_cpus() {
     assert_eq!(mine.len() as u64, hops);
     assert!(mine.iter().all(|e| e["args"]["distance"] == "cross_node"));
 }
+
+/// Why no preference at 64 CPUs, by the kernel's own rule at tolerance 1: six running
+/// threads × 2 SMT siblings do not fit an LLC's 8 CPUs (too many threads), one thread is
+/// one (single thread) — as the guest counts their threads and its sysfs sizes the LLCs.
+#[test]
+fn lab_7_2_big_no_preference_too_many_threads_for_an_llc_of_8_cpus() {
+    use llctop::snapshot::NoPreference;
+    let run = run();
+    assert_eq!(run.value("why_tolerance"), "1");
+    // The oracle's LLC: CPU 0's L3 and its SMT siblings, as the guest's sysfs lists them.
+    let cpu0 = run
+        .block("sysfs")
+        .lines()
+        .find(|l| l.starts_with("cpu0 "))
+        .expect("cpu0's sysfs line")
+        .split_whitespace()
+        .collect::<Vec<&str>>();
+    let (l3, smt) = (cpus(cpu0[2]).len(), cpus(cpu0[4]).len());
+    assert_eq!((l3, smt), (8, 2), "{cpu0:?}");
+    assert_eq!(run.value("why_one_threads"), "1");
+    assert_eq!(
+        run.value("why_six_threads"),
+        "7",
+        "share 6: the main thread and six workers"
+    );
+    assert!(
+        6 * smt > l3,
+        "the construction: six running threads do not fit"
+    );
+    let rec = recording(run, "why_recording");
+    let span = run.value("why_snaps");
+    for (who, want) in [
+        ("one", NoPreference::SingleThread),
+        ("six", NoPreference::TooManyThreads),
+    ] {
+        let pid: u32 = run.value(&format!("why_{who}_pid")).parse().unwrap();
+        common::lab::assert_no_preference(
+            &rec.snapshots,
+            span,
+            pid,
+            want,
+            &format!("lab 7.2/{SHAPE} {who}"),
+        );
+    }
+}

@@ -199,22 +199,13 @@ fn lab_7_2_no_preference_single_thread_and_too_many_threads() {
         ("two", NoPreference::TooManyThreads),
     ] {
         let pid: u32 = run.value(&format!("{who}_pid")).parse().unwrap();
-        let rows = rows_of(&rec.snapshots, span, pid);
-        assert!(rows.len() >= 4, "{who}: {} rows in {span}", rows.len());
-        for (seq, r) in &rows {
-            let g = r.cache_group.as_ref().expect("the cache group read");
-            println!(
-                "lab 7.2/{SHAPE} {who} #{seq}: preferred {:?}, no preference {:?}, group {g:?}",
-                r.preferred_llc, r.no_preference
-            );
-            assert!(g.present, "{who} #{seq}: a user process has a cache group");
-            assert_eq!(r.preferred_llc, None, "{who} #{seq}");
-            assert!(
-                r.no_preference.contains(&want),
-                "{who} #{seq}: {:?}, not {want:?}",
-                r.no_preference
-            );
-        }
+        common::lab::assert_no_preference(
+            &rec.snapshots,
+            span,
+            pid,
+            want,
+            &format!("lab 7.2/{SHAPE} {who}"),
+        );
     }
 }
 
@@ -709,15 +700,10 @@ fn lab_7_2_colocate_runs_each_window_on_its_arms_cpus_as_the_guest_reports_them(
 #[test]
 fn lab_7_2_wakeups_between_threads_of_one_process_lie_within_its_own_bounds() {
     let run = share_run();
-    let nums = |key: &str, step: usize| -> Vec<u64> {
-        run.value(key)
-            .split_whitespace()
-            .skip(1)
-            .step_by(step)
-            .map(|v| v.parse().unwrap())
-            .collect()
-    };
-    let (ids, own) = (nums("thread_pair", 1), nums("thread_rounds", 2));
+    let (ids, own) = (
+        common::lab::numbers(run, "thread_pair", 1),
+        common::lab::numbers(run, "thread_rounds", 2),
+    );
     let (pid, main, other) = (ids[0] as u32, ids[1] as u32, ids[2] as u32);
     let (rounds, main_sleeps, other_sleeps) = (own[0], own[1], own[2]);
     let rec = recording(run, "share_recording");

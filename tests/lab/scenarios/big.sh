@@ -94,6 +94,32 @@ lab aggr_after "$(cat $K/aggr_tolerance)"
 lab_block share_out cat /tmp/share.out
 lab_file pref_recording /tmp/pref.jsonl.gz
 
+# Why no preference at 64 vCPUs (7.2; LLCs of 4 cores x 2 threads; aggr_tolerance as the
+# kernel has it, 1): `share 6` — six running threads x 2 SMT siblings do not fit an LLC's
+# 8 CPUs (the kernel's rule also keeps a 25% margin) — and `spin` (one thread). Oracles: the guest's own /proc/PID/status Threads:,
+# and its sysfs (above: each L3 and its SMT siblings).
+lab why_tolerance "$(cat $K/aggr_tolerance)"
+record_start /tmp/why.jsonl --source bpf --interval 1s
+record_wait 1
+llctop-workload spin 3 60 >/tmp/why1.out &
+one=$!
+llctop-workload share 6 60 >/tmp/why6.out &
+six=$!
+lab why_one_pid "$one"
+lab why_six_pid "$six"
+wait_line /tmp/why1.out ready "$one"
+# From two snapshots on (the kernel's average of running threads settles at its second
+# scan), five of them.
+from=$(($(record_snaps) + 2))
+record_wait $((from + 5))
+lab why_snaps "$from $(record_snaps)"
+lab why_one_threads "$(awk '/^Threads:/ {print $2}' /proc/$one/status)"
+lab why_six_threads "$(awk '/^Threads:/ {print $2}' /proc/$six/status)"
+kill "$one" "$six" 2>/dev/null || true
+wait "$one" "$six" 2>/dev/null || true
+record_stop
+lab_file why_recording /tmp/why.jsonl.gz
+
 # `llctop trace` at this size: its track tree, and one hopper across the nodes (LLC 1 to
 # LLC 5) in it, counted by the hopper itself.
 mkfifo /tmp/gotrace
