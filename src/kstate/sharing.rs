@@ -140,7 +140,17 @@ pub fn pairs(maps: &BTreeMap<u32, Vec<Mapping>>) -> Vec<SharedPair> {
             names.entry(m.object).or_insert(&m.name);
         }
     }
-    let mut acc: BTreeMap<(u32, u32), (SharedPair, u64)> = BTreeMap::new();
+    // (a, b) -> bytes, objects, and the object they share most of (the first in object
+    // order among equals) with its bytes. A hash map: with many processes sharing many
+    // objects this is the stage's hot loop (examples/sharing_bench.rs).
+    #[derive(Default)]
+    struct Acc {
+        bytes: u64,
+        objects: u32,
+        best: u64,
+        best_object: Object,
+    }
+    let mut acc: rustc_hash::FxHashMap<(u32, u32), Acc> = Default::default();
     for (obj, by_pid) in objects {
         if by_pid.len() < 2 {
             continue;
@@ -155,29 +165,30 @@ pub fn pairs(maps: &BTreeMap<u32, Vec<Mapping>>) -> Vec<SharedPair> {
                 if bytes == 0 {
                     continue;
                 }
-                let (p, best) = acc.entry((*a, *b)).or_insert_with(|| {
-                    (
-                        SharedPair {
-                            a: *a,
-                            b: *b,
-                            ..Default::default()
-                        },
-                        0,
-                    )
-                });
+                let p = acc.entry((*a, *b)).or_default();
                 p.bytes = p.bytes.saturating_add(bytes);
                 p.objects += 1;
-                if bytes > *best {
-                    *best = bytes;
-                    p.object = names.get(&obj).map_or(String::new(), |n| n.to_string());
+                if bytes > p.best {
+                    p.best = bytes;
+                    p.best_object = obj;
                 }
             }
         }
     }
-    let mut out: Vec<SharedPair> = acc.into_values().map(|(p, _)| p).collect();
-    out.sort_by(|x, y| y.bytes.cmp(&x.bytes).then((x.a, x.b).cmp(&(y.a, y.b))));
-    out.truncate(MAX_PAIRS);
-    out
+    let mut kept: Vec<((u32, u32), Acc)> = acc.into_iter().collect();
+    kept.sort_by(|x, y| y.1.bytes.cmp(&x.1.bytes).then(x.0.cmp(&y.0)));
+    kept.truncate(MAX_PAIRS);
+    kept.into_iter()
+        .map(|((a, b), p)| SharedPair {
+            a,
+            b,
+            bytes: p.bytes,
+            objects: p.objects,
+            object: names
+                .get(&p.best_object)
+                .map_or(String::new(), |n| n.to_string()),
+        })
+        .collect()
 }
 
 /// The stage: reads the maps of the busiest live rows every [`REFRESH`] rounds and puts the

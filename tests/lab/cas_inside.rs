@@ -510,28 +510,48 @@ fn lab_7_2_processes_sharing_memory_apart_are_named_a_candidate_group() {
         assert!(run.block(key).contains("rw-s") && run.block(key).contains("/memfd:llctop-pair"));
     }
     let rec = recording(run, "share_recording");
-    let sh = rec
+    // Every read of the maps made while both ran — each a live row in the snapshot of the
+    // read and in the next (the scenario kills them as the recording stops: a read after
+    // that finds no pair) — pairs them with exactly the workload's bytes.
+    let alive = |i: usize, pid: u32| {
+        rec.snapshots.get(i).is_some_and(|s| {
+            s.processes
+                .as_ref()
+                .is_some_and(|t| t.rows.iter().any(|r| r.pid == pid && !r.exited))
+        })
+    };
+    let reads: Vec<&llctop::snapshot::Sharing> = rec
         .snapshots
         .iter()
-        .rev()
-        .find_map(|s| s.sharing.as_ref())
-        .expect("sharing read");
-    println!(
-        "lab 7.2/{SHAPE}: pair {parent} {child} ({bytes} bytes); llctop read {} processes: {:?}",
-        sh.processes, sh.pairs
-    );
-    let p = sh
-        .pairs
-        .iter()
-        .find(|p| [p.a, p.b] == [parent, child])
-        .expect("the pair");
-    assert_eq!((p.bytes, p.objects), (bytes, 1));
-    assert!(
-        sh.pairs
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let sh = s.sharing.as_ref()?;
+            (sh.seq == s.seq
+                && [i, i + 1]
+                    .iter()
+                    .all(|&j| alive(j, parent) && alive(j, child)))
+            .then_some(sh)
+        })
+        .collect();
+    assert!(reads.len() >= 2, "{} reads while both ran", reads.len());
+    for sh in reads {
+        println!(
+            "lab 7.2/{SHAPE}: pair {parent} {child} ({bytes} bytes); llctop read {} processes for #{}: {:?}",
+            sh.processes, sh.seq, sh.pairs
+        );
+        let p = sh
+            .pairs
             .iter()
-            .all(|p| !spinners.contains(&p.a) && !spinners.contains(&p.b)),
-        "the spinners share nothing"
-    );
+            .find(|p| [p.a, p.b] == [parent, child])
+            .expect("the pair");
+        assert_eq!((p.bytes, p.objects), (bytes, 1));
+        assert!(
+            sh.pairs
+                .iter()
+                .all(|p| !spinners.contains(&p.a) && !spinners.contains(&p.b)),
+            "the spinners share nothing"
+        );
+    }
     let adv = common::lab::findings_of(&rec);
     let named: Vec<String> = adv
         .episodes
