@@ -76,7 +76,22 @@ fn pick(c: &Counters, slot: Slot) -> u64 {
     .unwrap_or(0)
 }
 
-fn check(s: &Snapshot, mode: Mode) {
+/// The time the hypervisor stole from all CPUs so far (`steal` of /proc/stat's `cpu`
+/// line), ns.
+fn stolen_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8)?.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ticks * 1_000_000_000 / hz
+}
+
+/// `stolen`: time the hypervisor stole from the CPUs while the snapshots were taken (ns).
+fn check(s: &Snapshot, mode: Mode, stolen: u64) {
     let procs = s.processes.as_ref().expect("process table");
     for slot in [Slot::Cycles, Slot::Instructions, Slot::CacheMisses] {
         let per_cpu: u64 = s
@@ -114,10 +129,11 @@ fn check(s: &Snapshot, mode: Mode) {
     let clock = row.counters.as_ref().map_or(0, |c| pick(c, Slot::Cycles));
     let err = (clock as f64 - row.cpu_time_ns as f64).abs() / row.cpu_time_ns.max(1) as f64;
     println!(
-        "{}: this process: cpu-clock {clock} ns, runtime {} ns, error {:.3}%; per LLC {:?}",
+        "{}: this process: cpu-clock {clock} ns, runtime {} ns, error {:.3}%, switch-ins unseen {}; per LLC {:?}",
         mode.label(),
         row.cpu_time_ns,
         err * 100.0,
+        row.switches_unseen,
         row.counters_per_llc
             .iter()
             .map(|c| c.as_ref().map(|c| pick(c, Slot::Cycles)))
@@ -127,10 +143,18 @@ fn check(s: &Snapshot, mode: Mode) {
     // 0.06-0.08% on a quiet machine; 0.7-1.2% (runtime above cpu-clock, both modes) seen
     // with the other core compiling, in CI. Not explained yet (a per-switch skew between
     // the runtime and the counter read would grow with the switches load brings): 2%.
+    // Beyond that, cpu-clock exceeds the runtime by what the hypervisor stole while the
+    // process ran: with CONFIG_PARAVIRT_TIME_ACCOUNTING (this VM's kernel) the runtime
+    // (rq_clock_task) leaves steal out, cpu-clock counts it. On 2026-11-28 evening this
+    // VM's host stole ~11-18% of two busy vCPUs: cpu-clock 2-30% above the runtime in
+    // tp_btf mode (e.g. 121 ms above with 740 ms stolen from the CPUs meanwhile). The
+    // bound is all the CPUs' steal over the run (an upper bound of the process's).
+    let (c, rt) = (clock as f64, row.cpu_time_ns as f64);
     assert!(
-        err <= 0.02,
-        "cpu-clock vs runtime off by {:.2}%",
-        err * 100.0
+        c >= rt * 0.98 && c <= rt * 1.02 + stolen as f64,
+        "cpu-clock vs runtime off by {:.2}% ({:.1} ms stolen from the CPUs meanwhile)",
+        err * 100.0,
+        stolen as f64 / 1e6
     );
     assert_eq!(row.counters_per_llc.len(), s.llcs.len());
 }
@@ -162,6 +186,7 @@ fn per_process_counters_add_up_to_the_per_cpu_totals() {
         let stop = Arc::new(AtomicBool::new(false));
         let threads = workload(Arc::clone(&stop));
         let mut c = Collector::new(&root, topo.clone(), vec![Box::new(bpf), Box::new(perf)]);
+        let stolen0 = stolen_ns();
         c.baseline();
         let mut snaps = Vec::new();
         c.run(
@@ -172,6 +197,7 @@ fn per_process_counters_add_up_to_the_per_cpu_totals() {
                 snaps.len() < 2
             },
         );
+        let stolen = stolen_ns().saturating_sub(stolen0);
         stop.store(true, Ordering::Relaxed);
         for t in threads {
             let _ = t.join();
@@ -184,7 +210,7 @@ fn per_process_counters_add_up_to_the_per_cpu_totals() {
                 .expect("bpf state");
             let reason = st.reason.as_deref().unwrap_or("");
             assert!(reason.contains("per-process counters on"), "{reason}");
-            check(s, mode);
+            check(s, mode, stolen);
         }
     }
 }
