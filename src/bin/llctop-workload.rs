@@ -29,9 +29,9 @@
 //! - `share T SECS`: T threads that read and write one shared 64 KiB working set (far
 //!   less than an LLC) for SECS seconds — what cache-aware scheduling gathers on one LLC
 //!   (shared/seeds/000). Each thread asks sched_getcpu after every pass and, at the end,
-//!   prints its passes per second and CPU (`passes SEC TID CPU N`, seconds from
-//!   `start_mono_ns`, CLOCK_MONOTONIC): the workload's own view of where it ran, an
-//!   oracle that shares no code with llctop.
+//!   prints its passes per 100 ms slot and CPU (`slot_ms 100`, then `passes SLOT TID CPU
+//!   N`, slots from `start_mono_ns`, CLOCK_MONOTONIC): the workload's own view of where
+//!   it ran, an oracle that shares no code with llctop.
 //! - `shm-pair MIB SECS`: a memfd of MIB MiB mapped shared, then a fork; parent and child
 //!   both write a byte of every page of it for SECS seconds; prints `pair PARENT CHILD
 //!   BYTES` first (what a sharing check compares with).
@@ -566,34 +566,39 @@ fn share(threads: usize, secs: u64) -> Result<(), String> {
     };
     // SAFETY: a valid timespec; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // Slots finer than a snapshot's interval, so that an oracle spreading a slot's
+    // passes evenly over it errs by at most a tenth of a 1 s snapshot.
+    const SLOT_MS: u128 = 100;
     println!(
         "start_mono_ns {}",
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     );
+    println!("slot_ms {SLOT_MS}");
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let set = Arc::clone(&set);
             std::thread::spawn(move || {
                 // SAFETY: gettid has no preconditions.
                 let tid = unsafe { libc::gettid() };
-                // passes[sec][cpu]
+                // passes[slot][cpu]
                 let mut passes: Vec<Vec<u64>> = Vec::new();
                 loop {
-                    let sec = start.elapsed().as_secs();
-                    if sec >= secs {
+                    let elapsed = start.elapsed();
+                    if elapsed.as_secs() >= secs {
                         break;
                     }
                     for w in set.iter().step_by(8) {
                         w.fetch_add(1, Ordering::Relaxed);
                     }
-                    let (sec, cpu) = (sec as usize, current_cpu().max(0) as usize);
-                    if passes.len() <= sec {
-                        passes.resize(sec + 1, Vec::new());
+                    let slot = (elapsed.as_millis() / SLOT_MS) as usize;
+                    let cpu = current_cpu().max(0) as usize;
+                    if passes.len() <= slot {
+                        passes.resize(slot + 1, Vec::new());
                     }
-                    if passes[sec].len() <= cpu {
-                        passes[sec].resize(cpu + 1, 0);
+                    if passes[slot].len() <= cpu {
+                        passes[slot].resize(cpu + 1, 0);
                     }
-                    passes[sec][cpu] += 1;
+                    passes[slot][cpu] += 1;
                 }
                 (tid, passes)
             })
@@ -602,9 +607,9 @@ fn share(threads: usize, secs: u64) -> Result<(), String> {
     let mut out = String::new();
     for h in handles {
         let (tid, passes) = h.join().map_err(|_| "a thread panicked".to_string())?;
-        for (sec, cpus) in passes.iter().enumerate() {
+        for (slot, cpus) in passes.iter().enumerate() {
             for (cpu, n) in cpus.iter().enumerate().filter(|(_, n)| **n > 0) {
-                out.push_str(&format!("passes {sec} {tid} {cpu} {n}\n"));
+                out.push_str(&format!("passes {slot} {tid} {cpu} {n}\n"));
             }
         }
     }

@@ -1,12 +1,14 @@
 //! The `share` workload's own view of where its threads ran (llctop-workload share):
-//! passes per second per CPU, folded per LLC of the guest's topology — the oracle of the
+//! passes per slot (100 ms; whole seconds from older workloads) per CPU, folded per LLC of the guest's topology — the oracle of the
 //! kernel's preferred LLC in the lab.
 
-/// The workload's own view: passes per second since its start, per llctop LLC.
+/// The workload's own view: passes per slot since its start, per llctop LLC.
 pub struct Passes {
     start_mono_ns: u64,
-    /// `[second][llc]`
-    per_sec: Vec<Vec<u64>>,
+    /// The slot's length in seconds (`slot_ms`; 1 when the workload does not say).
+    slot_s: f64,
+    /// `[slot][llc]`
+    per_slot: Vec<Vec<u64>>,
 }
 
 impl Passes {
@@ -22,28 +24,30 @@ impl Passes {
         }
         let mut p = Passes {
             start_mono_ns: 0,
-            per_sec: Vec::new(),
+            slot_s: 1.0,
+            per_slot: Vec::new(),
         };
         for l in text.lines() {
             let f: Vec<&str> = l.split_whitespace().collect();
             match f.as_slice() {
                 ["start_mono_ns", ns] => p.start_mono_ns = ns.parse().unwrap(),
-                ["passes", sec, _tid, cpu, n] => {
-                    let (sec, cpu, n): (usize, usize, u64) = (
-                        sec.parse().unwrap(),
+                ["slot_ms", ms] => p.slot_s = ms.parse::<f64>().unwrap() / 1e3,
+                ["passes", slot, _tid, cpu, n] => {
+                    let (slot, cpu, n): (usize, usize, u64) = (
+                        slot.parse().unwrap(),
                         cpu.parse().unwrap(),
                         n.parse().unwrap(),
                     );
-                    if p.per_sec.len() <= sec {
-                        p.per_sec.resize(sec + 1, vec![0; nr_llc]);
+                    if p.per_slot.len() <= slot {
+                        p.per_slot.resize(slot + 1, vec![0; nr_llc]);
                     }
-                    p.per_sec[sec][llc_of_cpu[cpu]] += n;
+                    p.per_slot[slot][llc_of_cpu[cpu]] += n;
                 }
                 _ => {}
             }
         }
         assert!(
-            p.start_mono_ns > 0 && !p.per_sec.is_empty(),
+            p.start_mono_ns > 0 && p.slot_s > 0.0 && !p.per_slot.is_empty(),
             "workload output: {text}"
         );
         p
@@ -51,23 +55,22 @@ impl Passes {
 
     /// The LLCs the passes are folded over.
     pub fn llcs(&self) -> usize {
-        self.per_sec.first().map_or(0, Vec::len)
+        self.per_slot.first().map_or(0, Vec::len)
     }
 
     /// The share of the passes on `llc` over the second before `mono_ns` (a 1 s snapshot
-    /// ending then): each of the workload's seconds it overlaps weighted by the overlap, as
-    /// the workload counts whole seconds from its own start, not the snapshots' (CI
-    /// 2026-11-28: the second a snapshot mostly covered said 0.75 on an LLC where the
-    /// kernel's own switch-ins put the threads the whole interval, the moves of the
-    /// gathering falling in the part of that second before the snapshot). `None` outside
-    /// the run.
+    /// ending then): each of the workload's slots it overlaps weighted by the overlap, as
+    /// the workload counts slots from its own start, not the snapshots'. Slots are 100 ms
+    /// (CI 2026-11-29, 64 vCPUs: with whole seconds a snapshot where llctop measured ≥ 0.9
+    /// on LLC 5 got 0.72 from the two seconds it straddled — passes spread evenly over a
+    /// second the threads had moved in). `None` outside the run.
     pub fn share(&self, mono_ns: u64, llc: usize) -> Option<f64> {
-        let end = mono_ns.checked_sub(self.start_mono_ns)? as f64 / 1e9;
-        let begin = end - 1.0;
+        let end = mono_ns.checked_sub(self.start_mono_ns)? as f64 / 1e9 / self.slot_s;
+        let begin = end - 1.0 / self.slot_s;
         let (mut sum, mut weight) = (0.0, 0.0);
         let first = begin.floor().max(0.0) as usize;
         for k in first..=end.floor() as usize {
-            let Some(v) = self.per_sec.get(k) else {
+            let Some(v) = self.per_slot.get(k) else {
                 continue;
             };
             let total: u64 = v.iter().sum();
