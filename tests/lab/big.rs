@@ -494,3 +494,12 @@ fn lab_7_2_big_no_preference_too_many_threads_for_an_llc_of_8_cpus() {
         );
     }
 }
+
+/// Over-aggregation at 64 CPUs: the kernel's preference for `share 2` on LLC 5, then
+/// eight spinners on LLC 5's eight CPUs while the other 56 idle (overaggr_pct 1000: the
+/// kernel refuses moves off a preferred LLC it deems not busy) — what llctop says follows
+/// where the guest saw the workers (common::lab::check_over_aggregation).
+#[test]
+fn lab_7_2_big_a_saturated_preferred_llc_is_judged_by_where_the_workers_ran() {
+    common::lab::check_over_aggregation(run(), &format!("lab 7.2/{SHAPE}"));
+}

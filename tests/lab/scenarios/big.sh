@@ -120,6 +120,47 @@ wait "$one" "$six" 2>/dev/null || true
 record_stop
 lab_file why_recording /tmp/why.jsonl.gz
 
+# Over-aggregation at 64 vCPUs (cas_overaggr.sh's construction at this size; the keys
+# `oa_*`, checked by common::lab::check_over_aggregation): llctop records with
+# aggr_tolerance 100 and overaggr_pct 1000 (the kernel deems no LLC too busy to gather
+# onto and refuses moves off a preferred LLC until balancing has failed cache_nice_tries
+# + 1 times). `share 2` starts on LLC 5 alone (CPUs 40-47) until llctop shows the
+# kernel's preference there for 3 snapshots, then may run anywhere; eight spinners pinned
+# to LLC 5's eight CPUs saturate it while the other 56 CPUs idle. The oracle is the
+# guest's own view: where the workers ran (/proc/PID/task/TID/stat field 39) after each
+# of ten snapshots.
+record_start /tmp/oa.jsonl --source bpf --interval 1s \
+  --set llc_balancing.aggr_tolerance=100 --set llc_balancing.overaggr_pct=1000
+record_wait 1
+taskset -c 40-47 llctop-workload share 2 300 >/dev/null &
+share=$!
+lab oa_share_pid "$share"
+lab oa_gathered "$(wait_gathered "$share" 3)"
+taskset -a -p -c 0-$((ncpu - 1)) "$share" >/dev/null || true
+before=$(task_cpus "$share")
+lab oa_workers_before "$before"
+lab oa_pref_llc 5
+spinners=""
+for c in 40 41 42 43 44 45 46 47; do
+  llctop-workload spin "$c" 600 >/dev/null &
+  spinners="$spinners $!"
+done
+from=$(record_snaps)
+during=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  record_wait $((from + i))
+  during="$during$(task_cpus "$share")"
+done
+lab oa_workers_during "$during"
+lab oa_saturated_snaps "$from $((from + 10))"
+# shellcheck disable=SC2086
+kill $spinners "$share" 2>/dev/null || true
+# shellcheck disable=SC2086
+wait $spinners "$share" 2>/dev/null || true
+record_wait $(($(record_snaps) + 1))
+record_stop
+lab_file oa_recording /tmp/oa.jsonl.gz
+
 # `llctop trace` at this size: its track tree, and one hopper across the nodes (LLC 1 to
 # LLC 5) in it, counted by the hopper itself.
 mkfifo /tmp/gotrace

@@ -18,12 +18,12 @@ record_start /tmp/oa.jsonl --source bpf --interval 1s \
 record_wait 1
 llctop-workload share 2 150 >/tmp/share.out &
 share=$!
-lab share_pid "$share"
-lab gathered "$(wait_gathered "$share" 3)"
+lab oa_share_pid "$share"
+lab oa_gathered "$(wait_gathered "$share" 3)"
 before=$(task_cpus "$share")
-lab workers_before "$before"
+lab oa_workers_before "$before"
 llc=$(($(echo "$before" | cut -d' ' -f1 | cut -d: -f2) / 2))
-lab pref_llc "$llc"
+lab oa_pref_llc "$llc"
 llctop-workload spin $((llc * 2)) 600 >/dev/null &
 h1=$!
 llctop-workload spin $((llc * 2 + 1)) 600 >/dev/null &
@@ -35,11 +35,11 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
   record_wait $((from + i))
   during="$during$(task_cpus "$share")"
 done
-lab workers_during "$during"
-lab saturated_snaps "$from $((from + 10))"
+lab oa_workers_during "$during"
+lab oa_saturated_snaps "$from $((from + 10))"
 kill "$h1" "$h2" "$share" 2>/dev/null || true
 wait "$h1" "$h2" "$share" 2>/dev/null || true
 record_wait $(($(record_snaps) + 1))
 record_stop
-lab_file overaggr_recording /tmp/oa.jsonl.gz
+lab_file oa_recording /tmp/oa.jsonl.gz
 lab_block report llctop report /tmp/oa.jsonl.gz
