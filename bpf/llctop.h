@@ -304,6 +304,10 @@ struct proc_llc_val {
 	u64 pc[NR_PC];
 	u64 pc_enabled;
 	u64 pc_running;
+	/* Its threads' switch-ins as the kernel counts them (sched_info.pcount), settled
+	 * with the waits they ended (task_settle_one); 0 where tasks are not settled. Here,
+	 * not in proc_counts: the accumulator slots of the switch path never hold it. */
+	u64 runs;
 	/* In the process's own entry (LLC PROC_LLC_SELF): the last p->preferred_llc seen
 	 * (the kernel's LLC id); -1 for none, and in every other entry. */
 	s64 preferred_llc;

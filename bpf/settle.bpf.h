@@ -70,6 +70,7 @@ static __noinline void slice_to_llc(u32 tgid, u32 llc, u64 ran, struct pc_delta 
 struct task_acct {
 	u64 runtime; /* se.sum_exec_runtime */
 	u64 delay;   /* sched_info.run_delay */
+	u64 runs;    /* sched_info.pcount */
 	u32 done;    /* settled at its exit: what it runs after does not count */
 	/* The proc_vals entry its last settle went to (PROC_SLOTS: none): the next one on
 	 * the same LLC finds it without the proc_idx hash, once its key is checked. */
@@ -104,11 +105,13 @@ static __noinline void task_settle_one(struct task_struct *p, u32 llc, u32 why)
 	if (a && why == SETTLE_READ && a->runtime == rt)
 		return;
 	u64 dl = p->sched_info.run_delay;
+	u64 pc = p->sched_info.pcount;
 	if (!a) {
 		struct task_acct init = { .ent = PROC_SLOTS };
 		if (p->start_time < load_ns) {
 			init.runtime = rt;
 			init.delay = dl;
+			init.runs = pc;
 		}
 		a = bpf_task_storage_get(&task_acct, p, &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!a) {
@@ -118,13 +121,14 @@ static __noinline void task_settle_one(struct task_struct *p, u32 llc, u32 why)
 	}
 	if (a->done)
 		return;
-	if (why != SETTLE_LAST && a->runtime == rt && a->delay == dl)
+	if (why != SETTLE_LAST && a->runtime == rt && a->delay == dl && a->runs == pc)
 		return;
 	if (why == SETTLE_LAST)
 		a->done = 1;
 	u64 ran = rt - __sync_lock_test_and_set(&a->runtime, rt);
 	u64 waited = dl - __sync_lock_test_and_set(&a->delay, dl);
-	if ((!ran && !waited) || llc == LLC_UNKNOWN)
+	u64 runs = pc - __sync_lock_test_and_set(&a->runs, pc);
+	if ((!ran && !waited && !runs) || llc == LLC_UNKNOWN)
 		return;
 	u32 tgid = p->tgid;
 	u32 i = a->ent;
@@ -143,6 +147,8 @@ static __noinline void task_settle_one(struct task_struct *p, u32 llc, u32 why)
 		__sync_fetch_and_add(&e->v.c.runtime_ns, ran);
 	if (waited)
 		__sync_fetch_and_add(&e->v.c.wait_ns, waited);
+	if (runs)
+		__sync_fetch_and_add(&e->v.runs, runs);
 }
 
 /* Settle a slice of process tgid that ended after ran ns into its slot pa: the runtime

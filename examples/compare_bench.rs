@@ -77,6 +77,7 @@ fn main() {
                 last_seq: seq + 1,
                 command_secs: None,
                 exit_code: None,
+                command_pids: Vec::new(),
                 not_counted: None,
             });
         }

@@ -183,10 +183,11 @@ fn stamped_waits_are_the_kernels_run_delay_too() {
     waits_match_run_delay(topo, bpf);
 }
 
-/// The kernel's final `run_delay` and runtime of child `c` once it has exited: read from
-/// /proc/PID/schedstat while it is a zombie (waitid WNOWAIT: not yet reaped), so the
-/// waits after its last own read — its print and exit — are in it too. Then reaped.
-fn final_schedstat(c: &mut Child) -> (u64, u64) {
+/// The kernel's final `run_delay`, runtime and switch-ins (`pcount`) of child `c` once it
+/// has exited: read from /proc/PID/schedstat while it is a zombie (waitid WNOWAIT: not yet
+/// reaped), so the waits after its last own read — its print and exit — are in it too.
+/// Then reaped.
+fn final_schedstat(c: &mut Child) -> (u64, u64, u64) {
     let pid = c.id();
     // SAFETY: siginfo_t is plain data waitid fills.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -200,7 +201,7 @@ fn final_schedstat(c: &mut Child) -> (u64, u64) {
         .filter_map(|x| x.parse().ok())
         .collect();
     c.wait().expect("reap");
-    (f[1], f[0])
+    (f[1], f[0], f[2])
 }
 
 /// Two spinners pinned to one CPU, started and ended inside one window: each one's wait
@@ -214,7 +215,8 @@ fn final_schedstat(c: &mut Child) -> (u64, u64) {
 /// had one proves nothing about the others: up to 4 rounds are run until one has a
 /// spinner that had none. Where each task's own counters are settled
 /// ([`BpfSource::settles_tasks`]) no wait is missing, and the spinner's CPU time must
-/// match the kernel's too.
+/// match the kernel's too, and its switch-ins the kernel's `pcount` (a switch-in after
+/// its exit hook — preempted on the way out — is not its, hence a band of 2).
 fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
     let (a, _) = two_cpus(&topo);
     let mut matched = 0;
@@ -229,7 +231,7 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
                     .expect("spin")
             })
             .collect();
-        let delays: Vec<(u32, u64, u64)> = spinners
+        let delays: Vec<(u32, u64, u64, u64)> = spinners
             .into_iter()
             .map(|mut c| {
                 let pid = c.id();
@@ -237,19 +239,20 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
                 std::io::Read::read_to_string(&mut c.stdout.take().expect("stdout"), &mut said)
                     .expect("spin output");
                 assert!(said.contains("run_delay_ns "), "spin: {said}");
-                let (run_delay, runtime) = final_schedstat(&mut c);
-                (pid, run_delay, runtime)
+                let (run_delay, runtime, runs) = final_schedstat(&mut c);
+                (pid, run_delay, runtime, runs)
             })
             .collect();
         let s = sample(&topo, &mut bpf);
-        for (pid, kernel, kernel_ran) in delays {
+        for (pid, kernel, kernel_ran, kernel_runs) in delays {
             let r = row(&s, pid);
             let (ours, unseen) = (r.rq_wait_ns, r.switches_unseen);
             println!(
-                "{}{} round {round}: spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns, switch-ins unseen {unseen}; runtime kernel {kernel_ran} ns, llctop {} ns",
+                "{}{} round {round}: spinner {pid} on cpu{a}: kernel run_delay {kernel} ns, llctop {ours} ns, switch-ins unseen {unseen}; runtime kernel {kernel_ran} ns, llctop {} ns; runs kernel {kernel_runs}, llctop {:?}",
                 bpf.mode().label(),
                 if bpf.settles_tasks() { " settled" } else { "" },
-                r.cpu_time_ns
+                r.cpu_time_ns,
+                r.runs
             );
             if bpf.settles_tasks() {
                 assert!(
@@ -258,6 +261,13 @@ fn waits_match_run_delay(topo: Topology, mut bpf: BpfSource) {
                     r.cpu_time_ns
                 );
                 assert_eq!(unseen, 0, "settled waits miss nothing");
+                let runs = r.runs.expect("runs counted where tasks are settled");
+                assert!(
+                    runs <= kernel_runs && runs + 2 >= kernel_runs,
+                    "spinner {pid}: llctop {runs} runs vs the kernel's pcount {kernel_runs}"
+                );
+            } else {
+                assert_eq!(r.runs, None, "runs only where tasks are settled");
             }
             assert!(
                 kernel > 100_000_000,

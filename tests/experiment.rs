@@ -444,3 +444,95 @@ fn colocate_places_the_command_on_each_arms_llc_as_the_kernel_reports_it() {
         assert!(!err.contains("window 1/"), "{args:?}: no window ran: {err}");
     }
 }
+
+/// A window's command is a pipe pair (a parent and the child it forks, passing a byte
+/// back and forth): each window names both as the command's processes, and their
+/// run-queue waits and runs in the window's rows are what each side's kernel schedstat
+/// says (read by each side itself, just before its last writes and its exit: the
+/// recording may hold a few runs more, never fewer) — so `command.wait_per_run`, the
+/// pair's wakeup latency, is theirs; the verdict compares it.
+#[test]
+#[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
+fn a_commands_processes_and_their_wait_per_run_are_the_kernels() {
+    require_root();
+    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("ab.jsonl");
+    let before = numa();
+    let spec = format!("numa_balancing={before},{}", other(&before));
+    let out = llctop(&dir.path().join("j.json"))
+        .args([
+            "ab", &spec, "--window", "1s", "--warmup", "0s", "--rounds", "1", "--json", "-o",
+        ])
+        .arg(&rec)
+        .args([
+            "--",
+            env!("CARGO_BIN_EXE_llctop-workload"),
+            "pipe-pair",
+            "0.7",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{err}");
+    assert!(out.status.success(), "{err}");
+    assert_eq!(numa(), before, "numa_balancing ends as it began");
+    // The workload's own lines (its stdout goes to stderr with --json), window by window.
+    let num = |l: &str, key: &str| -> u64 {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let i = f
+            .iter()
+            .position(|w| *w == key)
+            .unwrap_or_else(|| panic!("{key}: {l}"));
+        f[i + 1].parse().unwrap()
+    };
+    let pairs: Vec<Vec<u32>> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("pair "))
+        .map(|l| l.split_whitespace().map(|p| p.parse().unwrap()).collect())
+        .collect();
+    let ends: Vec<&str> = err.lines().filter(|l| l.starts_with("rounds ")).collect();
+    let r = llctop::record::reader::open(&rec).unwrap();
+    assert_eq!(
+        (r.windows.len(), pairs.len(), ends.len()),
+        (2, 2, 2),
+        "{err}"
+    );
+    for ((w, pair), end) in r.windows.iter().zip(&pairs).zip(&ends) {
+        let mut want = pair.clone();
+        want.sort_unstable();
+        assert_eq!(w.command_pids, want, "window {}: the pair", w.index);
+        let (delay, runs) = (
+            num(end, "parent_run_delay_ns") + num(end, "child_run_delay_ns"),
+            num(end, "parent_runs") + num(end, "child_runs"),
+        );
+        let (mut ours_delay, mut ours_runs) = (0u64, 0u64);
+        for row in r
+            .snapshots
+            .iter()
+            .filter(|s| (w.first_seq..=w.last_seq).contains(&s.seq))
+            .filter_map(|s| s.processes.as_ref())
+            .flat_map(|t| &t.rows)
+            .filter(|row| pair.contains(&row.pid))
+        {
+            ours_delay += row.rq_wait_ns;
+            ours_runs += row.runs.expect("runs counted (bpf, settled per task)");
+        }
+        println!(
+            "window {}: pair {pair:?}, {} round trips; kernel: {runs} runs, {delay} ns waiting; llctop: {ours_runs} runs, {ours_delay} ns",
+            w.index,
+            num(end, "rounds")
+        );
+        assert!(runs > 100, "the pair ran: {end}");
+        assert!(
+            ours_runs >= runs && ours_runs <= runs + 16,
+            "window {}: llctop {ours_runs} runs vs the kernel's {runs} when the pair read it",
+            w.index
+        );
+        assert!(ours_delay >= delay, "window {}: waits never fewer", w.index);
+    }
+    let v = r.verdict.expect("verdict");
+    for m in ["command.rq_wait", "command.wait_per_run", "command.wall"] {
+        assert!(v.rows.iter().any(|row| row.metric == m), "{m} compared");
+    }
+}

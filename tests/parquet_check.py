@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 IDENTITY = ["host", "boot_id", "kernel", "run_id", "schema_version"]
 # The schema this oracle knows (src/fleet/tables.rs' SCHEMA_VERSION, written by hand:
 # a new version is a new look at what the oracle derives).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def lines(path):
@@ -154,7 +154,7 @@ def expected(path):
                     cross_llc_migrations=p["cross_llc_migrations"],
                     **{f"migrations_{k}": g(md, k) for k in ["smt", "llc", "cross_llc", "cross_node"]},
                     rq_wait_ns=p["rq_wait_ns"], switches_unseen=p.get("switches_unseen", 0),
-                    moves_onto_preferred=p.get("moves_onto_preferred"),
+                    runs=p.get("runs"), moves_onto_preferred=p.get("moves_onto_preferred"),
                     moves_off_preferred=p.get("moves_off_preferred"),
                     cgroup=p.get("cgroup"), sched_ext=p.get("sched_ext"),
                     **counters(p.get("counters")), **cache(p.get("cache")))
@@ -216,7 +216,8 @@ def expected(path):
         elif ty == "window":
             row("windows", knob=g(experiment, "knob"), index=x["index"], arm=x["arm"], value=x["value"],
                 first_seq=x["first_seq"], last_seq=x["last_seq"], command_secs=x.get("command_secs"),
-                exit_code=x.get("exit_code"), not_counted=x.get("not_counted"))
+                exit_code=x.get("exit_code"), command_pids=x.get("command_pids", []),
+                not_counted=x.get("not_counted"))
         elif ty == "knob_values" and not knobs:
             knobs = {k: v for k, v in x.items() if k != "type"}
             for k in sorted(knobs):

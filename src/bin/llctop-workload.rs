@@ -39,7 +39,10 @@
 //!   two pipes for SECS seconds, each blocking in read(2) until the other writes: prints
 //!   `pair PARENT CHILD` first, and at the end `rounds N parent_nvcsw P child_nvcsw C` —
 //!   the round trips and each side's voluntary context switches (getrusage: its sleeps,
-//!   each ended by a wakeup): the bounds a wakeup count is checked against.
+//!   each ended by a wakeup): the bounds a wakeup count is checked against — then
+//!   `parent_run_delay_ns D parent_runs R child_run_delay_ns D child_runs R`, each side's
+//!   run-queue waits and runs as the kernel counts them (/proc/thread-self/schedstat).
+//!   Each side reads it before its last writes and its exit.
 //! - `thread-pair SECS`: the same between two threads of one process: prints `threads
 //!   PID MAIN OTHER` first (the thread ids), and at the end `rounds N main_nvcsw P
 //!   other_nvcsw C`, each thread's own voluntary switches (getrusage RUSAGE_THREAD).
@@ -408,7 +411,12 @@ fn pipe_pair(secs: f64) -> Result<(), String> {
                 break;
             }
         }
-        let _ = write_all(to_parent[1], &own_nvcsw().to_ne_bytes());
+        let (delay, runs) = own_waits().unwrap_or((u64::MAX, u64::MAX));
+        let mut end = [0u8; 24];
+        end[..8].copy_from_slice(&own_nvcsw().to_ne_bytes());
+        end[8..16].copy_from_slice(&delay.to_ne_bytes());
+        end[16..].copy_from_slice(&runs.to_ne_bytes());
+        let _ = write_all(to_parent[1], &end);
         // SAFETY: ends the child without running the parent's exit handlers.
         unsafe { libc::_exit(0) };
     }
@@ -423,12 +431,20 @@ fn pipe_pair(secs: f64) -> Result<(), String> {
         rounds += 1;
     }
     write_all(to_child[1], &[0])?;
-    let mut n = [0u8; 8];
+    let mut n = [0u8; 24];
     read_exact(to_parent[0], &mut n)?;
     let parent = own_nvcsw();
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&n[i * 8..(i + 1) * 8]);
+        w
+    };
+    let (delay, runs) = own_waits().unwrap_or((u64::MAX, u64::MAX));
     println!(
-        "rounds {rounds} parent_nvcsw {parent} child_nvcsw {}",
-        i64::from_ne_bytes(n)
+        "rounds {rounds} parent_nvcsw {parent} child_nvcsw {} parent_run_delay_ns {delay} parent_runs {runs} child_run_delay_ns {} child_runs {}",
+        i64::from_ne_bytes(word(0)),
+        u64::from_ne_bytes(word(1)),
+        u64::from_ne_bytes(word(2)),
     );
     let mut status = 0;
     // SAFETY: our own child.
@@ -513,6 +529,14 @@ fn own_schedstat() -> Option<(u64, u64)> {
     let t = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let field = |i: usize| t.split_whitespace().nth(i)?.parse::<u64>().ok();
     Some((field(0)?, field(1)?))
+}
+
+/// The kernel's own account of this thread's run-queue waits: their total (ns) and its
+/// runs, the switch-ins that ended them (/proc/thread-self/schedstat: run_delay, pcount).
+fn own_waits() -> Option<(u64, u64)> {
+    let t = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let field = |i: usize| t.split_whitespace().nth(i)?.parse::<u64>().ok();
+    Some((field(1)?, field(2)?))
 }
 
 /// This thread's migrations as the kernel counts them (`None` without the file).

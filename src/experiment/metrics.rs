@@ -42,6 +42,8 @@ pub fn describe(key: &str) -> (&'static str, Better) {
         ),
         ("membw", _) => ("MB/s", Better::Neither),
         (_, "command.wall") => ("s", Better::Lower),
+        (_, "command.rq_wait") => ("ms/s", Better::Lower),
+        (_, "command.wait_per_run") => ("µs", Better::Lower),
         (_, "command.failed") => ("%", Better::Lower),
         _ => ("", Better::Neither),
     }
@@ -205,6 +207,48 @@ pub fn window(snaps: &[Snapshot]) -> BTreeMap<String, f64> {
         put("l3_misses".into(), l3 as f64 / secs);
     }
     cache(snaps, secs, &mut put);
+    m
+}
+
+/// The figures of the experiment's own command over a window's snapshots, from the rows
+/// of its processes `pids` (alive or exited in the snapshot): `command.rq_wait`, their
+/// run-queue wait per second of the window (ms/s), and `command.wait_per_run`, that wait
+/// per run of theirs (µs: the kernel's schedstat ratio; for processes that block between
+/// runs, as a pipe pair's, their mean wakeup latency) where every row counted its runs.
+/// Empty without pids or rows of theirs.
+pub fn command(snaps: &[Snapshot], pids: &[u32]) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    let secs: f64 = snaps.iter().map(|s| s.time.interval_secs()).sum();
+    if pids.is_empty() || secs <= 0.0 {
+        return m;
+    }
+    // A recording's window line may list them in any order.
+    let mut pids = pids.to_vec();
+    pids.sort_unstable();
+    let (mut wait, mut runs, mut rows, mut all_runs) = (0u64, 0u64, 0usize, true);
+    for r in snaps
+        .iter()
+        .filter_map(|s| s.processes.as_ref())
+        .flat_map(|t| &t.rows)
+        .filter(|r| pids.binary_search(&r.pid).is_ok())
+    {
+        rows += 1;
+        wait = wait.saturating_add(r.rq_wait_ns);
+        match r.runs {
+            Some(n) => runs = runs.saturating_add(n),
+            None => all_runs = false,
+        }
+    }
+    if rows == 0 {
+        return m;
+    }
+    m.insert("command.rq_wait".into(), wait as f64 / 1e6 / secs);
+    if all_runs && runs > 0 {
+        m.insert(
+            "command.wait_per_run".into(),
+            wait as f64 / runs as f64 / 1e3,
+        );
+    }
     m
 }
 
@@ -380,6 +424,43 @@ mod tests {
         // A snapshot without resctrl: no such metric for the window.
         let w = window(&[mk(1, 1), snap(0, vec![])]);
         assert!(!w.contains_key("l3.llc0") && !w.contains_key("membw.local"));
+    }
+
+    #[test]
+    fn the_commands_figures_are_its_processes_rows() {
+        use crate::snapshot::{ProcessStats, ProcessTable};
+        let row = |pid: u32, wait_ms: u64, runs: Option<u64>| ProcessStats {
+            pid,
+            rq_wait_ns: wait_ms * 1_000_000,
+            runs,
+            ..Default::default()
+        };
+        let with = |rows: Vec<ProcessStats>| {
+            let mut s = snap(0, vec![]);
+            s.processes = Some(ProcessTable {
+                rows,
+                ..Default::default()
+            });
+            s
+        };
+        // Two 0.5 s snapshots; the command is processes 7 and 9 (listed in any order),
+        // 8 is another's.
+        let snaps = [
+            with(vec![row(7, 3, Some(1000)), row(8, 50, Some(1))]),
+            with(vec![row(9, 1, Some(1000)), row(7, 0, Some(0))]),
+        ];
+        let m = command(&snaps, &[9, 7]);
+        assert_eq!(m["command.rq_wait"], 4.0, "4 ms in 1 s");
+        assert_eq!(m["command.wait_per_run"], 2.0, "4 ms over 2,000 runs: 2 µs");
+        assert_eq!(describe("command.wait_per_run"), ("µs", Better::Lower));
+        assert_eq!(describe("command.rq_wait"), ("ms/s", Better::Lower));
+        // A row without its runs counted: no wait per run, the wait still.
+        let snaps = [with(vec![row(7, 3, None)]), with(vec![row(9, 1, Some(10))])];
+        let m = command(&snaps, &[7, 9]);
+        assert!(!m.contains_key("command.wait_per_run") && m.contains_key("command.rq_wait"));
+        // No processes of the command seen, or none in the rows: nothing.
+        assert!(command(&snaps, &[]).is_empty());
+        assert!(command(&snaps, &[42]).is_empty());
     }
 
     #[test]

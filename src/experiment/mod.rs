@@ -74,12 +74,22 @@ pub struct Window {
     pub command_secs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The processes of the experiment's command (the window's, or the `--steady` one)
+    /// seen in the window's snapshots: rows of its process group's members, alive at a
+    /// snapshot (one that lived between two is not seen), at most
+    /// [`MAX_COMMAND_PIDS`]. The `command.rq_wait` and `command.wait_per_run` metrics are
+    /// theirs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_pids: Vec<u32>,
     /// Why the verdict leaves this window out (shorter than 90% of the planned window,
     /// a snapshot without its figures, the knob changed behind the experiment's back);
     /// absent: counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_counted: Option<String>,
 }
+
+/// The most processes of a command a window keeps.
+pub const MAX_COMMAND_PIDS: usize = 1024;
 
 /// The share of the planned window a window must have measured to be counted.
 pub const MIN_WINDOW_SHARE: f64 = 0.9;
@@ -214,6 +224,7 @@ mod tests {
             last_seq,
             command_secs: None,
             exit_code: None,
+            command_pids: Vec::new(),
             not_counted: None,
         };
         use Arm::{A, B};

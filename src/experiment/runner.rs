@@ -56,6 +56,10 @@ pub struct Runner {
     saw_busy: bool,
     windows: Vec<Window>,
     kept: Vec<Snapshot>,
+    /// The command's processes found in the next snapshot ([`Runner::command_processes`]).
+    pending: Vec<u32>,
+    /// The command's processes seen in the current window's measured snapshots.
+    command_pids: std::collections::BTreeSet<u32>,
 }
 
 fn snapshots_for(ns: u64, interval: Duration) -> u64 {
@@ -89,7 +93,17 @@ impl Runner {
             saw_busy: false,
             windows: Vec::new(),
             kept: Vec::new(),
+            pending: Vec::new(),
+            command_pids: Default::default(),
         }
+    }
+
+    /// The processes of the experiment's command found in the snapshot passed next to
+    /// [`Runner::on_snapshot`]: kept for its window if that snapshot is measured (at most
+    /// [`super::MAX_COMMAND_PIDS`] a window).
+    pub fn command_processes(&mut self, pids: impl IntoIterator<Item = u32>) {
+        self.pending.clear();
+        self.pending.extend(pids);
     }
 
     pub fn first(&self) -> Arm {
@@ -123,6 +137,7 @@ impl Runner {
             return Step::Continue;
         }
         self.k += 1;
+        let pending = std::mem::take(&mut self.pending);
         if self.k <= self.warm {
             return if self.k == self.warm {
                 Step::Measure
@@ -146,6 +161,12 @@ impl Runner {
             ));
         }
         self.kept.push(snap.clone());
+        for pid in pending {
+            if self.command_pids.len() >= super::MAX_COMMAND_PIDS {
+                break;
+            }
+            self.command_pids.insert(pid);
+        }
         let finished = if self.by_command {
             command.is_some()
         } else {
@@ -171,6 +192,7 @@ impl Runner {
             last_seq: snap.seq,
             command_secs: command.map(|c| c.0),
             exit_code: command.and_then(|c| c.1),
+            command_pids: std::mem::take(&mut self.command_pids).into_iter().collect(),
             not_counted: self.spoilt.take(),
         };
         self.windows.push(win.clone());
@@ -256,6 +278,7 @@ mod tests {
         assert!(matches!(&steps[11], Step::Done(w) if w.arm == Arm::A && w.last_seq == 11));
         assert!(r.is_done());
         assert_eq!(r.on_snapshot(&snap(12), None), Step::Continue);
+        assert!(r.windows().iter().all(|w| w.command_pids.is_empty()));
         assert_eq!(r.windows().len(), 4);
         assert_eq!(r.verdict().windows, 4);
     }
@@ -272,6 +295,33 @@ mod tests {
         };
         assert_eq!((w.first_seq, w.last_seq, w.command_secs), (0, 2, Some(2.5)));
         assert!(r.progress().measuring);
+    }
+
+    #[test]
+    fn a_windows_command_processes_are_those_seen_in_its_measured_snapshots() {
+        let mut r = Runner::new(exp(1, 1, 2, false), Duration::from_secs(1));
+        // A steady command's processes in the warm-up: not the window's.
+        r.command_processes([5]);
+        assert_eq!(r.on_snapshot(&snap(0), None), Step::Measure);
+        r.command_processes([7, 8]);
+        assert_eq!(r.on_snapshot(&snap(1), None), Step::Continue);
+        r.command_processes([8, 9]);
+        let Step::Flip(w, _) = r.on_snapshot(&snap(2), None) else {
+            panic!()
+        };
+        assert_eq!(w.command_pids, vec![7, 8, 9]);
+        // Each window its own: none noted for this snapshot, none kept.
+        assert_eq!(r.on_snapshot(&snap(3), None), Step::Measure);
+        r.command_processes(0..2000);
+        r.on_snapshot(&snap(4), None);
+        let Step::Done(w) = r.on_snapshot(&snap(5), None) else {
+            panic!()
+        };
+        assert_eq!(
+            w.command_pids.len(),
+            crate::experiment::MAX_COMMAND_PIDS,
+            "bounded"
+        );
     }
 
     fn short(seq: u64, ms: u64) -> Snapshot {

@@ -55,7 +55,9 @@ fn seq_range(snaps: &[Snapshot], first: u64, last: u64) -> &[Snapshot] {
 pub fn by_arm(windows: &[&Window], snaps: &[Snapshot]) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
     let mut out: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for w in windows {
-        let mut m = metrics::window(seq_range(snaps, w.first_seq, w.last_seq));
+        let range = seq_range(snaps, w.first_seq, w.last_seq);
+        let mut m = metrics::window(range);
+        m.extend(metrics::command(range, &w.command_pids));
         if let Some(t) = w.command_secs {
             m.insert("command.wall".into(), t);
         }
@@ -284,6 +286,7 @@ mod tests {
                 last_seq: seq + 1,
                 command_secs: Some(2.0),
                 exit_code: Some(0),
+                command_pids: Vec::new(),
                 not_counted: None,
             });
         }

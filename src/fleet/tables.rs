@@ -19,7 +19,7 @@ use crate::snapshot::{
 
 /// The version of the tables' schema, in every row and in each file's metadata. A column
 /// added is a new version; a reader of version N reads the columns N had.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// What identifies a recording in every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -832,6 +832,7 @@ pub fn processes<'a>() -> Vec<Column<ProcessRow<'a>>> {
             p("switches_unseen"),
             Get::U64(|r: &R| Some(r.p.switches_unseen)),
         ),
+        col("runs", true, p("runs"), Get::U64(|r: &R| r.p.runs)),
         col(
             "moves_onto_preferred",
             true,
@@ -1547,6 +1548,12 @@ pub fn windows<'a>() -> Vec<Column<LineRow<'a, WindowOf>>> {
             true,
             p("exit_code"),
             Get::U32(|r: &R| r.x.0.exit_code.and_then(|c| u32::try_from(c).ok())),
+        ),
+        col(
+            "command_pids",
+            false,
+            p("command_pids") + ": the command's processes seen in the window",
+            Get::U32List(|r: &R| Some(r.x.0.command_pids.clone())),
         ),
         col(
             "not_counted",

@@ -5,6 +5,7 @@
 //! `-o` is given — the experiment, the knob lines, each window, the verdict — and the
 //! knob is restored at the end, on a signal and on panic, as every knob session is.
 
+use std::collections::HashSet;
 use std::os::fd::AsFd as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use crate::knobs::session::{Change, KnobEvent};
 use crate::knobs::{Session, profile};
 use crate::kroot::KernelRoot;
 use crate::record::{self, Header, Line, Writer};
+use crate::snapshot::Snapshot;
 use crate::text::Esc;
 use crate::topology::Topology;
 
@@ -388,6 +390,8 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         timed_out: false,
         said: None,
         stopping: Vec::new(),
+        root: root.clone(),
+        members: HashSet::new(),
     };
     if ab.runner.measures_at_once() {
         ab.cmd = ab.begin()?;
@@ -431,6 +435,52 @@ struct Ab {
     said: Option<usize>,
     /// The commands asked to stop as the run ends (waited for in `finish`).
     stopping: Vec<Running>,
+    /// Where `/proc` is: a process's group is read there.
+    root: KernelRoot,
+    /// The processes found in a command's process group so far (a pid once, however
+    /// many snapshots show it; forgotten once its row says it exited).
+    members: HashSet<u32>,
+}
+
+/// The most members remembered at once (a fork-heavy command's churn is forgotten).
+const MAX_MEMBERS: usize = 4 * experiment::MAX_COMMAND_PIDS;
+
+/// The command's processes among `snap`'s rows: a row is one when it leads one of the
+/// process groups `pgids` or its `/proc/PID/stat` says it belongs to one (read once per
+/// live process; `members` remembers the ones found, so an exited row counts when an
+/// earlier snapshot saw it alive). A process that lived between two snapshots is not
+/// seen.
+fn command_rows(
+    root: &KernelRoot,
+    snap: &Snapshot,
+    pgids: &[u32],
+    members: &mut HashSet<u32>,
+) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Some(t) = snap.processes.as_ref() else {
+        return found;
+    };
+    if members.len() > MAX_MEMBERS {
+        members.clear();
+    }
+    for r in &t.rows {
+        let known = members.contains(&r.pid) || pgids.contains(&r.pid);
+        let member = known
+            || (!r.exited
+                && root
+                    .parse::<procfs_core::process::Stat>(format!("/proc/{}/stat", r.pid))
+                    .is_ok_and(|st| u32::try_from(st.pgrp).is_ok_and(|g| pgids.contains(&g))));
+        if !member {
+            continue;
+        }
+        found.push(r.pid);
+        if r.exited {
+            members.remove(&r.pid);
+        } else {
+            members.insert(r.pid);
+        }
+    }
+    found
 }
 
 impl Ab {
@@ -496,10 +546,21 @@ impl Sink for Ab {
             self.check_drift(s);
         }
         self.enforce_timeout();
+        let pgids: Vec<u32> = self
+            .cmd
+            .iter()
+            .chain(&self.steady)
+            .map(|r| r.pgid)
+            .collect();
+        if !pgids.is_empty() {
+            let found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
+            self.runner.command_processes(found);
+        }
         let ended = self.cmd.as_ref().and_then(Running::ended);
         let (win, next) = match self.runner.on_snapshot(&t.snap, ended) {
             Step::Continue => return Ok(true),
             Step::Measure => {
+                self.members.clear();
                 self.cmd = self.begin()?;
                 self.timed_out = false;
                 return Ok(true);
@@ -534,6 +595,7 @@ impl Sink for Ab {
             self.arm = next;
         }
         if self.runner.measures_at_once() {
+            self.members.clear();
             self.cmd = self.begin()?;
         }
         Ok(true)
@@ -570,5 +632,60 @@ impl Sink for Ab {
             r.close(&[])?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{ProcessStats, ProcessTable};
+
+    #[test]
+    fn the_commands_rows_are_its_process_groups_members_remembered_until_they_exit() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // /proc/PID/stat: pid (comm) state ppid pgrp …
+        let stat = |pid: u32, pgrp: u32| {
+            let d = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
+            let rest = "0 ".repeat(47);
+            std::fs::write(
+                d.join("stat"),
+                format!("{pid} (w) S 1 {pgrp} {pgrp} {rest}\n"),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        };
+        stat(100, 100);
+        stat(101, 100);
+        stat(200, 200);
+        let root = KernelRoot::new(dir.path());
+        let snap = |rows: &[(u32, bool)]| Snapshot {
+            processes: Some(ProcessTable {
+                rows: rows
+                    .iter()
+                    .map(|&(pid, exited)| ProcessStats {
+                        pid,
+                        exited,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut members = HashSet::new();
+        // The leader, its child (its /proc says group 100), not 200; 300 has no /proc.
+        let s = snap(&[(100, false), (101, false), (200, false), (300, false)]);
+        assert_eq!(
+            command_rows(&root, &s, &[100], &mut members),
+            vec![100, 101]
+        );
+        // The child exited (its /proc gone): still the command's, once, then forgotten.
+        std::fs::remove_dir_all(dir.path().join("proc/101")).unwrap_or_else(|e| panic!("{e}"));
+        let s = snap(&[(101, true)]);
+        assert_eq!(command_rows(&root, &s, &[100], &mut members), vec![101]);
+        assert!(!members.contains(&101));
+        // An exited row never seen alive is not known to be the command's.
+        let s = snap(&[(102, true)]);
+        assert!(command_rows(&root, &s, &[100], &mut members).is_empty());
     }
 }

@@ -66,6 +66,12 @@ pub struct ProcessStats {
     #[serde(default)]
     pub migrations_by_distance: Option<ByDistance>,
     pub rq_wait_ns: u64,
+    /// Its threads' switch-ins in the interval as the kernel counts them
+    /// (`sched_info.pcount`, the runs `rq_wait_ns` ended): `rq_wait_ns / runs` is its mean
+    /// wait per run, the kernel's own /proc/PID/schedstat ratio. `None` where the source
+    /// does not count them (BPF without the task walk, procfs without sched_info).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u64>,
     /// Switch-ins of its threads the kernel made without its `sched_switch` tracepoint
     /// (BPF source): the waits they ended are missing from `rq_wait_ns`.
     #[serde(default, skip_serializing_if = "is_zero")]

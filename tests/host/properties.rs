@@ -141,6 +141,7 @@ proptest! {
                 last_seq: *last,
                 command_secs: None,
                 exit_code: None,
+                command_pids: vec![(*first as u32) % 5, 3, 1],
                 not_counted: why.clone(),
             })
             .collect();

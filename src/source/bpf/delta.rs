@@ -250,7 +250,7 @@ pub fn processes(
             .map(Some)
             .collect::<Vec<_>>(),
     );
-    let kernel_preferred = cur.kernel_preferred;
+    let (kernel_preferred, settled) = (cur.kernel_preferred, cur.settled);
     let rows = kept
         .iter()
         .map(|&(_, _, i)| {
@@ -272,6 +272,7 @@ pub fn processes(
                 cross_llc_migrations: dist.cross_llc + dist.cross_node,
                 migrations_by_distance: Some(dist),
                 rq_wait_ns: d(a.wait_ns, b.wait_ns),
+                runs: settled.then(|| d(a.runs, b.runs)),
                 switches_unseen: d(a.unseen_ins, b.unseen_ins),
                 moves_onto_preferred: kernel_preferred.then(|| d(a.to_pref, b.to_pref)),
                 moves_off_preferred: kernel_preferred.then(|| d(a.off_pref, b.off_pref)),
@@ -544,6 +545,7 @@ mod tests {
         p.pref_hit_ns = 3_000;
         p.pref_miss_ns = 1_000;
         p.unseen_ins = 2;
+        p.runs = 9;
         // The kernel numbered llctop's LLC 1 as 3.
         p.kernel_pref = 3;
         // Multiplexed half the time: scaled ×2.
@@ -568,9 +570,17 @@ mod tests {
             (t.llc_of(2), Some(0.75))
         );
         assert_eq!(r.switches_unseen, 2);
+        assert_eq!(r.runs, None, "runs unknown where tasks are not settled");
         let c = r.counters.as_ref().unwrap();
         assert_eq!((c.cycles, c.instructions), (Some(2000), Some(4000)));
         assert_eq!(c.cache_misses, None, "slot not in the mask");
+        cur.settled = true;
+        let settled = processes(&prev, &cur, &params, &mut PreferredLlc::new());
+        assert_eq!(
+            settled.rows[0].runs,
+            Some(9),
+            "the kernel's switch-ins, settled"
+        );
         assert_eq!(c.ipc, Some(2.0));
         assert_eq!(r.counters_per_llc.len(), 4);
         assert!(r.counters_per_llc[0].is_none(), "no slice ran there");

@@ -78,6 +78,9 @@ pub struct ProcCum {
     pub pref_miss_ns: u64,
     /// Switch-ins of its threads made without the tracepoint.
     pub unseen_ins: u64,
+    /// Its threads' switch-ins as the kernel counts them (`sched_info.pcount`, settled
+    /// per task; 0 where tasks are not settled).
+    pub runs: u64,
     /// Its migrations onto and off its kernel-preferred LLC (v7.2+).
     pub to_pref: u64,
     pub off_pref: u64,
@@ -100,6 +103,7 @@ impl Default for ProcCum {
             pref_hit_ns: 0,
             pref_miss_ns: 0,
             unseen_ins: 0,
+            runs: 0,
             to_pref: 0,
             off_pref: 0,
             kernel_pref: -1,
@@ -157,6 +161,7 @@ impl ProcCum {
         up(&mut self.pref_hit_ns, b.pref_hit_ns);
         up(&mut self.pref_miss_ns, b.pref_miss_ns);
         up(&mut self.unseen_ins, b.unseen_ins);
+        up(&mut self.runs, b.runs);
         up(&mut self.unclassified, b.unclassified);
         up(&mut self.to_pref, b.to_pref);
         up(&mut self.off_pref, b.off_pref);
@@ -238,6 +243,9 @@ pub struct Cumulative {
     pub held: HashSet<u32>,
     /// Whether the kernel reports `p->preferred_llc` (v7.2+ cache-aware scheduling).
     pub kernel_preferred: bool,
+    /// Whether tasks are settled before the read (the task walk): the processes' `runs`
+    /// are counted only then.
+    pub settled: bool,
     /// Each CPU's run queue's cache-aware counts as the settle walk last sampled them
     /// (v7.2+): tasks queued with a preferred LLC, and those on it; None where not
     /// sampled (another kernel, or no switch seen on the CPU yet).
@@ -308,6 +316,7 @@ pub fn read(
             return;
         }
         p.add_counts(&v.c);
+        p.runs += v.runs;
         if let Some(l) = p.on_llc(llc, nr_llc) {
             l.runtime += v.c.runtime_ns;
             // Without attribution the program writes no counters: nothing to add.
@@ -435,6 +444,7 @@ pub fn read(
             (pod::<u32>(&k), comm_string(&e.comm))
         })
         .collect();
+    c.settled = settled;
     c.kernel_preferred = maps
         .bss_data
         .as_ref()

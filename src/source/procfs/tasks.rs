@@ -30,6 +30,8 @@ use crate::topology::Topology;
 pub struct ThreadSample {
     pub runtime_ns: u64,
     pub wait_ns: Option<u64>,
+    /// Its switch-ins (`pcount` of its schedstat), with `wait_ns`.
+    pub runs: Option<u64>,
     pub cpu: Option<u32>,
     pub state: char,
     pub comm: String,
@@ -76,6 +78,8 @@ pub struct ProcAcc {
     pub migrations: u64,
     pub by_distance: ByDistance,
     pub wait_ns: u64,
+    /// Switch-ins of its threads (None without per-task schedstat).
+    pub runs: Option<u64>,
 }
 
 pub struct TaskScanner {
@@ -194,6 +198,7 @@ impl TaskScanner {
         if let (Some(s), Some(p)) = (&sched, self.threads.as_ref().and_then(|t| t.get(&tid)))
             && p.runtime_ns == s.sum_exec_runtime
             && p.wait_ns == Some(s.run_delay)
+            && p.runs == Some(s.pcount)
         {
             return Some(p.clone());
         }
@@ -209,7 +214,8 @@ impl TaskScanner {
                 Some(s) => s.sum_exec_runtime,
                 None => (stat.utime + stat.stime) * self.ns_per_tick,
             },
-            wait_ns: sched.map(|s| s.run_delay),
+            wait_ns: sched.as_ref().map(|s| s.run_delay),
+            runs: sched.as_ref().map(|s| s.pcount),
             cpu: stat.processor.and_then(|c| u32::try_from(c).ok()),
             state: stat.state,
             comm: stat.comm,
@@ -273,22 +279,26 @@ pub fn account(
             {
                 c.runnable += 1;
             }
-            let (d_run, d_wait, prev_cpu) = match prev.get(tid) {
+            let (d_run, d_wait, d_runs, prev_cpu) = match prev.get(tid) {
                 Some(q) => (
                     t.runtime_ns.saturating_sub(q.runtime_ns),
                     match (t.wait_ns, q.wait_ns) {
                         (Some(a), Some(b)) => a.saturating_sub(b),
                         _ => 0,
                     },
+                    t.runs.zip(q.runs).map(|(a, b)| a.saturating_sub(b)),
                     q.cpu,
                 ),
                 None if new_since.is_some_and(|s| t.starttime as f64 >= s) => {
-                    (t.runtime_ns, t.wait_ns.unwrap_or(0), None)
+                    (t.runtime_ns, t.wait_ns.unwrap_or(0), t.runs, None)
                 }
-                None => (0, 0, None),
+                None => (0, 0, t.runs.map(|_| 0), None),
             };
             acc.cpu_time_ns += d_run;
             acc.wait_ns += d_wait;
+            if let Some(n) = d_runs {
+                *acc.runs.get_or_insert(0) += n;
+            }
             if let Some(c) = t.cpu {
                 if let Some(l) = topo.llc_of(c) {
                     acc.per_llc[l as usize] += d_run;
@@ -349,6 +359,7 @@ pub fn rows(accs: &[(u32, ProcAcc)], preferred: &mut PreferredLlc, top: usize) -
             cross_llc_migrations: acc.by_distance.cross_llc + acc.by_distance.cross_node,
             migrations_by_distance: Some(acc.by_distance),
             rq_wait_ns: acc.wait_ns,
+            runs: acc.runs,
             ..ProcessStats::default()
         });
     }
@@ -373,6 +384,7 @@ mod tests {
         ThreadSample {
             runtime_ns,
             wait_ns: Some(runtime_ns / 10),
+            runs: Some(runtime_ns / 100),
             cpu: Some(cpu),
             state,
             comm: "w".into(),
@@ -434,6 +446,11 @@ mod tests {
         );
         assert_eq!(a.per_llc, vec![2000, 500, 700, 0]);
         assert_eq!(a.wait_ns, 200 + 50 + 70);
+        assert_eq!(
+            a.runs,
+            Some(20 + 5 + 7),
+            "runs as the waits: the old unknown thread none"
+        );
         assert_eq!(out.cpus[1].rq_wait_ns, 200);
 
         let mut pref = PreferredLlc::new();

@@ -286,7 +286,7 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             )),
         ]),
         Line::raw(format!(
-            "preferred LLC {} ({}) · hit {} · spread {} LLCs · migrations {}/s ({} cross-LLC/s) · wait {}/s{}",
+            "preferred LLC {} ({}) · hit {} · spread {} LLCs · migrations {}/s ({} cross-LLC/s) · wait {}/s{}{}",
             or_dash(r.preferred_llc, |l| l.to_string()),
             match r.preferred_kind {
                 PreferredKind::Kernel => "the kernel's p->preferred_llc",
@@ -297,6 +297,9 @@ fn draw_drill(f: &mut Frame, area: Rect, app: &App, pid: u32) {
             rate(r.migrations, secs),
             rate(r.cross_llc_migrations, secs),
             wait_rate(r, secs),
+            wait_per_run(r, secs)
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default(),
             if r.switches_unseen > 0 {
                 format!(" ({} switch-ins unseen: waits missing)", r.switches_unseen)
             } else {
@@ -460,6 +463,17 @@ fn wait_rate(r: &ProcessStats, secs: f64) -> String {
     } else {
         w
     }
+}
+
+/// Its mean run-queue wait per run and its runs per second (`rq_wait_ns / runs`, the
+/// kernel's own schedstat ratio), where runs were counted and there were some.
+pub fn wait_per_run(r: &ProcessStats, secs: f64) -> Option<String> {
+    let runs = r.runs.filter(|&n| n > 0)?;
+    Some(format!(
+        "{} per run, {} runs/s",
+        ns(r.rq_wait_ns / runs),
+        rate(runs, secs)
+    ))
 }
 
 /// The process's moves onto and off its kernel-preferred LLC (7.2+), when there were any.
@@ -626,6 +640,16 @@ mod tests {
         r.moves_onto_preferred = Some(0);
         r.moves_off_preferred = Some(0);
         assert_eq!(preferred_moves_line(&r, 1.0), None, "none moved: nothing");
+        assert_eq!(wait_per_run(&r, 1.0), None, "no runs counted: nothing");
+        let counted = ProcessStats {
+            rq_wait_ns: 3_000_000,
+            runs: Some(1_500),
+            ..r.clone()
+        };
+        assert_eq!(
+            wait_per_run(&counted, 2.0).as_deref(),
+            Some("2µs per run, 750 runs/s")
+        );
         r.moves_off_preferred = Some(4);
         let line = preferred_moves_line(&r, 2.0).unwrap_or_default();
         assert!(
