@@ -1,6 +1,7 @@
-//! The kernel's cpulist format (`0-3,64-67`, empty for none), parsed and printed.
-//! Used for `/sys/devices/system/cpu/online`, `shared_cpu_list`, node `cpulist` and
-//! everything else that names a set of CPUs.
+//! The kernel's cpulist format (`0-3,64-67`, empty for none), parsed and printed, and a
+//! set of CPUs as sched_setaffinity(2) takes it ([`CpuMask`]). Used for
+//! `/sys/devices/system/cpu/online`, `shared_cpu_list`, node `cpulist`, the CPUs a
+//! thread may run on, and everything else that names a set of CPUs.
 
 use std::fmt::Write as _;
 
@@ -89,6 +90,68 @@ pub fn format(cpus: &[u32]) -> String {
         i += 1;
     }
     out
+}
+
+/// A CPU set as sched_setaffinity(2) takes it (built before a fork: nothing allocates in
+/// the child).
+#[derive(Clone, Copy)]
+pub struct CpuMask(libc::cpu_set_t);
+
+impl std::fmt::Debug for CpuMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format(&self.cpus()))
+    }
+}
+
+impl CpuMask {
+    pub fn of(cpus: &[u32]) -> Result<CpuMask, String> {
+        // SAFETY: cpu_set_t is plain bits; all zero is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            if c as usize >= libc::CPU_SETSIZE as usize {
+                return Err(format!(
+                    "CPU {c}: beyond the {} a CPU set holds",
+                    libc::CPU_SETSIZE
+                ));
+            }
+            // SAFETY: c is below CPU_SETSIZE (checked above).
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+        Ok(CpuMask(set))
+    }
+
+    pub fn cpus(&self) -> Vec<u32> {
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: every c is below CPU_SETSIZE.
+            .filter(|c| unsafe { libc::CPU_ISSET(*c, &self.0) })
+            .map(|c| c as u32)
+            .collect()
+    }
+
+    /// Set thread `tid`'s allowed CPUs (0: the calling thread). Async-signal-safe: one
+    /// system call, so it may run between fork and exec.
+    pub fn apply(&self, tid: i32) -> std::io::Result<()> {
+        // SAFETY: a valid cpu_set_t of its own size.
+        let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&self.0), &self.0) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Thread `tid`'s allowed CPUs (0: the calling thread).
+    pub fn of_thread(tid: i32) -> std::io::Result<CpuMask> {
+        // SAFETY: cpu_set_t is plain bits; the kernel fills it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid cpu_set_t of its own size.
+        let r = unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) };
+        if r == 0 {
+            Ok(CpuMask(set))
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,16 +4,15 @@
 //! different LLCs; 7.2 has no kernel interface that groups them). `llctop ab
 //! colocate=off,llc2 -- CMD`.
 //!
-//! Only the experiment's own command is ever placed: a window's command starts with its
-//! arm's CPUs (set between fork and exec, so every thread and child it makes inherits
-//! them); a `--steady` command's process group is moved, thread by thread, at each flip.
-//! Nothing else's affinity is touched — a running process llctop did not start is
-//! refused (`taskset` is the operator's own tool for that) — and nothing outlives the
-//! experiment: its commands die with llctop (src/child.rs), so no affinity is left
-//! behind to restore and none is journaled.
+//! The experiment's own command is placed: a window's command starts with its arm's CPUs
+//! (set between fork and exec, so every thread and child it makes inherits them); a
+//! `--steady` command's process group is moved, thread by thread, at each flip; nothing
+//! of it outlives the experiment (src/child.rs), so none of that is journaled. Running
+//! processes llctop did not start are placed only when named (`--pid`): through the knob
+//! session's affinity writes (src/knobs/session/affinity.rs), journaled with each
+//! thread's own CPUs and put back for `off` and at the end.
 
-use std::io;
-
+pub use crate::cpulist::CpuMask;
 use crate::topology::Topology;
 
 /// The pseudo-knob's name in `KNOB=A,B`.
@@ -69,68 +68,6 @@ pub fn parse(value: &str, topo: &Topology, own: &[u32]) -> Result<(Placement, Ve
         ));
     }
     Ok((Placement::Llc(id), cpus))
-}
-
-/// A CPU set as sched_setaffinity(2) takes it (built before a fork: nothing allocates in
-/// the child).
-#[derive(Clone, Copy)]
-pub struct CpuMask(libc::cpu_set_t);
-
-impl std::fmt::Debug for CpuMask {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::cpulist::format(&self.cpus()))
-    }
-}
-
-impl CpuMask {
-    pub fn of(cpus: &[u32]) -> Result<CpuMask, String> {
-        // SAFETY: cpu_set_t is plain bits; all zero is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpus {
-            if c as usize >= libc::CPU_SETSIZE as usize {
-                return Err(format!(
-                    "CPU {c}: beyond the {} a CPU set holds",
-                    libc::CPU_SETSIZE
-                ));
-            }
-            // SAFETY: c is below CPU_SETSIZE (checked above).
-            unsafe { libc::CPU_SET(c as usize, &mut set) };
-        }
-        Ok(CpuMask(set))
-    }
-
-    pub fn cpus(&self) -> Vec<u32> {
-        (0..libc::CPU_SETSIZE as usize)
-            // SAFETY: every c is below CPU_SETSIZE.
-            .filter(|c| unsafe { libc::CPU_ISSET(*c, &self.0) })
-            .map(|c| c as u32)
-            .collect()
-    }
-
-    /// Set thread `tid`'s allowed CPUs (0: the calling thread). Async-signal-safe: one
-    /// system call, so it may run between fork and exec.
-    pub fn apply(&self, tid: i32) -> io::Result<()> {
-        // SAFETY: a valid cpu_set_t of its own size.
-        let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&self.0), &self.0) };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-
-    /// Thread `tid`'s allowed CPUs (0: the calling thread).
-    pub fn of_thread(tid: i32) -> io::Result<CpuMask> {
-        // SAFETY: cpu_set_t is plain bits; the kernel fills it.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid cpu_set_t of its own size.
-        let r = unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) };
-        if r == 0 {
-            Ok(CpuMask(set))
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
 }
 
 /// How many passes [`place_group`] makes at most: a thread created while a pass runs

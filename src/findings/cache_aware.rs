@@ -454,7 +454,7 @@ fn apart(w: &Window) -> Vec<Finding> {
             value: None,
             profile: None,
             command: format!(
-                "llctop ab colocate=off,llc{la} -- CMD  (CMD: what starts {pa} and {pb}; already running: taskset -a -p -c {} {pb})",
+                "llctop ab colocate=off,llc{la} --pid {pa},{pb}  (both running on llc{la}, CPUs {}, against their own placement; or -- CMD, CMD what starts them)",
                 cpus_of(la),
             ),
             why: format!(
@@ -760,8 +760,9 @@ mod tests {
         assert_eq!(f[0].severity_tag(), "INFO (cost not measured)");
         let s = f[0].suggestion.as_ref().expect("an experiment");
         assert!(
-            s.command.starts_with("llctop ab colocate=off,llc0 -- CMD")
-                && s.command.contains("taskset -a -p -c 0-1 20"),
+            s.command
+                .starts_with("llctop ab colocate=off,llc0 --pid 10,20")
+                && s.command.contains("CPUs 0-1"),
             "{}",
             s.command
         );

@@ -32,6 +32,7 @@ use super::registry::Registry;
 use super::{Knob, domains};
 use crate::text::Esc;
 
+pub mod affinity;
 mod error;
 mod hold;
 pub mod resctrl;
@@ -114,6 +115,8 @@ pub struct Session {
     notes: Vec<String>,
     events: Vec<KnobEvent>,
     finished: bool,
+    /// The running processes this session placed on CPUs ([`affinity`]), by pid.
+    placed: BTreeMap<u32, affinity::Placed>,
     /// llctop's resctrl monitoring groups made by this session ([`resctrl`]).
     resctrl_groups: Vec<PathBuf>,
     /// Where this session mounted resctrl.
@@ -139,6 +142,7 @@ impl Session {
             notes: Vec::new(),
             events: Vec::new(),
             finished: false,
+            placed: BTreeMap::new(),
             resctrl_groups: Vec::new(),
             resctrl_mounted: None,
             sched_child: None,
@@ -324,6 +328,10 @@ impl Session {
         // llctop's resctrl groups and mount are instruments of the run, not settings:
         // removed whatever --keep-changes says.
         let (mut ok, mut failed) = self.resctrl_finish();
+        // So are the running processes it placed on CPUs.
+        let (a_ok, a_failed) = self.affinity_finish();
+        ok.extend(a_ok);
+        failed.extend(a_failed);
         if self.opts.keep_changes || self.opts.read_only {
             return (ok, failed);
         }

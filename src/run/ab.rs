@@ -64,11 +64,19 @@ pub struct Plan {
     /// password database, a clean environment, in /.
     #[arg(long, value_name = "USER", requires = "command")]
     pub user: Option<String>,
+    /// With colocate: running processes llctop did not start to place instead of the
+    /// command — each one's threads on the arm's LLC, back on their own CPUs for `off`;
+    /// journaled and restored like every knob (at most 64).
+    #[arg(long = "pid", value_name = "PID", value_delimiter = ',')]
+    pub pids: Vec<u32>,
     /// A command to run in each window (after `--`): its wall time and exit status
     /// become metrics.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
+/// The most running processes one `colocate` experiment places.
+const MAX_PIDS: usize = 64;
 
 /// How one arm is put in place.
 enum Flip {
@@ -78,9 +86,13 @@ enum Flip {
     Profile {
         profile: profile::Profile,
     },
-    /// Where the command may run (experiment/colocate.rs): each arm's CPUs, A then B.
+    /// Where the command may run (experiment/colocate.rs): each arm's CPUs, A then B —
+    /// or, with `pids`, where those running processes' threads run (`off`: their own
+    /// CPUs, as they were).
     Colocate {
         masks: [CpuMask; 2],
+        off: [bool; 2],
+        pids: Vec<u32>,
     },
 }
 
@@ -88,7 +100,7 @@ impl Flip {
     /// The CPUs the command starts with in `arm` (None: llctop's own, inherited).
     fn mask(&self, arm: Arm) -> Option<CpuMask> {
         match self {
-            Flip::Colocate { masks } => Some(masks[arm as usize]),
+            Flip::Colocate { masks, pids, .. } if pids.is_empty() => Some(masks[arm as usize]),
             _ => None,
         }
     }
@@ -174,6 +186,15 @@ fn say(c: &Change) {
     }
 }
 
+/// `n` threads, in words.
+fn threads(n: usize) -> String {
+    if n == 1 {
+        "1 thread".into()
+    } else {
+        format!("{n} threads")
+    }
+}
+
 /// Put `arm`'s value in place; the changes are said on stderr and recorded as knob lines.
 /// `steady`: the process group of the `--steady` command, which a colocate flip moves.
 fn flip(
@@ -184,7 +205,32 @@ fn flip(
     steady: Option<u32>,
 ) -> Result<(), Error> {
     match how {
-        Flip::Colocate { masks } => {
+        Flip::Colocate { masks, off, pids } if !pids.is_empty() => {
+            let (mask, off) = (&masks[arm as usize], off[arm as usize]);
+            for &pid in pids {
+                if off {
+                    match s.affinity_restore(pid)? {
+                        Some(n) => crate::say!(
+                            "llctop: {}: process {pid} back on its own CPUs ({})",
+                            colocate::KNOB,
+                            threads(n)
+                        ),
+                        None => {
+                            crate::say!("llctop: {}: process {pid} on its own CPUs", colocate::KNOB)
+                        }
+                    }
+                } else {
+                    let n = s.affinity_place(pid, &mask.cpus())?;
+                    crate::say!(
+                        "llctop: {}: process {pid} on {} (CPUs {mask:?}): {}",
+                        colocate::KNOB,
+                        Esc(exp.value(arm)),
+                        threads(n)
+                    );
+                }
+            }
+        }
+        Flip::Colocate { masks, .. } => {
             let mask = &masks[arm as usize];
             let to = format!("{} (CPUs {mask:?})", Esc(exp.value(arm)));
             match steady {
@@ -261,14 +307,37 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         .as_deref()
         .map(experiment::parse_spec)
         .transpose()?;
+    if !plan.pids.is_empty()
+        && spec_knob
+            .as_ref()
+            .is_none_or(|(k, _, _)| k != colocate::KNOB)
+    {
+        return Err(format!(
+            "--pid names the running processes {} places (ab {}=off,llcN --pid PID); no other experiment moves a process",
+            colocate::KNOB,
+            colocate::KNOB
+        )
+        .into());
+    }
     let (knob, a, b, how, held) = match (spec_knob, &plan.profile) {
         (Some((knob, a, b)), None) if knob == colocate::KNOB => {
-            if workload.is_none() {
+            if workload.is_none() && plan.pids.is_empty() {
                 return Err(format!(
-                    "{}: places the command llctop starts (ab {}=off,llcN -- CMD); llctop never moves a process it did not start — for one already running, taskset is yours",
+                    "{}: places the command llctop starts (ab {}=off,llcN -- CMD), or running processes named with --pid PID (their threads' CPUs journaled and put back); llctop moves no other process",
                     colocate::KNOB, colocate::KNOB
                 )
                 .into());
+            }
+            if plan.pids.len() > MAX_PIDS {
+                return Err(format!(
+                    "{}: {} processes named; at most {MAX_PIDS}",
+                    colocate::KNOB,
+                    plan.pids.len()
+                )
+                .into());
+            }
+            for &pid in &plan.pids {
+                crate::knobs::session::affinity::check_process(pid)?;
             }
             let own = CpuMask::of_thread(0)
                 .map_err(|e| format!("{}: llctop's own CPUs: {e}", colocate::KNOB))?
@@ -286,11 +355,16 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
                 .into());
             }
             let masks = [CpuMask::of(&ca)?, CpuMask::of(&cb)?];
+            let off = [&pa, &pb].map(|p| *p == colocate::Placement::Scheduler);
             (
                 knob,
                 pa.canonical(),
                 pb.canonical(),
-                Flip::Colocate { masks },
+                Flip::Colocate {
+                    masks,
+                    off,
+                    pids: plan.pids.clone(),
+                },
                 Vec::new(),
             )
         }
@@ -392,6 +466,7 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         stopping: Vec::new(),
         root: root.clone(),
         members: HashSet::new(),
+        named: plan.pids.clone(),
     };
     if ab.runner.measures_at_once() {
         ab.cmd = ab.begin()?;
@@ -440,6 +515,9 @@ struct Ab {
     /// The processes found in a command's process group so far (a pid once, however
     /// many snapshots show it; forgotten once its row says it exited).
     members: HashSet<u32>,
+    /// The running processes `colocate --pid` places: the window's figures are theirs
+    /// too.
+    named: Vec<u32>,
 }
 
 /// The most members remembered at once (a fork-heavy command's churn is forgotten).
@@ -552,8 +630,10 @@ impl Sink for Ab {
             .chain(&self.steady)
             .map(|r| r.pgid)
             .collect();
-        if !pgids.is_empty() {
-            let found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
+        if !pgids.is_empty() || !self.named.is_empty() {
+            let mut found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
+            let rows = t.snap.processes.iter().flat_map(|p| &p.rows);
+            found.extend(rows.filter(|r| self.named.contains(&r.pid)).map(|r| r.pid));
             self.runner.command_processes(found);
         }
         let ended = self.cmd.as_ref().and_then(Running::ended);

@@ -177,3 +177,91 @@ pub fn sched_debugfs() -> &'static Path {
     }
     debug
 }
+
+/// Each window of an `ab` recording whose command ran `llctop-workload pipe-pair`
+/// (`out`: the workload's lines, window by window): the pair's two processes are among
+/// the window's command processes, and their runs and run-queue waits in the window's
+/// rows are what each side's kernel schedstat said (read by each side itself just before
+/// its last writes and its exit: the recording may hold a few runs more, never fewer);
+/// the verdict compares `command.wait_per_run`. Returns each window's arm and the pair's
+/// wait per run as the kernel counted it (µs).
+pub fn check_command_windows(
+    rec: &llctop::record::reader::Recording,
+    out: &str,
+    label: &str,
+) -> Vec<(llctop::experiment::Arm, f64)> {
+    let num = |l: &str, key: &str| -> u64 {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let i = f
+            .iter()
+            .position(|w| *w == key)
+            .unwrap_or_else(|| panic!("{key}: {l}"));
+        f[i + 1].parse().unwrap()
+    };
+    let pairs: Vec<Vec<u32>> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("pair "))
+        .map(|l| l.split_whitespace().map(|p| p.parse().unwrap()).collect())
+        .collect();
+    let ends: Vec<&str> = out.lines().filter(|l| l.starts_with("rounds ")).collect();
+    assert!(
+        rec.windows.len() >= 2 && pairs.len() == rec.windows.len() && ends.len() == pairs.len(),
+        "{label}: {} windows, {} pairs, {} ends\n{out}",
+        rec.windows.len(),
+        pairs.len(),
+        ends.len()
+    );
+    let mut kernel = Vec::new();
+    for ((w, pair), end) in rec.windows.iter().zip(&pairs).zip(&ends) {
+        for pid in pair {
+            assert!(
+                w.command_pids.contains(pid),
+                "{label} window {}: {pid} of the pair in {:?}",
+                w.index,
+                w.command_pids
+            );
+        }
+        let (delay, runs) = (
+            num(end, "parent_run_delay_ns") + num(end, "child_run_delay_ns"),
+            num(end, "parent_runs") + num(end, "child_runs"),
+        );
+        let (mut ours_delay, mut ours_runs) = (0u64, 0u64);
+        for row in rec
+            .snapshots
+            .iter()
+            .filter(|s| (w.first_seq..=w.last_seq).contains(&s.seq))
+            .filter_map(|s| s.processes.as_ref())
+            .flat_map(|t| &t.rows)
+            .filter(|row| pair.contains(&row.pid))
+        {
+            ours_delay += row.rq_wait_ns;
+            ours_runs += row.runs.expect("runs counted (bpf, settled per task)");
+        }
+        println!(
+            "{label} window {} ({:?}): pair {pair:?}, {} round trips; kernel: {runs} runs, {delay} ns waiting; llctop: {ours_runs} runs, {ours_delay} ns",
+            w.index,
+            w.arm,
+            num(end, "rounds")
+        );
+        assert!(runs > 100, "{label}: the pair ran: {end}");
+        assert!(
+            ours_runs >= runs && ours_runs <= runs + 16,
+            "{label} window {}: llctop {ours_runs} runs vs the kernel's {runs} when the pair read it",
+            w.index
+        );
+        assert!(
+            ours_delay >= delay,
+            "{label} window {}: waits never fewer",
+            w.index
+        );
+        kernel.push((w.arm, delay as f64 / runs as f64 / 1e3));
+    }
+    let v = rec.verdict.as_ref().expect("verdict");
+    for m in ["command.rq_wait", "command.wait_per_run", "command.wall"] {
+        assert!(
+            v.rows.iter().any(|row| row.metric == m),
+            "{label}: {m} compared"
+        );
+    }
+    kernel
+}

@@ -113,6 +113,13 @@ impl Session {
                 }
                 continue;
             }
+            if super::affinity::is_affinity_id(id) {
+                match self.affinity_restore_entry(&entry) {
+                    Ok(()) => ok.push(id.clone()),
+                    Err(e) => failed.push(e),
+                }
+                continue;
+            }
             if super::resctrl::is_resctrl_id(id) {
                 match self.resctrl_restore(&entry) {
                     Ok(()) => ok.push(id.clone()),

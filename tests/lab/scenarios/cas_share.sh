@@ -60,11 +60,32 @@ lab_block report llctop report /tmp/sh.jsonl.gz
 # The experiment a candidate group suggests (`ab colocate`): each window's command prints
 # where the kernel lets it run, then makes a short pipe pair (parent and child inherit the
 # set). The oracle: the guest's own sysfs — the L3 those CPUs share, and what is online.
-llctop --interval 500ms ab colocate=off,llc1 --window 1s --warmup 0s --rounds 2 --json -- \
+# Recorded: each window's command processes and their waits per run (the pair's own
+# schedstat, printed at its end, is that metric's oracle).
+llctop --interval 500ms ab colocate=off,llc1 --window 1s --warmup 0s --rounds 2 --json \
+    -o /tmp/coloc.jsonl -- \
     sh -c 'grep Cpus_allowed_list /proc/self/status >&2; llctop-workload pipe-pair 1 >&2' \
     >/tmp/coloc.json 2>/tmp/coloc.err || true
 lab_block colocate_err cat /tmp/coloc.err
 lab_block colocate_verdict cat /tmp/coloc.json
+gzip /tmp/coloc.jsonl
+lab_file colocate_recording /tmp/coloc.jsonl.gz
+# The same for two processes already running, named (`--pid`): a pipe pair started on its
+# own; each window's figures are theirs, and each thread ends on the CPUs it had.
+llctop-workload pipe-pair 30 >/tmp/named.out 2>&1 &
+named=$!
+until [ -s /tmp/named.out ]; do usleep 50000; done
+lab named_pair "$(head -1 /tmp/named.out)"
+set -- $(head -1 /tmp/named.out)
+lab named_before "$(grep Cpus_allowed_list /proc/$2/status /proc/$3/status | tr '\n' ' ')"
+llctop --interval 500ms ab colocate=off,llc1 --pid "$2,$3" --window 1s --warmup 0s --rounds 2 \
+    --json -o /tmp/named.jsonl >/tmp/named.json 2>/tmp/named.err || true
+lab named_after "$(grep Cpus_allowed_list /proc/$2/status /proc/$3/status | tr '\n' ' ')"
+kill "$named" 2>/dev/null || true
+wait "$named" 2>/dev/null || true
+lab_block named_err cat /tmp/named.err
+gzip /tmp/named.jsonl
+lab_file named_recording /tmp/named.jsonl.gz
 lab_block online cat /sys/devices/system/cpu/online
 for c in 0 1 2 3 4 5 6 7; do
     lab "l3_of_$c" "$(cat /sys/devices/system/cpu/cpu$c/cache/index3/shared_cpu_list)"
