@@ -382,22 +382,11 @@ mod tests {
     }
 
     fn snap_of(rows: &[(u32, bool)]) -> Snapshot {
-        use crate::snapshot::{ProcessStats, ProcessTable};
-        Snapshot {
-            processes: Some(ProcessTable {
-                total: 999,
-                rows: rows
-                    .iter()
-                    .map(|&(pid, exited)| ProcessStats {
-                        pid,
-                        exited,
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-            ..Default::default()
+        let mut s = crate::snapshot::with_rows(rows);
+        if let Some(t) = s.processes.as_mut() {
+            t.total = 999;
         }
+        s
     }
 
     fn rows(s: &Snapshot) -> Vec<(String, u32, bool, Option<String>)> {

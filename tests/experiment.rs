@@ -30,6 +30,29 @@ fn numa() -> String {
     std::fs::read_to_string(NUMA).unwrap().trim().to_string()
 }
 
+/// An experiment on numa_balancing: its turn (the tests that write it take turns), a
+/// directory, the value before and the spec that flips it to the other.
+struct NumaAb {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    before: String,
+    spec: String,
+}
+
+impl NumaAb {
+    fn take() -> NumaAb {
+        let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let before = numa();
+        let spec = format!("numa_balancing={before},{}", other(&before));
+        NumaAb {
+            _turn,
+            dir: tempfile::tempdir().unwrap(),
+            before,
+            spec,
+        }
+    }
+}
+
 /// The other value of numa_balancing (0 <-> 1), so the experiment changes something.
 fn other(v: &str) -> &'static str {
     if v == "0" { "1" } else { "0" }
@@ -82,11 +105,13 @@ fn a_read_only_knob_is_refused_before_anything_is_written() {
 #[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
 fn numa_balancing_ab_runs_to_a_verdict_and_the_recording_gives_the_same() {
     require_root();
-    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
+    let NumaAb {
+        _turn,
+        dir,
+        before,
+        spec,
+    } = NumaAb::take();
     let rec = dir.path().join("ab.jsonl.gz");
-    let before = numa();
-    let spec = format!("numa_balancing={before},{}", other(&before));
     let out = llctop(&dir.path().join("j.json"))
         .args([
             "ab", &spec, "--window", "1s", "--warmup", "500ms", "--rounds", "2",
@@ -199,11 +224,13 @@ fn numa_balancing_ab_runs_to_a_verdict_and_the_recording_gives_the_same() {
 #[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
 fn sigterm_mid_experiment_restores_the_knob_and_keeps_what_was_measured() {
     require_root();
-    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
+    let NumaAb {
+        _turn,
+        dir,
+        before,
+        spec,
+    } = NumaAb::take();
     let rec = dir.path().join("ab.jsonl");
-    let before = numa();
-    let spec = format!("numa_balancing={before},{}", other(&before));
     let mut child = llctop(&dir.path().join("j.json"))
         .args([
             "ab", &spec, "--window", "1s", "--warmup", "0s", "--rounds", "6", "-o",
@@ -253,11 +280,13 @@ fn sigterm_mid_experiment_restores_the_knob_and_keeps_what_was_measured() {
 #[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
 fn a_command_per_window_gives_its_wall_time_and_exit_status() {
     require_root();
-    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
+    let NumaAb {
+        _turn,
+        dir,
+        before,
+        spec,
+    } = NumaAb::take();
     let rec = dir.path().join("cmd.jsonl");
-    let before = numa();
-    let spec = format!("numa_balancing={before},{}", other(&before));
     let out = llctop(&dir.path().join("j.json"))
         .args([
             "ab", &spec, "--window", "500ms", "--warmup", "0s", "--rounds", "2", "-o",
@@ -461,11 +490,13 @@ fn colocate_places_the_command_on_each_arms_llc_as_the_kernel_reports_it() {
 #[ignore = "needs root: run scripts/test as root (or cargo test -- --include-ignored)"]
 fn a_commands_processes_and_their_wait_per_run_are_the_kernels() {
     require_root();
-    let _turn = NUMA_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
+    let NumaAb {
+        _turn,
+        dir,
+        before,
+        spec,
+    } = NumaAb::take();
     let rec = dir.path().join("ab.jsonl");
-    let before = numa();
-    let spec = format!("numa_balancing={before},{}", other(&before));
     let out = llctop(&dir.path().join("j.json"))
         .args([
             "ab", &spec, "--window", "1s", "--warmup", "0s", "--rounds", "1", "--json", "-o",

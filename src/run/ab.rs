@@ -718,7 +718,6 @@ impl Sink for Ab {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{ProcessStats, ProcessTable};
 
     #[test]
     fn the_commands_rows_are_its_process_groups_members_remembered_until_they_exit() {
@@ -738,20 +737,7 @@ mod tests {
         stat(101, 100);
         stat(200, 200);
         let root = KernelRoot::new(dir.path());
-        let snap = |rows: &[(u32, bool)]| Snapshot {
-            processes: Some(ProcessTable {
-                rows: rows
-                    .iter()
-                    .map(|&(pid, exited)| ProcessStats {
-                        pid,
-                        exited,
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        let snap = crate::snapshot::with_rows;
         let mut members = HashSet::new();
         // The leader, its child (its /proc says group 100), not 200; 300 has no /proc.
         let s = snap(&[(100, false), (101, false), (200, false), (300, false)]);

@@ -24,6 +24,8 @@ pub use cache::{
 };
 pub use cache_aware::CacheAware;
 pub use events::{Cause, DetailEvent, EventKind, EventLog, IDLE_WATCH_NS, IdleWait};
+#[cfg(test)]
+pub(crate) use process::with_rows;
 pub use process::{CacheGroup, NoPreference, PreferredKind, ProcessStats, ProcessTable};
 pub use sched_ext::{EEVDF, SchedExt, ScxState, ops_matches_binary, ops_short_name};
 pub use sharing::{SharedPair, Sharing, ThreadWake, WakePair, Wakeups};

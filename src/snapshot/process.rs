@@ -189,3 +189,24 @@ impl NoPreference {
         }
     }
 }
+
+/// A snapshot whose process table has a row for each `(pid, exited)` and nothing else (for
+/// tests of the stages that read rows).
+#[cfg(test)]
+pub fn with_rows(rows: &[(u32, bool)]) -> super::Snapshot {
+    super::Snapshot {
+        processes: Some(ProcessTable {
+            total: rows.len() as u32,
+            rows: rows
+                .iter()
+                .map(|&(pid, exited)| ProcessStats {
+                    pid,
+                    exited,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

@@ -739,7 +739,7 @@ pub fn check_over_aggregation(run: &LabRun, label: &str) {
     let (before, during) = (cpus("oa_workers_before"), cpus("oa_workers_during"));
     let rec = recording(run, "oa_recording");
     let v: Vec<u64> = run
-        .value("oa_saturated_snaps")
+        .value("oa_workers_snaps")
         .split_whitespace()
         .map(|v| v.parse().unwrap())
         .collect();

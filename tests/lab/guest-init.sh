@@ -70,6 +70,21 @@ task_cpus() {
     [ "${t##*/}" = "$1" ] || echo "${t##*/}:$(cut -d' ' -f39 "$t/stat")"
   done | tr '\n' ' '
 }
+# cpus_after_snapshots PID N: from the recording's next snapshot on, PID's threads'
+# CPUs (task_cpus) after each of N snapshots, on one line; then `lab KEY_during` and
+# `lab KEY_snaps "FROM FROM+N"` for KEY (the third argument).
+cpus_after_snapshots() {
+  from=$(record_snaps)
+  during=""
+  i=1
+  while [ "$i" -le "$2" ]; do
+    record_wait $((from + i))
+    during="$during$(task_cpus "$1")"
+    i=$((i + 1))
+  done
+  lab "$3_during" "$during"
+  lab "$3_snaps" "$from $((from + $2))"
+}
 record_stop() {
   kill -TERM "$rec_pid"
   # 143: stopped by SIGTERM (128 + 15), cleanly.

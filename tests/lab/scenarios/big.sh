@@ -145,14 +145,7 @@ for c in 40 41 42 43 44 45 46 47; do
   llctop-workload spin "$c" 600 >/dev/null &
   spinners="$spinners $!"
 done
-from=$(record_snaps)
-during=""
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  record_wait $((from + i))
-  during="$during$(task_cpus "$share")"
-done
-lab oa_workers_during "$during"
-lab oa_saturated_snaps "$from $((from + 10))"
+cpus_after_snapshots "$share" 10 oa_workers
 # shellcheck disable=SC2086
 kill $spinners "$share" 2>/dev/null || true
 # shellcheck disable=SC2086

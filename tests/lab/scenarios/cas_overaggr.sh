@@ -29,14 +29,7 @@ h1=$!
 llctop-workload spin $((llc * 2 + 1)) 600 >/dev/null &
 h2=$!
 # From the snapshot the spinners started in, ten snapshots; the workers' CPUs after each.
-from=$(record_snaps)
-during=""
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  record_wait $((from + i))
-  during="$during$(task_cpus "$share")"
-done
-lab oa_workers_during "$during"
-lab oa_saturated_snaps "$from $((from + 10))"
+cpus_after_snapshots "$share" 10 oa_workers
 kill "$h1" "$h2" "$share" 2>/dev/null || true
 wait "$h1" "$h2" "$share" 2>/dev/null || true
 record_wait $(($(record_snaps) + 1))
