@@ -148,7 +148,8 @@ fn fixture_snapshot(topo: &Topology, seq: u64) -> Snapshot {
         cross_llc_migrations: 12,
         migrations_by_distance: None,
         rq_wait_ns: 250_000_000,
-        runs: Some(500),
+        // Waits summed at switch-in (not settled per task): no runs counted.
+        runs: None,
         // Two switch-ins the kernel made without the tracepoint: a lower-bound wait.
         switches_unseen: 2,
         moves_onto_preferred: None,
