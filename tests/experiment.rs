@@ -499,7 +499,8 @@ fn a_commands_processes_and_their_wait_per_run_are_the_kernels() {
     let rec = dir.path().join("ab.jsonl");
     let out = llctop(&dir.path().join("j.json"))
         .args([
-            "ab", &spec, "--window", "1s", "--warmup", "300ms", "--rounds", "1", "--json", "-o",
+            "--top", "512", "ab", &spec, "--window", "1s", "--warmup", "300ms", "--rounds", "1",
+            "--json", "-o",
         ])
         .arg(&rec)
         .args([

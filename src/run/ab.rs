@@ -97,6 +97,15 @@ enum Flip {
 }
 
 impl Flip {
+    /// The running processes `colocate --pid` places (the window's figures are theirs
+    /// too); none for any other experiment.
+    fn named(&self) -> &[u32] {
+        match self {
+            Flip::Colocate { pids, .. } => pids,
+            _ => &[],
+        }
+    }
+
     /// The CPUs the command starts with in `arm` (None: llctop's own, inherited).
     fn mask(&self, arm: Arm) -> Option<CpuMask> {
         match self {
@@ -466,7 +475,6 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         stopping: Vec::new(),
         root: root.clone(),
         members: HashSet::new(),
-        named: plan.pids.clone(),
     };
     if ab.runner.measures_at_once() {
         ab.cmd = ab.begin()?;
@@ -515,19 +523,16 @@ struct Ab {
     /// The processes found in a command's process group so far (a pid once, however
     /// many snapshots show it; forgotten once its row says it exited).
     members: HashSet<u32>,
-    /// The running processes `colocate --pid` places: the window's figures are theirs
-    /// too.
-    named: Vec<u32>,
 }
 
 /// The most members remembered at once (a fork-heavy command's churn is forgotten).
 const MAX_MEMBERS: usize = 4 * experiment::MAX_COMMAND_PIDS;
 
 /// The command's processes among `snap`'s rows: a row is one when it leads one of the
-/// process groups `pgids` or its `/proc/PID/stat` says it belongs to one (read once per
-/// live process; `members` remembers the ones found, so an exited row counts when an
-/// earlier snapshot saw it alive). A process that lived between two snapshots is not
-/// seen.
+/// process groups `pgids` or its `/proc/PID/stat` says it belongs to one (read for each
+/// live row not yet known: the rows are the snapshot's top few; `members` remembers the
+/// ones found, so an exited row counts when an earlier snapshot saw it alive). A process
+/// that lived between two snapshots is not seen.
 fn command_rows(
     root: &KernelRoot,
     snap: &Snapshot,
@@ -630,10 +635,11 @@ impl Sink for Ab {
             .chain(&self.steady)
             .map(|r| r.pgid)
             .collect();
-        if !pgids.is_empty() || !self.named.is_empty() {
+        let named = self.how.named();
+        if !pgids.is_empty() || !named.is_empty() {
             let mut found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
             let rows = t.snap.processes.iter().flat_map(|p| &p.rows);
-            found.extend(rows.filter(|r| self.named.contains(&r.pid)).map(|r| r.pid));
+            found.extend(rows.filter(|r| named.contains(&r.pid)).map(|r| r.pid));
             self.runner.command_processes(found);
         }
         let ended = self.cmd.as_ref().and_then(Running::ended);

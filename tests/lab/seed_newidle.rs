@@ -141,18 +141,23 @@ fn lab_6_1_smt_advisor_finds_newidle_churn_and_nothing_on_an_idle_machine() {
     // At the severity its cost earns: newidle's pulls above the LLC (schedstat) per
     // context switch as /proc/stat's ctxt counts them around the recording (a little
     // more time than the recording's: a factor of 2 either way).
-    let pulls: u64 = default
-        .snapshots
-        .iter()
-        .filter_map(|s| s.balance.as_ref())
-        .flat_map(|b| &b.domains)
-        .filter(|d| {
-            !d.name
-                .as_deref()
-                .is_some_and(|n| ["SMT", "CLS", "MC"].contains(&n))
-        })
-        .map(|d| d.newidle.gained)
-        .sum();
+    // Newidle's pulls above the LLC in the snapshots `keep` lets through.
+    let pulls_in = |keep: &dyn Fn(&llctop::snapshot::Snapshot) -> bool| -> u64 {
+        default
+            .snapshots
+            .iter()
+            .filter(|s| keep(s))
+            .filter_map(|s| s.balance.as_ref())
+            .flat_map(|b| &b.domains)
+            .filter(|d| {
+                !d.name
+                    .as_deref()
+                    .is_some_and(|n| ["SMT", "CLS", "MC"].contains(&n))
+            })
+            .map(|d| d.newidle.gained)
+            .sum()
+    };
+    let pulls = pulls_in(&|_| true);
     let ctxt: u64 = run.value("ctxt_default_end").parse::<u64>().unwrap()
         - run.value("ctxt_default_start").parse::<u64>().unwrap();
     // Said first: CI keeps a failed assertion's first lines only.
@@ -189,24 +194,12 @@ fn lab_6_1_smt_advisor_finds_newidle_churn_and_nothing_on_an_idle_machine() {
         .max_by_key(|f| f.severity)
         .unwrap();
     let span =
-        |s: &&llctop::snapshot::Snapshot| (at_worst.first_seq..=at_worst.last_seq).contains(&s.seq);
-    let window_pulls: u64 = default
-        .snapshots
-        .iter()
-        .filter(span)
-        .filter_map(|s| s.balance.as_ref())
-        .flat_map(|b| &b.domains)
-        .filter(|d| {
-            !d.name
-                .as_deref()
-                .is_some_and(|n| ["SMT", "CLS", "MC"].contains(&n))
-        })
-        .map(|d| d.newidle.gained)
-        .sum();
+        |s: &llctop::snapshot::Snapshot| (at_worst.first_seq..=at_worst.last_seq).contains(&s.seq);
+    let window_pulls = pulls_in(&span);
     let window_ctxt: u64 = default
         .snapshots
         .iter()
-        .filter(span)
+        .filter(|s| span(s))
         .filter_map(|s| s.system.ctx_switches)
         .sum();
     let earned = |scale: f64| {
