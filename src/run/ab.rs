@@ -116,7 +116,11 @@ impl Flip {
 }
 
 /// How a window's command ended: wall time (s) and exit code (None: by a signal).
+/// How a command ended: its wall time (s) and exit code.
 type Ended = (f64, Option<i32>);
+
+/// When its wait returned (CLOCK_MONOTONIC, ns) and how it ended.
+type Reaped = (u64, Ended);
 
 /// How the experiment's command is run: as whom, and where its output goes.
 struct Workload {
@@ -131,12 +135,21 @@ struct Workload {
 struct Running {
     pgid: u32,
     started: Instant,
-    done: Arc<Mutex<Option<Ended>>>,
+    done: Arc<Mutex<Option<Reaped>>>,
 }
 
 impl Running {
     fn ended(&self) -> Option<Ended> {
-        self.done.lock().ok().and_then(|g| *g)
+        self.done.lock().ok().and_then(|g| *g).map(|(_, e)| e)
+    }
+
+    /// How it ended, if it had ended when a snapshot stamped `mono_ns` began to read its
+    /// sources: all it did is then in that snapshot. A command reaped after the stamp
+    /// (the stamp is taken before the sources are read, the tick runs after them) has a
+    /// tail the next snapshot holds, so its window ends there.
+    fn ended_before(&self, mono_ns: u64) -> Option<Ended> {
+        let (at, e) = self.done.lock().ok().and_then(|g| *g)?;
+        (at <= mono_ns).then_some(e)
     }
 
     /// Stop it (SIGTERM to its group, SIGKILL after the grace or a second Ctrl-C).
@@ -172,9 +185,9 @@ impl Workload {
         let pgid = child.id();
         std::thread::spawn(move || {
             let status = child.wait().ok();
-            let secs = started.elapsed().as_secs_f64();
+            let (secs, at) = (started.elapsed().as_secs_f64(), crate::clock::mono_ns());
             if let Ok(mut g) = d.lock() {
-                *g = Some((secs, status.and_then(|s| s.code())));
+                *g = Some((at, (secs, status.and_then(|s| s.code()))));
             }
         });
         Ok(Running {
@@ -642,7 +655,8 @@ impl Sink for Ab {
             found.extend(rows.filter(|r| named.contains(&r.pid)).map(|r| r.pid));
             self.runner.command_processes(found);
         }
-        let ended = self.cmd.as_ref().and_then(Running::ended);
+        let stamp = t.snap.time.mono_ns;
+        let ended = self.cmd.as_ref().and_then(|c| c.ended_before(stamp));
         let (win, next) = match self.runner.on_snapshot(&t.snap, ended) {
             Step::Continue => return Ok(true),
             Step::Measure => {
@@ -724,6 +738,29 @@ impl Sink for Ab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_reaped_after_a_snapshots_stamp_ends_its_window_at_the_next() {
+        let done = Arc::new(Mutex::new(Some((1_000, (2.5, Some(0))))));
+        let c = Running {
+            pgid: 0,
+            started: Instant::now(),
+            done,
+        };
+        assert_eq!(c.ended(), Some((2.5, Some(0))));
+        assert_eq!(
+            c.ended_before(999),
+            None,
+            "its tail is in the next snapshot"
+        );
+        assert_eq!(c.ended_before(1_000), Some((2.5, Some(0))));
+        let running = Running {
+            pgid: 0,
+            started: Instant::now(),
+            done: Arc::new(Mutex::new(None)),
+        };
+        assert_eq!(running.ended_before(u64::MAX), None);
+    }
 
     #[test]
     fn the_commands_rows_are_its_process_groups_members_remembered_until_they_exit() {

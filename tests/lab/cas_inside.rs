@@ -313,6 +313,8 @@ fn moves_run() -> &'static LabRun {
 /// after): llctop counts each move off the preferred LLC — two for the process, by the
 /// stopper (`active_balance`) machine-wide for a running worker, from taskset's context
 /// (`load_balance`) for a queued one — and none onto it while the affinity forbids it.
+/// (Held on the LLC they gathered on for a snapshot before: the kernel's own balancing
+/// moves nothing off it in the measured span.)
 #[test]
 fn lab_7_2_moves_off_the_preferred_llc_counted_per_process() {
     let run = moves_run();
@@ -334,6 +336,11 @@ fn lab_7_2_moves_off_the_preferred_llc_counted_per_process() {
     assert!(
         before.iter().all(|c| c / 2 == gathered) && gathered != target,
         "both on one LLC before, not the target"
+    );
+    assert!(
+        cpus("workers_pinned").iter().all(|c| c / 2 == gathered),
+        "held where they gathered: {}",
+        run.value("workers_pinned")
     );
     assert!(
         after.iter().all(|c| c / 2 == target),

@@ -4,7 +4,11 @@
 # `share 2` (two spinning threads) gets a preferred LLC and is gathered there. Then the
 # construction: its CPU affinity is set, behind the scheduler's back, to the CPUs of
 # another LLC — each of its two running threads is moved off the LLC it was gathered on
-# exactly once, by the stopper (the kernel's migration/N thread). The oracle: the guest's
+# exactly once, by the stopper (the kernel's migration/N thread). Before that, its affinity
+# is set to the CPUs of the LLC it was gathered on, and a snapshot passes: the kernel's
+# own balancing cannot then move a worker off and back in the measured span (the CI's lab
+# once counted 3 moves off, none onto: a natural move off, and a way back the kernel made
+# while the task's preference was briefly unset). The oracle: the guest's
 # own view of where each worker thread ran (/proc/PID/task/TID/stat field 39), before
 # and after, never llctop's code.
 lab_block topology llctop topology --json
@@ -31,6 +35,11 @@ lab workers_before "$before"
 llc=$(($(echo "$before" | cut -d' ' -f1 | cut -d: -f2) / 2))
 target=$(((llc + 1) % 4))
 lab target_llc "$target"
+# Held on the LLC it was gathered on (where both run: nothing moves), a whole snapshot
+# after that before the measured span.
+taskset -a -p -c "$((llc * 2)),$((llc * 2 + 1))" "$share" >/dev/null
+record_wait $(($(record_snaps) + 2))
+lab workers_pinned "$(workers)"
 lab moved_after_snapshots "$(record_snaps)"
 taskset -a -p -c "$((target * 2)),$((target * 2 + 1))" "$share" >/dev/null
 from=$(($(record_snaps) + 1))
