@@ -16,9 +16,13 @@
 //!   run queue and running as the kernel counts them (what a pile-up cost), and the
 //!   per-CPU lines of /proc/stat before the threads start and after they end, each
 //!   prefixed `stat0 ` and `stat1 ` (how idle each CPU stayed meanwhile).
-//! - `spin CPU SECS`: a hog pinned to CPU; prints `ready` once it runs there and, at the
-//!   end, `run_delay_ns N` and `runtime_ns N`: its time waiting on a run queue and its
-//!   CPU time as the kernel counts them (/proc/thread-self/schedstat).
+//! - `spin CPU SECS [QUIET_MS]`: a hog pinned to CPU; prints `ready` once it runs there
+//!   and, at the end, `run_delay_ns N` and `runtime_ns N`: its time waiting on a run queue
+//!   and its CPU time as the kernel counts them (/proc/thread-self/schedstat). With
+//!   QUIET_MS it sleeps that long between its spin and that read (a sleep is no wait), so
+//!   that a hog sharing its CPU and started a little later has stopped too: nothing then
+//!   waits after the read (its print and exit), which an oracle for a recording's total
+//!   needs.
 //! - `numa FAR NEAR MB SECS`: MB of memory first-touched on CPU FAR's node, then written
 //!   page by page from CPU NEAR (another node) for SECS seconds after a line on stdin;
 //!   prints where its pages are before and after (move_pages(2)): what NUMA balancing
@@ -281,8 +285,9 @@ fn numa(far: usize, near: usize, mb: usize, secs: f64) -> Result<(), String> {
     print_nodes("after", &buf)
 }
 
-/// `spin CPU SECS`: one thread pinned to CPU, running flat out; prints `ready` once there.
-fn spin(cpu: usize, secs: f64) -> Result<(), String> {
+/// `spin CPU SECS [QUIET_MS]`: one thread pinned to CPU, running flat out; prints `ready`
+/// once there; `quiet`: the sleep between the spin and the read of its own schedstat.
+fn spin(cpu: usize, secs: f64, quiet: Duration) -> Result<(), String> {
     set_affinity(&[cpu]).map_err(|e| e.to_string())?;
     if current_cpu() != cpu as i32 {
         return Err(format!("not on cpu {cpu} after pinning"));
@@ -290,6 +295,7 @@ fn spin(cpu: usize, secs: f64) -> Result<(), String> {
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     spin_for(Duration::from_secs_f64(secs));
+    std::thread::sleep(quiet);
     if let Some((r, d)) = own_schedstat() {
         println!("run_delay_ns {d}");
         println!("runtime_ns {r}");
@@ -772,8 +778,12 @@ fn main() -> ExitCode {
             _ => Err("pinned-threads CPUS THREADS SECS".into()),
         },
         ["spin", c, s] => match (c.parse(), s.parse()) {
-            (Ok(c), Ok(s)) => spin(c, s),
-            _ => Err("spin CPU SECS".into()),
+            (Ok(c), Ok(s)) => spin(c, s, Duration::ZERO),
+            _ => Err("spin CPU SECS [QUIET_MS]".into()),
+        },
+        ["spin", c, s, q] => match (c.parse(), s.parse(), q.parse()) {
+            (Ok(c), Ok(s), Ok(q)) => spin(c, s, Duration::from_millis(q)),
+            _ => Err("spin CPU SECS [QUIET_MS]".into()),
         },
         ["numa", far, near, mb, s] => match (far.parse(), near.parse(), mb.parse(), s.parse()) {
             (Ok(f), Ok(n), Ok(m), Ok(s)) => numa(f, n, m, s),
@@ -813,7 +823,7 @@ fn main() -> ExitCode {
             .map_err(|_| "bpf-floor-counters SECS".to_string())
             .and_then(bpf_floor_counters),
         _ => Err(
-            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS | numa FAR NEAR MB SECS | churn SECS | share T SECS | shm-pair MIB SECS | pipe-pair SECS | tick MS SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
+            "usage: llctop-workload hop A B N | pinned-threads CPUS T SECS | spin CPU SECS [QUIET_MS] | numa FAR NEAR MB SECS | churn SECS | share T SECS | shm-pair MIB SECS | pipe-pair SECS | tick MS SECS | bpf-stats | bpf-floor SECS PID | bpf-floor-counters SECS"
                 .into(),
         ),
     };

@@ -582,7 +582,8 @@ fn lab_5_10_bpf_counts_hops_waits_and_placements_exactly_and_names_what_it_lacks
     assert_eq!((x.cross_node, x.total()), (100, 100));
     assert_eq!((l.llc, l.total()), (100, 100));
     // Waits: each spinner's, summed over the recording, against the run_delay it read
-    // from its own /proc/thread-self/schedstat at its end (within 2%).
+    // from its own /proc/thread-self/schedstat at its end, 500 ms after both stopped
+    // spinning (within 2%).
     for s in ["spin1", "spin2"] {
         let p = pid(&format!("{s}_pid"));
         let kernel: u64 = run

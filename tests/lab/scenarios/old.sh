@@ -24,9 +24,12 @@ echo go >&3
 wait "$hop1"
 echo go >&4
 wait "$hop2"
-llctop-workload spin 1 2 >/tmp/spin1.out &
+# Each sleeps 500 ms after its spin before it reads its own schedstat: the other has
+# stopped too, so no wait follows the read (the full lab once saw spin1 wait 22.6 ms
+# behind spin2 after its read: 2.26% more in the recording than the kernel said).
+llctop-workload spin 1 2 500 >/tmp/spin1.out &
 spin1=$!
-llctop-workload spin 1 2 >/tmp/spin2.out &
+llctop-workload spin 1 2 500 >/tmp/spin2.out &
 spin2=$!
 lab spin1_pid "$spin1"
 lab spin2_pid "$spin2"
