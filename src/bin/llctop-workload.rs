@@ -777,14 +777,13 @@ fn main() -> ExitCode {
             (Ok(c), Ok(t), Ok(s)) => pinned_threads(&c, t, s),
             _ => Err("pinned-threads CPUS THREADS SECS".into()),
         },
-        ["spin", c, s] => match (c.parse(), s.parse()) {
-            (Ok(c), Ok(s)) => spin(c, s, Duration::ZERO),
-            _ => Err("spin CPU SECS [QUIET_MS]".into()),
-        },
-        ["spin", c, s, q] => match (c.parse(), s.parse(), q.parse()) {
-            (Ok(c), Ok(s), Ok(q)) => spin(c, s, Duration::from_millis(q)),
-            _ => Err("spin CPU SECS [QUIET_MS]".into()),
-        },
+        ["spin", c, s, quiet @ ..] if quiet.len() <= 1 => {
+            let quiet = quiet.first().map_or(Ok(0), |q| q.parse());
+            match (c.parse(), s.parse(), quiet) {
+                (Ok(c), Ok(s), Ok(q)) => spin(c, s, Duration::from_millis(q)),
+                _ => Err("spin CPU SECS [QUIET_MS]".into()),
+            }
+        }
         ["numa", far, near, mb, s] => match (far.parse(), near.parse(), mb.parse(), s.parse()) {
             (Ok(f), Ok(n), Ok(m), Ok(s)) => numa(f, n, m, s),
             _ => Err("numa FAR NEAR MB SECS".into()),

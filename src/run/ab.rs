@@ -116,7 +116,6 @@ impl Flip {
 }
 
 /// How a window's command ended: wall time (s) and exit code (None: by a signal).
-/// How a command ended: its wall time (s) and exit code.
 type Ended = (f64, Option<i32>);
 
 /// When its wait returned (CLOCK_MONOTONIC, ns) and how it ended.
@@ -140,7 +139,7 @@ struct Running {
 
 impl Running {
     fn ended(&self) -> Option<Ended> {
-        self.done.lock().ok().and_then(|g| *g).map(|(_, e)| e)
+        self.ended_before(u64::MAX)
     }
 
     /// How it ended, if it had ended when a snapshot stamped `mono_ns` began to read its
