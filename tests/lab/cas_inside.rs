@@ -577,17 +577,19 @@ fn lab_7_2_wakeups_between_processes_lie_within_the_workloads_own_bounds() {
         ticks > 100 && interrupt >= ticks / 2,
         "the timer's wakeups are seen"
     );
-    let woke_ticker: Vec<(u32, u64)> = rec
+    // (waker, count, the snapshot that counted it)
+    let woke_ticker: Vec<(u32, u64, u64)> = rec
         .snapshots
         .iter()
-        .filter_map(|s| s.wakeups.as_ref())
-        .flat_map(|w| &w.pairs)
-        .filter(|p| p.wakee == ticker)
-        .map(|p| (p.waker, p.count))
+        .filter_map(|s| Some((s.seq, s.wakeups.as_ref()?)))
+        .flat_map(|(seq, w)| w.pairs.iter().map(move |p| (seq, p)))
+        .filter(|(_, p)| p.wakee == ticker)
+        .map(|(seq, p)| (p.waker, p.count, seq))
         .collect();
     assert!(
         woke_ticker.is_empty(),
-        "no process woke the ticker: {woke_ticker:?}"
+        "no process woke the ticker (waker, count, snapshot): {woke_ticker:?}; spinners {}",
+        run.value("spinners")
     );
     let report = run.block("report");
     assert!(

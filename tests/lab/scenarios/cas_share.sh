@@ -23,11 +23,18 @@ child=$(head -1 /tmp/pair.out | cut -d' ' -f3)
 taskset -a -p -c 4,5 "$child" >/dev/null
 lab_block maps_parent grep memfd "/proc/$(head -1 /tmp/pair.out | cut -d' ' -f2)/maps"
 lab_block maps_child grep memfd "/proc/$child/maps"
-llctop-workload spin 2 90 >/dev/null &
+llctop-workload spin 2 90 >/tmp/s1.out &
 s1=$!
-llctop-workload spin 6 90 >/dev/null &
+llctop-workload spin 6 90 >/tmp/s2.out &
 s2=$!
 lab spinners "$s1 $s2"
+# The ticker starts once both spinners are pinned and only spin (no system call until
+# their end): a run of 2026-11-29 counted one wakeup of the ticker by the spinner on its
+# CPU in task context. Spinning, the spinner enters the kernel only by interrupts; the
+# two were started together, each exec'ing the same binary and setting its affinity,
+# where one can wake the other (a lock one holds while the other waits on it).
+wait_line /tmp/s1.out ready "$s1"
+wait_line /tmp/s2.out ready "$s2"
 taskset -c 2 llctop-workload tick 5 20 >/tmp/tick.out &
 ticker=$!
 lab ticker "$ticker"
