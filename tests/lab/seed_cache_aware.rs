@@ -310,7 +310,7 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
 /// While the kernel prefers an LLC for the workload and its two spinning threads — always
 /// runnable — ran there (their own record of where they ran, ≥ 0.9 of their passes), that
 /// LLC's run queues count at least the two among the tasks queued on their preferred
-/// LLC; once the kernel has dropped the preference (the tolerance cut to 0: llctop shows
+/// LLC (in one such snapshot at most, one of them caught on another LLC at the read); once the kernel has dropped the preference (the tolerance cut to 0: llctop shows
 /// none) the threads are counted nowhere: what is left, machine-wide, is at most one task
 /// (the walk runs in llctop's own thread).
 #[test]
@@ -321,6 +321,9 @@ fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
     let pid: u32 = run.value("share_pid").parse().unwrap();
     let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
     let (mut gathered, mut dropped) = (0, 0);
+    // Gathered snapshots whose counts hold both threads on the LLC, and those that caught
+    // one off it for a moment.
+    let (mut full, mut moment) = (0, 0);
     for s in &rec.snapshots {
         let Some(r) = s
             .processes
@@ -353,11 +356,21 @@ fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
                     "lab 7.2/{SHAPE}: #{} preferred LLC {l}, the threads' share there {share:.2}; the run queues (llc, queued, of them preferred) {queued:?}",
                     s.seq
                 );
-                assert!(
-                    pref_on(l).is_some_and(|n| n >= 2),
-                    "#{}: LLC {l} counts the two threads on their preferred LLC: {queued:?}",
-                    s.seq
-                );
+                // The counts are an instant (the read), the share the second before it:
+                // once, a thread may be caught off the LLC for a moment — then the kernel
+                // still counts it queued with a preference, on another LLC (seen on a slow
+                // host, 2026-11-29: (2, 1, 0) beside (3, 1, 1) at a share of 0.99).
+                let all: u32 = queued.iter().filter_map(|q| q.1).sum();
+                if pref_on(l).is_some_and(|n| n >= 2) {
+                    full += 1;
+                } else {
+                    moment += 1;
+                    assert!(
+                        moment == 1 && pref_on(l) == Some(1) && all >= 2,
+                        "#{}: LLC {l} counts the two threads on their preferred LLC: {queued:?}",
+                        s.seq
+                    );
+                }
             }
             None if s.seq >= cut + 2 && passes.share(s.time.mono_ns, 0).is_some() => {
                 dropped += 1;
@@ -378,7 +391,7 @@ fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
         }
     }
     assert!(
-        gathered >= 2 && dropped >= 3,
-        "compared {gathered} gathered and {dropped} dropped snapshots"
+        gathered >= 2 && full >= 2 && dropped >= 3,
+        "compared {gathered} gathered ({full} with both counted on the LLC) and {dropped} dropped snapshots"
     );
 }
