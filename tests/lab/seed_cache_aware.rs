@@ -310,8 +310,9 @@ fn lab_7_2_kernel_preferred_llc_is_where_the_kernel_gathers_the_threads() {
 /// While the kernel prefers an LLC for the workload and its two spinning threads — always
 /// runnable — ran there (their own record of where they ran, ≥ 0.9 of their passes), that
 /// LLC's run queues count at least the two among the tasks queued on their preferred
-/// LLC (in one such snapshot at most, one of them caught on another LLC at the read); once the kernel has dropped the preference (the tolerance cut to 0: llctop shows
-/// none) the threads are counted nowhere: what is left, machine-wide, is at most one task
+/// LLC (in one such snapshot at most, one of them caught on another LLC at the read);
+/// once the kernel has dropped the preference (the tolerance cut to 0: llctop shows none)
+/// the threads are counted nowhere: what is left, machine-wide, is at most one task
 /// (the walk runs in llctop's own thread).
 #[test]
 fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
@@ -320,7 +321,7 @@ fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
     let passes = passes_of(run);
     let pid: u32 = run.value("share_pid").parse().unwrap();
     let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
-    let (mut gathered, mut dropped) = (0, 0);
+    let mut dropped = 0;
     // Gathered snapshots whose counts hold both threads on the LLC, and those that caught
     // one off it for a moment.
     let (mut full, mut moment) = (0, 0);
@@ -351,7 +352,6 @@ fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
                 if share < 0.9 {
                     continue;
                 }
-                gathered += 1;
                 println!(
                     "lab 7.2/{SHAPE}: #{} preferred LLC {l}, the threads' share there {share:.2}; the run queues (llc, queued, of them preferred) {queued:?}",
                     s.seq
@@ -391,7 +391,8 @@ fn lab_7_2_run_queues_count_the_gathered_threads_on_their_preferred_llc() {
         }
     }
     assert!(
-        gathered >= 2 && full >= 2 && dropped >= 3,
-        "compared {gathered} gathered ({full} with both counted on the LLC) and {dropped} dropped snapshots"
+        full >= 2 && dropped >= 3,
+        "compared {} gathered ({full} with both counted on the LLC) and {dropped} dropped snapshots",
+        full + moment
     );
 }
