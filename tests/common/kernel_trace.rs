@@ -36,15 +36,117 @@ impl Started {
     }
 }
 
+/// A scheduler line of ftrace text: its stamp (seconds), its CPU and the event from its
+/// name on (`sched_switch: prev_comm=…`); None for any other line.
+fn sched_line(l: &str) -> Option<(f64, i32, &str)> {
+    let at = l.find(": sched_")?;
+    let head = &l[..at];
+    let ts = head.split_whitespace().last()?.parse::<f64>().ok()?;
+    let cpu = head
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse::<i32>().ok())?;
+    Some((ts, cpu, &l[at + 2..]))
+}
+
+/// The events a second trace instance stamps after llctop's programs (placement.sh).
+const BRACKETED: [&str; 3] = ["sched_switch:", "sched_wakeup:", "sched_wakeup_new:"];
+
+/// An event as both traces print it: its kind and fields without `prev_state=`, which a
+/// task's exit may change between the two probes (Z in one, X in the other).
+fn event_key(ev: &str) -> String {
+    ev.split_whitespace()
+        .filter(|w| !w.starts_with("prev_state="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// When llctop's programs saw each switch, wakeup and placement, bracketed. A tracepoint
+/// calls its probes in the order they were registered: the main trace, enabled before
+/// llctop attached, stamps each event before llctop's program reads its clock, and a
+/// second instance enabled after it stamps the same event after. The two are
+/// microseconds apart but for a vCPU stalled between them (under TCG a host time slice:
+/// 2026-11-29, 1% of events 4-20 ms apart, the median 40 us). With `none`, every event's
+/// bracket is its own stamp.
+pub struct Brackets {
+    /// Per CPU, each bracketed event of the second instance in order: (stamp, key).
+    after: HashMap<i32, Vec<(f64, String)>>,
+}
+
+impl Brackets {
+    pub fn parse(after: &str) -> Brackets {
+        let mut b = Brackets {
+            after: HashMap::new(),
+        };
+        for (ts, cpu, ev) in after.lines().filter_map(sched_line) {
+            if BRACKETED.iter().any(|k| ev.starts_with(k)) {
+                b.after.entry(cpu).or_default().push((ts, event_key(ev)));
+            }
+        }
+        b
+    }
+
+    pub fn none() -> Brackets {
+        Brackets {
+            after: HashMap::new(),
+        }
+    }
+
+    fn cursor(&self) -> Cursor<'_> {
+        Cursor {
+            b: self,
+            next: HashMap::new(),
+        }
+    }
+}
+
+/// A bracket wider than this is a stall between the two probes: its whole width counts
+/// in a wait's slack. Narrower ones are the probes' own time under TCG (2026-11-29: the
+/// median 40 us, 90% within 114 us), at both ends of a wait alike and within the
+/// tolerances the checks already allow.
+pub const STALL_S: f64 = 500e-6;
+
+/// The part of a bracket's width a wait's slack counts: all of a stall's, none otherwise.
+fn stall(width: f64) -> f64 {
+    if width > STALL_S { width } else { 0.0 }
+}
+
+/// A walk of the main trace, in order, through the second instance's events.
+struct Cursor<'a> {
+    b: &'a Brackets,
+    next: HashMap<i32, usize>,
+}
+
+impl Cursor<'_> {
+    /// How long after its main stamp `ts` the second instance stamped this event (0 for
+    /// an event it does not bracket, or without brackets). The second instance starts
+    /// first and stops last: events before the main trace's first are passed over.
+    fn width(&mut self, cpu: i32, ts: f64, ev: &str) -> f64 {
+        if self.b.after.is_empty() || !BRACKETED.iter().any(|k| ev.starts_with(k)) {
+            return 0.0;
+        }
+        let key = event_key(ev);
+        let list = &self.b.after[&cpu];
+        let i = self.next.entry(cpu).or_default();
+        while *i < list.len() && list[*i].1 != key {
+            *i += 1;
+        }
+        let Some((at, _)) = list.get(*i) else {
+            panic!("cpu{cpu}: the second trace lacks {ts:.6}: {ev}");
+        };
+        *i += 1;
+        assert!(
+            *at >= ts,
+            "cpu{cpu}: the second trace stamped {ev} before the first"
+        );
+        at - ts
+    }
+}
+
 /// The scheduler lines of `text` stamped between `from` and `to` (seconds), at most 80:
 /// what a failed comparison with the trace shows, so that a disagreement can be read.
 pub fn trace_around(text: &str, from: f64, to: f64) -> String {
     text.lines()
-        .filter(|l| {
-            l.find(": sched_")
-                .and_then(|at| l[..at].split_whitespace().last()?.parse::<f64>().ok())
-                .is_some_and(|ts| (from..=to).contains(&ts))
-        })
+        .filter(|l| sched_line(l).is_some_and(|(ts, _, _)| (from..=to).contains(&ts)))
         .take(80)
         .collect::<Vec<_>>()
         .join("\n")
@@ -72,10 +174,14 @@ pub struct Placed {
     pub ts: f64,
     /// Allowed CPUs (other than `cpu`) idle at the placement.
     pub idle: Vec<i32>,
-    /// Allowed CPUs whose state changed within UNSURE_S of the placement (a switch into
-    /// or out of idle: from its CPU's previous trace line, SWITCH_LAG_S at most, to its
-    /// own): idle or not, depending on which side of the change a reader fell.
+    /// Allowed CPUs whose state changed within UNSURE_S of the placement, or while
+    /// llctop's program may not yet have read it (up to `seen_by`), a switch into or out
+    /// of idle counting from its CPU's previous trace line (SWITCH_LAG_S at most) to its
+    /// own: idle or not, depending on which side of the change a reader fell.
     pub unsure: Vec<i32>,
+    /// By when llctop's placement program had surely run (the second trace's stamp of
+    /// the placement; `ts` without brackets).
+    pub seen_by: f64,
     /// The trace's view of each other allowed CPU then, for a failure's message.
     pub state: String,
 }
@@ -94,7 +200,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub fn parse(text: &str, tids: &[u32], allowed: &[i32]) -> Trace {
+    pub fn parse(text: &str, tids: &[u32], allowed: &[i32], brackets: &Brackets) -> Trace {
         let field = |l: &str, k: &str| -> Option<i64> {
             let v = l.split_whitespace().find_map(|w| w.strip_prefix(k))?;
             v.parse().ok()
@@ -106,30 +212,16 @@ impl Trace {
         let mut changes: HashMap<i32, Vec<(f64, f64)>> = HashMap::new();
         // cpu -> its latest trace line.
         let mut last_on: HashMap<i32, f64> = HashMap::new();
-        let mut at_placement: Vec<(u32, f64)> = Vec::new();
+        // Each placement: the thread, and from its main stamp to when llctop's program
+        // had surely run (the second trace's stamp).
+        let mut at_placement: Vec<(u32, f64, f64)> = Vec::new();
         let mut t = Trace {
             placed: HashMap::new(),
             first_run: HashMap::new(),
         };
-        for l in text.lines() {
-            let Some(at) = l.find(": sched_") else {
-                continue;
-            };
-            let head = &l[..at];
-            let Some(ts) = head
-                .split_whitespace()
-                .last()
-                .and_then(|w| w.parse::<f64>().ok())
-            else {
-                continue;
-            };
-            let Some(cpu) = head
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let ev = &l[at + 2..];
+        let mut cursor = brackets.cursor();
+        for (ts, cpu, ev) in text.lines().filter_map(sched_line) {
+            let width = cursor.width(cpu, ts, ev);
             let before = last_on.insert(cpu, ts);
             let mut changed = |c: i32| changes.entry(c).or_default().push((ts, ts));
             if ev.starts_with("sched_switch:") {
@@ -186,10 +278,11 @@ impl Trace {
                             ts,
                             idle,
                             unsure: Vec::new(),
+                            seen_by: ts + width,
                             state: state.join("; "),
                         },
                     );
-                    at_placement.push((pid as u32, ts));
+                    at_placement.push((pid as u32, ts, ts + width));
                 }
                 arrived.insert(to, ts);
                 changed(to);
@@ -218,7 +311,7 @@ impl Trace {
                 }
             }
         }
-        for (tid, ts) in at_placement {
+        for (tid, ts, seen_by) in at_placement {
             let Some(p) = t.placed.get_mut(&tid) else {
                 continue;
             };
@@ -229,7 +322,7 @@ impl Trace {
                 .filter(|c| {
                     changes.get(c).is_some_and(|v| {
                         v.iter()
-                            .any(|&(a, b)| a <= ts + UNSURE_S && b >= ts - UNSURE_S)
+                            .any(|&(a, b)| a <= seen_by + UNSURE_S && b >= ts - UNSURE_S)
                     })
                 })
                 .collect();
@@ -284,12 +377,17 @@ impl Trace {
 
 /// A thread's run-queue wait by the kernel's trace (`idle_while_each_waited`), seconds:
 /// in all, the part while its CPU idled, and each wait (start and end after its
-/// creation, idle part).
+/// creation, idle part); and how far from these a reader of the same events may be for
+/// when it saw them (the brackets' stalls, STALL_S): `slack` for the wait, the stalls
+/// at the events that began or ended one, `idle_slack` for its idle part, those and the
+/// stalls at its CPU's switches into or out of idle while it waited.
 #[derive(Debug, Default, Clone)]
 pub struct Waited {
     pub wait: f64,
     pub idle: f64,
     pub waits: Vec<(f64, f64, f64)>,
+    pub slack: f64,
+    pub idle_slack: f64,
 }
 
 /// From the kernel's trace: for each watched thread (its id and a CPU), its run-queue
@@ -301,8 +399,9 @@ pub fn idle_while_each_waited(
     text: &str,
     watched: &[(u32, i32)],
     span: f64,
+    brackets: &Brackets,
 ) -> std::collections::BTreeMap<u32, Waited> {
-    waited_within(text, watched, |born| (born, born + span))
+    waited_within(text, watched, brackets, |born| (born, born + span))
 }
 
 /// From the kernel's trace: these threads' run-queue wait between `from` and `to` (the
@@ -311,7 +410,7 @@ pub fn idle_while_each_waited(
 /// trace lacks count nothing.
 pub fn waited_between(text: &str, tids: &[u32], from: f64, to: f64) -> f64 {
     let watched: Vec<(u32, i32)> = tids.iter().map(|&t| (t, -1)).collect();
-    waited_within(text, &watched, |_| (from, to))
+    waited_within(text, &watched, &Brackets::none(), |_| (from, to))
         .values()
         .map(|w| w.wait)
         .sum()
@@ -322,6 +421,7 @@ pub fn waited_between(text: &str, tids: &[u32], from: f64, to: f64) -> f64 {
 fn waited_within(
     text: &str,
     watched: &[(u32, i32)],
+    brackets: &Brackets,
     window: impl Fn(f64) -> (f64, f64),
 ) -> std::collections::BTreeMap<u32, Waited> {
     use std::collections::{BTreeMap, BTreeSet};
@@ -335,22 +435,19 @@ fn waited_within(
     let mut idle: BTreeMap<i32, bool> = BTreeMap::new();
     let mut born: BTreeMap<u32, f64> = BTreeMap::new();
     let mut waiting: BTreeSet<u32> = BTreeSet::new();
+    // Each waiting thread's wait: when it began, and that event's bracket.
+    let mut began: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     let mut out: BTreeMap<u32, Waited> = watched.iter().map(|w| (w.0, Waited::default())).collect();
     let mut last: Option<f64> = None;
-    for l in text.lines() {
-        let Some(at) = l.find(": sched_") else {
-            continue;
-        };
-        let head = &l[..at];
-        let (Some(ts), Some(c)) = (
-            head.split_whitespace()
-                .last()
-                .and_then(|w| w.parse::<f64>().ok()),
-            head.split_whitespace()
-                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse::<i32>().ok()),
-        ) else {
-            continue;
-        };
+    let mut cursor = brackets.cursor();
+    let within = |born: &BTreeMap<u32, f64>, t: &u32, from: f64, to: f64| {
+        born.get(t).is_some_and(|&b| {
+            let (start, end) = window(b);
+            from <= end && to >= start
+        })
+    };
+    for (ts, c, ev) in text.lines().filter_map(sched_line) {
+        let width = stall(cursor.width(c, ts, ev));
         if let Some(t0) = last {
             for t in &waiting {
                 let Some(&from) = born.get(t) else { continue };
@@ -376,12 +473,17 @@ fn waited_within(
             }
         }
         last = Some(ts);
-        let ev = &l[at + 2..];
         if ev.starts_with("sched_wakeup_new:") || ev.starts_with("sched_wakeup:") {
             if let Some(p) = pid_of(ev, "pid=").filter(|p| cpu_of.contains_key(p)) {
                 waiting.insert(p);
-                if ev.starts_with("sched_wakeup_new:") {
-                    born.entry(p).or_insert(ts);
+                // A wakeup of a thread already waiting leaves its wait's start.
+                began.entry(p).or_insert((ts, width));
+                if ev.starts_with("sched_wakeup_new:") && !born.contains_key(&p) {
+                    born.insert(p, ts);
+                    // Where the window lies, for a reader stamping the creation later.
+                    let e = out.entry(p).or_default();
+                    e.slack += width;
+                    e.idle_slack += width;
                 }
             }
         } else if ev.starts_with("sched_switch:") {
@@ -390,13 +492,29 @@ fn waited_within(
                 // Preempted (R, R+) it waits on; asleep or gone it does not.
                 if field(prev, "prev_state=").is_some_and(|s| s.starts_with('R')) {
                     waiting.insert(p);
+                    began.insert(p, (ts, width));
                 } else {
                     waiting.remove(&p);
+                    began.remove(&p);
                 }
             }
             if let Some(n) = pid_of(next, "next_pid=") {
-                waiting.remove(&n);
-                idle.insert(c, n == 0);
+                if waiting.remove(&n)
+                    && let Some((from, w0)) = began.remove(&n)
+                    && within(&born, &n, from, ts)
+                {
+                    let e = out.entry(n).or_default();
+                    e.slack += w0 + width;
+                    e.idle_slack += w0 + width;
+                }
+                let now_idle = n == 0;
+                if idle.insert(c, now_idle).is_some_and(|was| was != now_idle) {
+                    for t in waiting.iter().filter(|t| cpu_of[t] == c) {
+                        if within(&born, t, ts, ts) {
+                            out.entry(*t).or_default().idle_slack += width;
+                        }
+                    }
+                }
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::kernel_trace::{Started, Trace, trace_around};
+use common::kernel_trace::{Brackets, Started, Trace, trace_around};
 use common::lab::{LabRun, cpus_of, recording};
 use std::io::Read;
 
@@ -33,6 +33,12 @@ fn check_placement(kernel: &str) {
     flate2::read::GzDecoder::new(run.file("placement_trace"))
         .read_to_string(&mut text)
         .expect("the trace");
+    // The same events stamped again after llctop's programs ran (placement.sh).
+    let mut after = String::new();
+    flate2::read::GzDecoder::new(run.file("placement_trace_after"))
+        .read_to_string(&mut after)
+        .expect("the second trace");
+    let brackets = Brackets::parse(&after);
     let piles = llctop::findings::pileup::find(&rec.snapshots);
     let report = run.block("report");
     let events = || {
@@ -47,13 +53,15 @@ fn check_placement(kernel: &str) {
     // before and after, no wakeup, arrival or switch on it — one in some 400 placements
     // over the runs on record, unexplained (the same build reads cpu2 idle elsewhere:
     // tests/fixtures/recordings/placement-7.2-bpf.jsonl). At most one per run is let
-    // pass, and shown.
+    // pass, and shown. (Since 2026-11-29 a CPU that changed before llctop's program had
+    // surely run — the second trace's stamp of the placement — counts as unsure: a vCPU
+    // stalled inside the placement's probes may be why; 0 of 96 apart in four boots.)
     let (mut placements, mut misread, mut misread_cases) = (0usize, Vec::new(), Vec::new());
     for case in run.value("starts").split_whitespace() {
         let pid: u32 = run.value(&format!("{case}_pid")).parse().unwrap();
         let started = Started::parse(run.block(&format!("{case}_out")));
         let tids: Vec<u32> = started.threads.iter().map(|t| t.0).collect();
-        let trace = Trace::parse(&text, &tids, &allowed);
+        let trace = Trace::parse(&text, &tids, &allowed, &brackets);
         // Every thread's placement and first CPU as llctop recorded them are the
         // kernel's; a thread that had not moved when it asked saw that CPU itself.
         for &(tid, cpu, moved) in &started.threads {
@@ -252,10 +260,11 @@ fn check_placement(kernel: &str) {
         );
         let watched: Vec<(u32, i32)> = waits.iter().map(|w| (w.pid, w.cpu as i32)).collect();
         let span = llctop::snapshot::IDLE_WATCH_NS as f64 / 1e9;
-        let exact = common::kernel_trace::idle_while_each_waited(&text, &watched, span);
+        let exact = common::kernel_trace::idle_while_each_waited(&text, &watched, span, &brackets);
         let mut spared = 0.0;
         for w in &waits {
             let (tw, ti) = (exact[&w.pid].wait, exact[&w.pid].idle);
+            let (sw, si) = (exact[&w.pid].slack, exact[&w.pid].idle_slack);
             let waits: Vec<String> = exact[&w.pid]
                 .waits
                 .iter()
@@ -263,20 +272,20 @@ fn check_placement(kernel: &str) {
                 .collect();
             let (mw, mi) = (w.wait_ns as f64 / 1e9, w.idle_ns as f64 / 1e9);
             println!(
-                "lab {kernel}/{SHAPE}: {case}: thread {} beside idle cpu{}: waited {mw:.4} s (the trace {tw:.4} s), cpu{} idle meanwhile {mi:.4} s (the trace {ti:.4} s), {} waits, {} partial",
+                "lab {kernel}/{SHAPE}: {case}: thread {} beside idle cpu{}: waited {mw:.4} s (the trace {tw:.4} s ±{sw:.4}), cpu{} idle meanwhile {mi:.4} s (the trace {ti:.4} s ±{si:.4}), {} waits, {} partial",
                 w.pid, w.cpu, w.cpu, w.waits, w.partial
             );
             assert_eq!(w.partial, 0, "{case}: every wait's idle part counted");
             // The wait, and its part beside the idle CPU, as the trace has them (see the
             // note before WAIT_TOLERANCE_S).
             threads += 1;
-            let wait_ok = (mw - tw).abs() <= WAIT_TOLERANCE_S + 0.1 * tw;
-            let idle_ok = (mi - ti).abs() <= WAIT_TOLERANCE_S + 0.1 * ti;
+            let wait_ok = (mw - tw).abs() <= WAIT_TOLERANCE_S + 0.1 * tw + sw;
+            let idle_ok = (mi - ti).abs() <= WAIT_TOLERANCE_S + 0.1 * ti + si;
             if wait_ok && idle_ok {
                 agree += 1;
             } else {
                 apart.push(format!(
-                    "{case}: thread {} waited {mw:.4} s (the trace {tw:.4} s), {mi:.4} s of it beside idle cpu{} (the trace {ti:.4} s); the trace's waits after its creation: {}",
+                    "{case}: thread {} waited {mw:.4} s (the trace {tw:.4} s ±{sw:.4}), {mi:.4} s of it beside idle cpu{} (the trace {ti:.4} s ±{si:.4}); the trace's waits after its creation: {}",
                     w.pid,
                     w.cpu,
                     waits.join(", ")
@@ -285,7 +294,7 @@ fn check_placement(kernel: &str) {
             // Far above the trace's part beside the idle CPU would be an alarm the
             // kernel's figures do not earn: bounded (the severity band below checks
             // the finding itself).
-            if mi > ti + 0.025 {
+            if mi > ti + si + 0.025 {
                 over.push(format!(
                     "{case}: thread {} {mi:.4} s beside idle cpu{}, the trace {ti:.4} s",
                     w.pid, w.cpu
@@ -383,14 +392,16 @@ fn check_placement(kernel: &str) {
         Vec::<String>::new(),
         "llctop's wait beside the idle CPU never 25 ms above the kernel trace's"
     );
-    // At most three threads apart per boot: in 3 of 6 boots of 7.2 (2026-11-27) 1-2 threads
-    // were 3.4-16 ms apart, as if one wait went to a sibling thread of the same start or
-    // was lost (63 of 68 agreed; not explained; docs/advisor.md); a boot of 2026-11-29 had
-    // 3 of 18 so, siblings again (+4.5 / -4.5 ms beside the idle CPU).
-    assert!(
-        apart.len() <= 3,
-        "piled threads' waits (and their part beside the idle CPU) as the kernel's trace has them: {} apart",
-        apart.len()
+    // Every thread agrees once the trace's own uncertainty about when llctop saw each
+    // event is allowed (the brackets). Without them, 5 of 68 threads in six boots of 7.2
+    // (2026-11-27) and 4 of ~19 in CI (2026-11-29) were 3.4-16.7 ms apart, often one
+    // sibling up and one down: a vCPU stalled between the trace's probe and llctop's at
+    // one switch moves that time from the outgoing thread's wait to the incoming one's
+    // (docs/advisor.md).
+    assert_eq!(
+        apart,
+        Vec::<String>::new(),
+        "piled threads' waits (and their part beside the idle CPU) as the kernel's trace has them"
     );
     // Each finding is its pile-up, followed by what it cost (its severity's measure).
     assert_eq!(found.len(), want.len(), "a finding per pile-up: {found:?}");
@@ -457,8 +468,14 @@ const WAIT_TOLERANCE_S: f64 = 0.002;
 // agreed in two boots of each kernel. In a boot without the wakeup stamps (whose first
 // waits are stamped the same way), one thread's whole first wait (9 ms) went uncounted —
 // not explained. In six boots of 7.2 (2026-11-27) 5 of 68 threads, in three boots, were
-// 3.4-16 ms apart (docs/advisor.md); the test lets two threads per
-// boot be apart, none more than 25 ms above the trace beside the idle CPU. With the trace's
+// 3.4-16 ms apart, often one sibling up and another down. Explained 2026-11-29 with a
+// second trace instance stamping each event after llctop's programs (Brackets) and
+// llctop's own stamps printed into the trace: every stamp lay inside its event's
+// bracket, and 1% of the brackets were 4-20 ms wide — the vCPU stalled between the two
+// probes of one event, so llctop saw that switch later than the trace did, moving the
+// stall from the outgoing thread's wait to the incoming one's. A thread's tolerance now
+// adds those stalls (Waited::slack); every thread agrees, none may be apart, and none
+// more than 25 ms above the trace beside the idle CPU beyond its stalls. With the trace's
 // global clock (each CPU's sched_clock) threads parted by about a tick: it was not an
 // oracle here.
 
