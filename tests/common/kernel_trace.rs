@@ -119,25 +119,30 @@ struct Cursor<'a> {
 impl Cursor<'_> {
     /// How long after its main stamp `ts` the second instance stamped this event (0 for
     /// an event it does not bracket, or without brackets). The second instance starts
-    /// first and stops last: events before the main trace's first are passed over.
+    /// first and stops last: on each CPU its events before the main trace's first are
+    /// passed over (earlier, or another event); from there on the two list the same
+    /// events in the same order.
     fn width(&mut self, cpu: i32, ts: f64, ev: &str) -> f64 {
         if self.b.after.is_empty() || !BRACKETED.iter().any(|k| ev.starts_with(k)) {
             return 0.0;
         }
         let key = event_key(ev);
-        let list = &self.b.after[&cpu];
-        let i = self.next.entry(cpu).or_default();
-        while *i < list.len() && list[*i].1 != key {
-            *i += 1;
-        }
-        let Some((at, _)) = list.get(*i) else {
+        let list = self.b.after.get(&cpu).map_or(&[][..], Vec::as_slice);
+        let i = match self.next.get(&cpu) {
+            Some(&i) => i,
+            None => list
+                .iter()
+                .position(|(at, k)| *at >= ts && *k == key)
+                .unwrap_or(list.len()),
+        };
+        let Some((at, k)) = list.get(i) else {
             panic!("cpu{cpu}: the second trace lacks {ts:.6}: {ev}");
         };
-        *i += 1;
         assert!(
-            *at >= ts,
-            "cpu{cpu}: the second trace stamped {ev} before the first"
+            *k == key && *at >= ts,
+            "cpu{cpu}: the second trace's next event is not {ts:.6}: {ev}, but {at:.6}: {k}"
         );
+        self.next.insert(cpu, i + 1);
         at - ts
     }
 }
