@@ -94,9 +94,10 @@ impl Summary {
         out
     }
 
-    /// The pairs of processes that map the same shared memory (the newest read), each with
-    /// the LLC it ran on most over the recording — a pair on two LLCs is a candidate to
-    /// run on one; empty when no pair was read.
+    /// The pairs of processes that map the same shared memory (the newest read that found
+    /// any; a later read that found none is named), each with the LLC it ran on most over
+    /// the recording — a pair on two LLCs is a candidate to run on one; empty when no pair
+    /// was read.
     fn shared_memory(&self) -> String {
         let Some(sh) = &self.sharing else {
             return String::new();
@@ -104,8 +105,12 @@ impl Summary {
         if sh.pairs.is_empty() {
             return String::new();
         }
+        let later = self
+            .sharing_none_at
+            .map(|n| format!("; the read at snapshot {n} found none"))
+            .unwrap_or_default();
         let mut out = format!(
-            "\nProcesses that share memory (the same shared writable mapping in both /proc/PID/maps, {} busiest processes read at snapshot {})\n",
+            "\nProcesses that share memory (the same shared writable mapping in both /proc/PID/maps, {} busiest processes read at snapshot {}{later})\n",
             sh.processes, sh.seq
         );
         let who = |pid: u32| -> (String, Option<u32>) {
@@ -630,6 +635,48 @@ mod tests {
             label: "knob flipped".into(),
         });
         rec
+    }
+
+    #[test]
+    fn shared_memory_is_the_newest_read_that_found_pairs_and_a_later_empty_one_is_named() {
+        use crate::snapshot::{SharedPair, Sharing};
+        let read = |seq: u64, pairs: bool| Sharing {
+            seq,
+            processes: 2,
+            pairs: if pairs {
+                vec![SharedPair {
+                    a: 10,
+                    b: 20,
+                    bytes: 16 << 20,
+                    objects: 1,
+                    object: "/memfd:ring (deleted)".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+        };
+        let mut rec = rec_with_marker();
+        rec.snapshots[1].sharing = Some(read(1, true));
+        rec.snapshots[4].sharing = Some(read(4, false));
+        let r = render(&rec);
+        assert!(
+            r.contains("read at snapshot 1; the read at snapshot 4 found none)"),
+            "{r}"
+        );
+        assert!(
+            r.contains("(10, –) and (20, –): 16.0 MiB in 1 object"),
+            "{r}"
+        );
+        // A newer read with pairs replaces both.
+        rec.snapshots[5].sharing = Some(read(5, true));
+        let r = render(&rec);
+        assert!(r.contains("read at snapshot 5)"), "{r}");
+        assert!(!r.contains("found none"), "{r}");
+        // No read with pairs: no section.
+        for s in &mut rec.snapshots {
+            s.sharing = s.sharing.take().map(|sh| read(sh.seq, false));
+        }
+        assert!(!render(&rec).contains("Processes that share memory"));
     }
 
     #[test]

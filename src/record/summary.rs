@@ -145,8 +145,11 @@ pub struct Summary {
     pub(super) cache_aware: super::sched::Schedulers,
     /// The same snapshots as time series, for charts (`report --html`).
     pub(super) series: super::series::Series,
-    /// The newest pairs of processes that map the same shared memory.
+    /// The newest read of shared memory that found pairs of processes (a later read that
+    /// found none — the pair exited, say, as a recording stops — does not hide them), and
+    /// the snapshot of the newest read after it that found none.
     pub(super) sharing: Option<crate::snapshot::Sharing>,
+    pub(super) sharing_none_at: Option<u64>,
     /// Which process woke which, summed over the snapshots that counted it.
     pub(super) wakeups: WakeTotals,
 }
@@ -237,6 +240,7 @@ impl Summary {
             schedulers: super::sched::Schedulers::default(),
             cache_aware: super::sched::Schedulers::following(super::sched::Follows::CacheAware),
             sharing: None,
+            sharing_none_at: None,
             wakeups: WakeTotals::default(),
         }
     }
@@ -358,8 +362,13 @@ impl Summary {
                 .count();
             self.events_dropped = self.events_dropped.saturating_add(l.dropped);
         }
-        if s.sharing.is_some() {
-            self.sharing.clone_from(&s.sharing);
+        if let Some(sh) = &s.sharing {
+            if sh.pairs.is_empty() {
+                self.sharing_none_at = Some(sh.seq);
+            } else {
+                self.sharing = Some(sh.clone());
+                self.sharing_none_at = None;
+            }
         }
         if let Some(w) = &s.wakeups {
             self.wakeups.add(w, s.time.interval_secs());
