@@ -423,8 +423,17 @@ pub fn check_cgroup_numa(run: &LabRun, label: &str) {
     let end = numa_stat(run.value("stat_end"));
     let rec = recording(run, "numa_recording");
     let cut: u64 = run.value("cut_after_snapshots").parse().unwrap();
+    let pid: u32 = run.value("numa_pid").parse().unwrap();
     let mut mine: HashMap<&str, u64> = HashMap::new();
-    let mut seen_before_cut = false;
+    // llctop read the cgroup before the work: a snapshot before the cut holds its figures,
+    // or holds a row of the workload — whose cgroup the enrichment read then, its baseline
+    // (a cgroup's first read gives no figures: CI-like run 2026-11-29, the workload's only
+    // row before the cut was in the cut's last snapshot, and the counts were exact).
+    let mut seen_before_cut = rec.snapshots.iter().take(cut as usize).any(|s| {
+        s.processes
+            .as_ref()
+            .is_some_and(|t| t.rows.iter().any(|r| r.pid == pid))
+    });
     for (i, s) in rec.snapshots.iter().enumerate() {
         let Some(c) = s
             .numa

@@ -27,6 +27,7 @@ mkfifo /tmp/go
 exec 3<>/tmp/go
 (echo 0 > $CG/numa-work/cgroup.procs; exec llctop-workload numa "$far" 0 64 8) <&3 >/tmp/numa.out &
 w=$!
+lab numa_pid "$w"
 wait_line /tmp/numa.out ready "$w"
 # Two snapshots later llctop has seen the process (it ran, touching its memory) and read
 # the cgroup while the process waits: nothing changes until it is told to go.
