@@ -427,8 +427,10 @@ pub fn check_cgroup_numa(run: &LabRun, label: &str) {
     let mut mine: HashMap<&str, u64> = HashMap::new();
     // llctop read the cgroup before the work: a snapshot before the cut holds its figures,
     // or holds a row of the workload — whose cgroup the enrichment read then, its baseline
-    // (a cgroup's first read gives no figures: CI-like run 2026-11-29, the workload's only
-    // row before the cut was in the cut's last snapshot, and the counts were exact).
+    // (a cgroup's first read gives no figures. A full lab run of 2026-11-29 failed here
+    // with the counts exact, so the baseline did precede the work: by this reading, the
+    // workload's only row before the cut was in the cut's last snapshot — inferred, the
+    // run did not print its rows).
     let mut seen_before_cut = rec.snapshots.iter().take(cut as usize).any(|s| {
         s.processes
             .as_ref()
