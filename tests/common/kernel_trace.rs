@@ -217,9 +217,7 @@ impl Trace {
         let mut changes: HashMap<i32, Vec<(f64, f64)>> = HashMap::new();
         // cpu -> its latest trace line.
         let mut last_on: HashMap<i32, f64> = HashMap::new();
-        // Each placement: the thread, and from its main stamp to when llctop's program
-        // had surely run (the second trace's stamp).
-        let mut at_placement: Vec<(u32, f64, f64)> = Vec::new();
+        let mut at_placement: Vec<u32> = Vec::new();
         let mut t = Trace {
             placed: HashMap::new(),
             first_run: HashMap::new(),
@@ -287,7 +285,7 @@ impl Trace {
                             state: state.join("; "),
                         },
                     );
-                    at_placement.push((pid as u32, ts, ts + width));
+                    at_placement.push(pid as u32);
                 }
                 arrived.insert(to, ts);
                 changed(to);
@@ -316,10 +314,12 @@ impl Trace {
                 }
             }
         }
-        for (tid, ts, seen_by) in at_placement {
+        for tid in at_placement {
             let Some(p) = t.placed.get_mut(&tid) else {
                 continue;
             };
+            // From its stamp to when llctop's program had surely run.
+            let (ts, seen_by) = (p.ts, p.seen_by);
             p.unsure = allowed
                 .iter()
                 .copied()
@@ -429,7 +429,7 @@ fn waited_within(
     brackets: &Brackets,
     window: impl Fn(f64) -> (f64, f64),
 ) -> std::collections::BTreeMap<u32, Waited> {
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeMap;
     let field = |l: &str, k: &str| -> Option<String> {
         l.split_whitespace()
             .find_map(|w| w.strip_prefix(k))
@@ -439,9 +439,8 @@ fn waited_within(
     let cpu_of: BTreeMap<u32, i32> = watched.iter().copied().collect();
     let mut idle: BTreeMap<i32, bool> = BTreeMap::new();
     let mut born: BTreeMap<u32, f64> = BTreeMap::new();
-    let mut waiting: BTreeSet<u32> = BTreeSet::new();
-    // Each waiting thread's wait: when it began, and that event's bracket.
-    let mut began: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+    // The threads waiting, each with when its wait began and that event's bracket.
+    let mut waiting: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     let mut out: BTreeMap<u32, Waited> = watched.iter().map(|w| (w.0, Waited::default())).collect();
     let mut last: Option<f64> = None;
     let mut cursor = brackets.cursor();
@@ -454,7 +453,7 @@ fn waited_within(
     for (ts, c, ev) in text.lines().filter_map(sched_line) {
         let width = stall(cursor.width(c, ts, ev));
         if let Some(t0) = last {
-            for t in &waiting {
+            for t in waiting.keys() {
                 let Some(&from) = born.get(t) else { continue };
                 let (start, end) = window(from);
                 let (lo, hi) = (t0.max(start), ts.min(end));
@@ -480,9 +479,8 @@ fn waited_within(
         last = Some(ts);
         if ev.starts_with("sched_wakeup_new:") || ev.starts_with("sched_wakeup:") {
             if let Some(p) = pid_of(ev, "pid=").filter(|p| cpu_of.contains_key(p)) {
-                waiting.insert(p);
                 // A wakeup of a thread already waiting leaves its wait's start.
-                began.entry(p).or_insert((ts, width));
+                waiting.entry(p).or_insert((ts, width));
                 if ev.starts_with("sched_wakeup_new:") && !born.contains_key(&p) {
                     born.insert(p, ts);
                     // Where the window lies, for a reader stamping the creation later.
@@ -496,16 +494,13 @@ fn waited_within(
             if let Some(p) = pid_of(prev, "prev_pid=").filter(|p| cpu_of.contains_key(p)) {
                 // Preempted (R, R+) it waits on; asleep or gone it does not.
                 if field(prev, "prev_state=").is_some_and(|s| s.starts_with('R')) {
-                    waiting.insert(p);
-                    began.insert(p, (ts, width));
+                    waiting.insert(p, (ts, width));
                 } else {
                     waiting.remove(&p);
-                    began.remove(&p);
                 }
             }
             if let Some(n) = pid_of(next, "next_pid=") {
-                if waiting.remove(&n)
-                    && let Some((from, w0)) = began.remove(&n)
+                if let Some((from, w0)) = waiting.remove(&n)
                     && within(&born, &n, from, ts)
                 {
                     let e = out.entry(n).or_default();
@@ -514,7 +509,7 @@ fn waited_within(
                 }
                 let now_idle = n == 0;
                 if idle.insert(c, now_idle).is_some_and(|was| was != now_idle) {
-                    for t in waiting.iter().filter(|t| cpu_of[t] == c) {
+                    for t in waiting.keys().filter(|t| cpu_of[t] == c) {
                         if within(&born, t, ts, ts) {
                             out.entry(*t).or_default().idle_slack += width;
                         }

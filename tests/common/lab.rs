@@ -242,18 +242,14 @@ impl Drop for Turn {
     fn drop(&mut self) {
         let (state, freed) = turns();
         let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-        st.running = st.running.saturating_sub(self.n);
+        *st = st.saturating_sub(self.n);
         freed.notify_all();
     }
 }
 
-/// Slots taken.
-struct Slots {
-    running: usize,
-}
-
-fn turns() -> &'static (Mutex<Slots>, Condvar) {
-    static TURNS: (Mutex<Slots>, Condvar) = (Mutex::new(Slots { running: 0 }), Condvar::new());
+/// The slots taken, and the signal that one was given back.
+fn turns() -> &'static (Mutex<usize>, Condvar) {
+    static TURNS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
     &TURNS
 }
 
@@ -269,16 +265,16 @@ fn turn(scenario: &str) -> Turn {
     let alone = ALONE.contains(&scenario);
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     if alone {
-        while st.running > 0 {
+        while *st > 0 {
             st = freed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        st.running = max;
+        *st = max;
         Turn { n: max }
     } else {
-        while st.running >= max {
+        while *st >= max {
             st = freed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        st.running += 1;
+        *st += 1;
         Turn { n: 1 }
     }
 }

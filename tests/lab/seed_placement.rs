@@ -99,12 +99,13 @@ fn check_placement(kernel: &str) {
             if !(sure..=most).contains(&idle) {
                 misread.push(format!(
                     "{case}: {tid}: llctop saw {idle} idle allowed CPUs (lowest {:?}), the trace {:?} \
-                     (unsure {:?}; {}); the trace from 1 ms before the placement to 5 ms after:\n{}",
+                     (unsure {:?}; llctop's program ran by {:.6}; {}); the trace from 1 ms before the placement to 5 ms after:\n{}",
                     events()
                         .find(|e| e.kind == llctop::snapshot::EventKind::Placement && e.pid == tid)
                         .and_then(|e| e.idle_cpu),
                     p.idle,
                     p.unsure,
+                    p.seen_by,
                     p.state,
                     trace_around(&text, p.ts - 1e-3, p.ts + 5e-3)
                 ));
