@@ -443,7 +443,8 @@ fn check_placement(kernel: &str) {
     // Both cases happened: threads stacked while an allowed CPU idled, and threads
     // stacked while none did (no pile-up).
     println!(
-        "lab {kernel}/{SHAPE}: starts with a pile-up {piled}, stacked without one {stacked_only}"
+        "lab {kernel}/{SHAPE}: starts with a pile-up {piled}, stacked without one {stacked_only} ({} rounds)",
+        run.value("rounds")
     );
     assert!(piled >= 1 && stacked_only >= 1, "both cases happened");
 }
