@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::clock::{mono_ns, unix_ns};
 use crate::enrich::ProcessInfo;
 use crate::kroot::KernelRoot;
+use crate::procgroup::KeptRows;
 use crate::snapshot::SatSum;
 use crate::snapshot::{CpuStats, GroupStats, Snapshot};
 use crate::source::Source;
@@ -23,6 +24,9 @@ pub struct Collector {
     sharing: crate::kstate::sharing::SharedMemory,
     seq: u64,
     prev_mono: Option<u64>,
+    /// Processes the sources give rows whatever their rank, and where to find them.
+    kept: KeptRows,
+    root: KernelRoot,
 }
 
 impl Collector {
@@ -42,7 +46,14 @@ impl Collector {
             sharing: crate::kstate::sharing::SharedMemory::new(root.clone()),
             seq: 0,
             prev_mono: None,
+            kept: KeptRows::default(),
+            root: root.clone(),
         }
+    }
+
+    /// The handle that says which processes get a row whatever their rank.
+    pub fn kept_rows(&self) -> KeptRows {
+        self.kept.clone()
     }
 
     /// Number the snapshots on from `seq` (a flight recorder's history of this boot goes
@@ -58,7 +69,9 @@ impl Collector {
         snap.time.mono_ns = now;
         snap.time.unix_ns = unix_ns();
         snap.time.interval_ns = prev.map_or(0, |p| now.saturating_sub(p));
+        let kept = self.kept.resolve(&self.root);
         for s in &mut self.sources {
+            s.keep_rows(&kept);
             s.sample(&self.topo, &mut snap);
         }
         self.processes.enrich(&mut snap);

@@ -32,6 +32,7 @@ pub mod mounts;
 pub mod output;
 pub mod parse;
 pub mod preferred;
+pub mod procgroup;
 pub mod record;
 pub mod run;
 pub mod serve;

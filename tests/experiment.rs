@@ -499,7 +499,7 @@ fn a_commands_processes_and_their_wait_per_run_are_the_kernels() {
     let rec = dir.path().join("ab.jsonl");
     let out = llctop(&dir.path().join("j.json"))
         .args([
-            "--top", "512", "ab", &spec, "--window", "1s", "--warmup", "300ms", "--rounds", "1",
+            "--top", "1", "ab", &spec, "--window", "1s", "--warmup", "300ms", "--rounds", "1",
             "--json", "-o",
         ])
         .arg(&rec)
@@ -522,6 +522,8 @@ fn a_commands_processes_and_their_wait_per_run_are_the_kernels() {
     // already gone.)
     let r = llctop::record::reader::open(&rec).unwrap();
     assert_eq!(r.windows.len(), 2);
+    // `--top 1`: the snapshots' one ranked row, and the pair's two processes besides it,
+    // whatever their rank (the experiment's own are always given rows).
     for w in &r.windows {
         assert_eq!(w.command_pids.len(), 2, "the pair, nothing else: {w:?}");
     }

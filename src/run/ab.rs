@@ -487,10 +487,12 @@ pub fn run(opts: &Options, root: &KernelRoot, topo: &Topology, plan: &Plan) -> R
         stopping: Vec::new(),
         root: root.clone(),
         members: HashSet::new(),
+        kept: p.kept_rows(),
     };
     if ab.runner.measures_at_once() {
         ab.cmd = ab.begin()?;
     }
+    ab.keep_rows();
     let res = p.drive(&mut [&mut ab]);
     let v = ab.runner.verdict();
     if plan.json {
@@ -535,6 +537,8 @@ struct Ab {
     /// The processes found in a command's process group so far (a pid once, however
     /// many snapshots show it; forgotten once its row says it exited).
     members: HashSet<u32>,
+    /// The processes the sources give rows whatever their rank (`keep_rows`).
+    kept: crate::procgroup::KeptRows,
 }
 
 /// The most members remembered at once (a fork-heavy command's churn is forgotten).
@@ -562,9 +566,7 @@ fn command_rows(
         let known = members.contains(&r.pid) || pgids.contains(&r.pid);
         let member = known
             || (!r.exited
-                && root
-                    .parse::<procfs_core::process::Stat>(format!("/proc/{}/stat", r.pid))
-                    .is_ok_and(|st| u32::try_from(st.pgrp).is_ok_and(|g| pgids.contains(&g))));
+                && crate::procgroup::pgrp_of(root, r.pid).is_some_and(|g| pgids.contains(&g)));
         if !member {
             continue;
         }
@@ -579,6 +581,19 @@ fn command_rows(
 }
 
 impl Ab {
+    /// The processes whose figures are the windows' metrics, given rows from the next
+    /// snapshot on: the commands' process groups (their members found at each read) and
+    /// the processes named.
+    fn keep_rows(&self) {
+        let pgids: Vec<u32> = self
+            .cmd
+            .iter()
+            .chain(&self.steady)
+            .map(|r| r.pgid)
+            .collect();
+        self.kept.set(pgids, self.how.named().to_vec());
+    }
+
     /// The measured part of a window begins: its command starts.
     fn begin(&self) -> Result<Option<Running>, Error> {
         let cpus = self.how.mask(self.arm);
@@ -657,11 +672,15 @@ impl Sink for Ab {
         let stamp = t.snap.time.mono_ns;
         let ended = self.cmd.as_ref().and_then(|c| c.ended_before(stamp));
         let (win, next) = match self.runner.on_snapshot(&t.snap, ended) {
-            Step::Continue => return Ok(true),
+            Step::Continue => {
+                self.keep_rows();
+                return Ok(true);
+            }
             Step::Measure => {
                 self.members.clear();
                 self.cmd = self.begin()?;
                 self.timed_out = false;
+                self.keep_rows();
                 return Ok(true);
             }
             Step::Flip(w, next) => (w, Some(next)),
@@ -697,6 +716,7 @@ impl Sink for Ab {
             self.members.clear();
             self.cmd = self.begin()?;
         }
+        self.keep_rows();
         Ok(true)
     }
 

@@ -346,6 +346,11 @@ impl Pipeline {
         }
     }
 
+    /// The handle that gives processes rows whatever their rank (an experiment's own).
+    pub fn kept_rows(&self) -> crate::procgroup::KeptRows {
+        self.collector.kept_rows()
+    }
+
     /// Make the run's knob changes (a failed change ends the run; what was applied is
     /// restored when the session drops). Their events come with the first tick.
     pub fn change_knobs(

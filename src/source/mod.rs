@@ -139,6 +139,11 @@ pub trait Source {
     /// with what happened since the previous call. A source never fails the snapshot:
     /// what it cannot read it leaves `None` and explains in `snap.sources`.
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot);
+
+    /// From the next read on, give these processes (`tgids`, sorted) a row whenever they
+    /// ran or moved, besides the busiest `--top` ([`crate::collect::KeptRows`]). Sources
+    /// without process rows ignore it.
+    fn keep_rows(&mut self, _tgids: &[u32]) {}
 }
 
 /// A source that only reports a fixed state every interval, e.g. "bpf absent: not

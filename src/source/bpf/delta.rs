@@ -134,6 +134,8 @@ pub struct ProcessParams<'a> {
     pub kernel_llc: &'a [Option<u32>],
     /// Rows kept (the busiest); the rest's counters are summed into `other_counters`.
     pub top: usize,
+    /// Processes given a row besides the `top` whenever they ran or moved (sorted).
+    pub keep: &'a [u32],
     pub secs: f64,
 }
 
@@ -230,18 +232,18 @@ pub fn processes(
             counters: counters.map(Box::new),
         });
     }
-    // The busiest `top`, busiest first: ranked by small keys (a candidate is large),
-    // the top partitioned out before it alone is sorted.
-    let mut rank: Vec<(std::cmp::Reverse<u64>, u32, usize)> = cands
+    // The busiest `top` and those asked for, busiest first: ranked by small keys (a
+    // candidate is large), the top partitioned out before it alone is sorted.
+    let (mut kept, mut rest): (Vec<_>, Vec<_>) = cands
         .iter()
         .enumerate()
         .map(|(i, c)| (std::cmp::Reverse(c.cpu_time_ns), c.tgid, i))
-        .collect();
-    let top = p.top.min(rank.len());
-    if top < rank.len() {
-        rank.select_nth_unstable(top);
+        .partition(|&(_, tgid, _)| p.keep.binary_search(&tgid).is_ok());
+    let top = p.top.min(rest.len());
+    if top < rest.len() {
+        rest.select_nth_unstable(top);
     }
-    let (kept, rest) = rank.split_at_mut(top);
+    kept.extend(rest.drain(..top));
     kept.sort_unstable();
     let other_counters = total_of(
         &rest
@@ -460,6 +462,7 @@ mod tests {
             pc_mask: 0,
             kernel_llc: &[],
             top: 2,
+            keep: &[],
             secs: 1.0,
         };
         let mut pref = PreferredLlc::new();
@@ -476,6 +479,26 @@ mod tests {
         assert!(r.comm.is_empty(), "names are the enrichment stage's");
         assert_eq!((table.idle_counters, table.other_counters), (None, None));
         assert_eq!(pref.len(), 4, "the emulation follows every live process");
+        // A process asked for has a row beside the busiest two, in its rank; one that
+        // did nothing still has none.
+        let params = ProcessParams {
+            keep: &[12, 13],
+            ..params
+        };
+        let table = processes(&prev, &cur, &params, &mut pref);
+        let pids: Vec<u32> = table.rows.iter().map(|r| r.pid).collect();
+        assert_eq!(pids, vec![11, 10, 12]);
+        let params = ProcessParams {
+            keep: &[10],
+            ..params
+        };
+        let table = processes(&prev, &cur, &params, &mut pref);
+        let pids: Vec<u32> = table.rows.iter().map(|r| r.pid).collect();
+        assert_eq!(
+            pids,
+            vec![11, 10, 12],
+            "the top two besides the one asked for"
+        );
     }
 
     /// The lab's 64-CPU hopper: 10 cross-LLC hops, 5 counted in one CPU's slot and 5 in
@@ -491,6 +514,7 @@ mod tests {
             pc_mask: 0,
             kernel_llc: &[],
             top: 10,
+            keep: &[],
             secs: 1.0,
         };
         let mut pref = PreferredLlc::new();
@@ -560,6 +584,7 @@ mod tests {
             pc_mask: 0b00011,
             kernel_llc: &[Some(0), Some(3), Some(1), Some(2)],
             top: 10,
+            keep: &[],
             secs: 1.0,
         };
         let table = processes(&prev, &cur, &params, &mut PreferredLlc::new());

@@ -168,6 +168,7 @@ impl BpfSource {
                             preferred: PreferredLlc::new(),
                             kernel_llc: crate::preferred::kernel_llc_ids(topo),
                             top,
+                            keep: Vec::new(),
                             readers: Vec::new(),
                             pc_mask: 0,
                             attribution_note: None,

@@ -168,6 +168,8 @@ pub struct BpfSource {
     /// The kernel's id of each LLC (`p->preferred_llc`'s id space).
     kernel_llc: Vec<Option<u32>>,
     top: usize,
+    /// Processes given a row besides the `top` (sorted: [`Source::keep_rows`]).
+    keep: Vec<u32>,
     /// Per-process counter attribution: the CPUs' group readers and the slots the BPF
     /// program reads (bit i = `Slot::ALL[i]`); `attribution_note` says why it is off.
     readers: Vec<GroupReader>,
@@ -430,6 +432,12 @@ impl Source for BpfSource {
         crate::snapshot::SourceName::Bpf.as_str()
     }
 
+    fn keep_rows(&mut self, tgids: &[u32]) {
+        if self.keep != tgids {
+            self.keep = tgids.to_vec();
+        }
+    }
+
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         let _ = self.ringbuf.consume();
         // A failed run leaves the running tasks' time since their last settle for the
@@ -476,12 +484,14 @@ impl Source for BpfSource {
         };
         delta::cpus(&prev, cur, &mut snap.cpus);
         snap.migrations = Some(delta::migrations(&prev, cur, self.nr_llc));
+
         let params = delta::ProcessParams {
             topo,
             nr_llc: self.nr_llc,
             pc_mask: self.pc_mask,
             kernel_llc: &self.kernel_llc,
             top: self.top,
+            keep: &self.keep,
             secs: snap.time.interval_secs(),
         };
         let mut table = delta::processes(&prev, cur, &params, &mut self.preferred);

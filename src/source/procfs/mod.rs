@@ -266,6 +266,12 @@ impl Source for ProcfsSource {
         "procfs"
     }
 
+    fn keep_rows(&mut self, tgids: &[u32]) {
+        if self.tasks.keep != tgids {
+            self.tasks.keep = tgids.to_vec();
+        }
+    }
+
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot) {
         self.sample_stat(snap);
         if self.scan_tasks {

@@ -90,6 +90,8 @@ pub struct TaskScanner {
     ns_per_tick: u64,
     ticks_per_s: u64,
     top: usize,
+    /// Processes given a row besides the `top` (sorted: `Source::keep_rows`).
+    pub keep: Vec<u32>,
     /// Whether per-task schedstat exists (CONFIG_SCHED_INFO); learnt on the first read.
     sched_info: Option<bool>,
 }
@@ -107,6 +109,7 @@ impl TaskScanner {
             ns_per_tick: 1_000_000_000 / tps,
             ticks_per_s: tps,
             top,
+            keep: Vec::new(),
             sched_info: None,
         }
     }
@@ -141,7 +144,7 @@ impl TaskScanner {
         out.has_wait = self.sched_info != Some(false);
         out.unreadable = errors.unreadable;
         out.first_error = errors.first;
-        out.processes = rows(&accs, &mut self.preferred, self.top);
+        out.processes = rows(&accs, &mut self.preferred, self.top, &self.keep);
         Ok(Some(out))
     }
 
@@ -336,9 +339,15 @@ pub fn account(
     (out, accs)
 }
 
-/// The rows of the `top` busiest processes (that ran or moved), with the emulated
-/// preferred LLC (`preferred` follows every process and forgets the gone ones).
-pub fn rows(accs: &[(u32, ProcAcc)], preferred: &mut PreferredLlc, top: usize) -> ProcessTable {
+/// The rows of the `top` busiest processes (that ran or moved) and of those in `keep`
+/// (sorted) that did, busiest first, with the emulated preferred LLC (`preferred`
+/// follows every process and forgets the gone ones).
+pub fn rows(
+    accs: &[(u32, ProcAcc)],
+    preferred: &mut PreferredLlc,
+    top: usize,
+    keep: &[u32],
+) -> ProcessTable {
     let mut rows: Vec<ProcessStats> = Vec::with_capacity(accs.len());
     for (pid, acc) in accs {
         let pref = preferred.update(*pid, &acc.per_llc);
@@ -366,7 +375,13 @@ pub fn rows(accs: &[(u32, ProcAcc)], preferred: &mut PreferredLlc, top: usize) -
     let alive: std::collections::HashSet<u32> = accs.iter().map(|(p, _)| *p).collect();
     preferred.retain(|p| alive.contains(&p));
     rows.sort_by(|a, b| b.cpu_time_ns.cmp(&a.cpu_time_ns).then(a.pid.cmp(&b.pid)));
-    rows.truncate(top);
+    let mut ranked = 0;
+    rows.retain(|r| {
+        keep.binary_search(&r.pid).is_ok() || {
+            ranked += 1;
+            ranked <= top
+        }
+    });
     ProcessTable {
         precision: Precision::Sampled,
         total: accs.len() as u32,
@@ -454,7 +469,7 @@ mod tests {
         assert_eq!(out.cpus[1].rq_wait_ns, 200);
 
         let mut pref = PreferredLlc::new();
-        let table = rows(&accs, &mut pref, 10);
+        let table = rows(&accs, &mut pref, 10, &[]);
         assert_eq!(table.total, 2);
         assert_eq!(table.rows.len(), 1, "the idle process has no row");
         let r = &table.rows[0];
@@ -464,6 +479,13 @@ mod tests {
         );
         assert_eq!(r.preferred_llc, Some(0));
         assert!(r.cgroup.is_none(), "cgroups are the enrichment stage's");
-        assert_eq!(rows(&accs, &mut pref, 0).rows.len(), 0, "top 0 keeps none");
+        assert_eq!(
+            rows(&accs, &mut pref, 0, &[]).rows.len(),
+            0,
+            "top 0 keeps none"
+        );
+        let kept = rows(&accs, &mut pref, 0, &[10, 11]);
+        let pids: Vec<u32> = kept.rows.iter().map(|r| r.pid).collect();
+        assert_eq!(pids, [10], "one asked for has a row if it ran or moved");
     }
 }
