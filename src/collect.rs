@@ -1,6 +1,8 @@
 //! The collector: owns the topology, the sources and the enrichment stage, and runs the
 //! pipeline once per tick — every source reads its raw counters and turns them into the
-//! interval's figures, [`crate::enrich`] names the process rows (once),
+//! interval's figures (process rows for the busiest and for the processes a run keeps,
+//! [`crate::procgroup::KeptRows`], resolved just before the read), [`crate::enrich`]
+//! names the process rows (once),
 //! [`crate::kstate::cache_aware::explain`] says why a process has no preferred LLC,
 //! [`crate::kstate::sharing`] which processes map the same shared memory, and
 //! [`aggregate`] derives the per-LLC, per-node and system figures from the per-CPU

@@ -594,6 +594,75 @@ impl Ab {
         self.kept.set(pgids, self.how.named().to_vec());
     }
 
+    /// One tick of the experiment: the recording's lines, the drift and timeout checks,
+    /// the command's rows, and the window's end and flip.
+    fn step(&mut self, t: &Tick, ctl: &mut Ctl) -> Result<bool, Error> {
+        if let Some(r) = self.recording.as_mut() {
+            r.write_tick(t)?;
+        }
+        if let Some(s) = ctl.session.as_ref() {
+            self.check_drift(s);
+        }
+        self.enforce_timeout();
+        let pgids: Vec<u32> = self
+            .cmd
+            .iter()
+            .chain(&self.steady)
+            .map(|r| r.pgid)
+            .collect();
+        let named = self.how.named();
+        if !pgids.is_empty() || !named.is_empty() {
+            let mut found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
+            let rows = t.snap.processes.iter().flat_map(|p| &p.rows);
+            found.extend(rows.filter(|r| named.contains(&r.pid)).map(|r| r.pid));
+            self.runner.command_processes(found);
+        }
+        let stamp = t.snap.time.mono_ns;
+        let ended = self.cmd.as_ref().and_then(|c| c.ended_before(stamp));
+        let (win, next) = match self.runner.on_snapshot(&t.snap, ended) {
+            Step::Continue => return Ok(true),
+            Step::Measure => {
+                self.members.clear();
+                self.cmd = self.begin()?;
+                self.timed_out = false;
+                return Ok(true);
+            }
+            Step::Flip(w, next) => (w, Some(next)),
+            Step::Done(w) => (w, None),
+        };
+        self.cmd = None;
+        self.timed_out = false;
+        crate::say!(
+            "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
+            win.index + 1,
+            self.total,
+            Esc(&self.exp.knob),
+            Esc(&win.value),
+            win.first_seq,
+            win.last_seq,
+            win.not_counted
+                .as_deref()
+                .map(|why| format!(", not counted: {}", Esc(why)))
+                .unwrap_or_default()
+        );
+        if let Some(r) = self.recording.as_mut() {
+            r.line(Line::Window(win))?;
+        }
+        let Some(next) = next else {
+            return Ok(false);
+        };
+        if let Some(s) = ctl.session.as_mut() {
+            let steady = self.steady.as_ref().map(|r| r.pgid);
+            flip(s, &self.how, &self.exp, next, steady)?;
+            self.arm = next;
+        }
+        if self.runner.measures_at_once() {
+            self.members.clear();
+            self.cmd = self.begin()?;
+        }
+        Ok(true)
+    }
+
     /// The measured part of a window begins: its command starts.
     fn begin(&self) -> Result<Option<Running>, Error> {
         let cpus = self.how.mask(self.arm);
@@ -648,76 +717,12 @@ impl Ab {
 }
 
 impl Sink for Ab {
+    /// The tick's step, then the processes the next read gives rows (the command the
+    /// step may have started among them).
     fn tick(&mut self, t: &Tick, ctl: &mut Ctl) -> Result<bool, Error> {
-        if let Some(r) = self.recording.as_mut() {
-            r.write_tick(t)?;
-        }
-        if let Some(s) = ctl.session.as_ref() {
-            self.check_drift(s);
-        }
-        self.enforce_timeout();
-        let pgids: Vec<u32> = self
-            .cmd
-            .iter()
-            .chain(&self.steady)
-            .map(|r| r.pgid)
-            .collect();
-        let named = self.how.named();
-        if !pgids.is_empty() || !named.is_empty() {
-            let mut found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
-            let rows = t.snap.processes.iter().flat_map(|p| &p.rows);
-            found.extend(rows.filter(|r| named.contains(&r.pid)).map(|r| r.pid));
-            self.runner.command_processes(found);
-        }
-        let stamp = t.snap.time.mono_ns;
-        let ended = self.cmd.as_ref().and_then(|c| c.ended_before(stamp));
-        let (win, next) = match self.runner.on_snapshot(&t.snap, ended) {
-            Step::Continue => {
-                self.keep_rows();
-                return Ok(true);
-            }
-            Step::Measure => {
-                self.members.clear();
-                self.cmd = self.begin()?;
-                self.timed_out = false;
-                self.keep_rows();
-                return Ok(true);
-            }
-            Step::Flip(w, next) => (w, Some(next)),
-            Step::Done(w) => (w, None),
-        };
-        self.cmd = None;
-        self.timed_out = false;
-        crate::say!(
-            "llctop: window {}/{} ({} = {}) measured: snapshots #{}–#{}{}",
-            win.index + 1,
-            self.total,
-            Esc(&self.exp.knob),
-            Esc(&win.value),
-            win.first_seq,
-            win.last_seq,
-            win.not_counted
-                .as_deref()
-                .map(|why| format!(", not counted: {}", Esc(why)))
-                .unwrap_or_default()
-        );
-        if let Some(r) = self.recording.as_mut() {
-            r.line(Line::Window(win))?;
-        }
-        let Some(next) = next else {
-            return Ok(false);
-        };
-        if let Some(s) = ctl.session.as_mut() {
-            let steady = self.steady.as_ref().map(|r| r.pgid);
-            flip(s, &self.how, &self.exp, next, steady)?;
-            self.arm = next;
-        }
-        if self.runner.measures_at_once() {
-            self.members.clear();
-            self.cmd = self.begin()?;
-        }
+        let go_on = self.step(t, ctl);
         self.keep_rows();
-        Ok(true)
+        go_on
     }
 
     /// The commands are asked to stop; the pipeline then restores the knobs and

@@ -140,9 +140,10 @@ pub trait Source {
     /// what it cannot read it leaves `None` and explains in `snap.sources`.
     fn sample(&mut self, topo: &Topology, snap: &mut Snapshot);
 
-    /// From the next read on, give these processes (`tgids`, sorted) a row whenever they
-    /// ran or moved, besides the busiest `--top` ([`crate::collect::KeptRows`]). Sources
-    /// without process rows ignore it.
+    /// At the read about to be made (and the next ones, until told otherwise), give
+    /// these processes (`tgids`, sorted) a row whenever they ran or moved, besides the
+    /// busiest `--top` ([`crate::procgroup::KeptRows`]). Sources without process rows
+    /// ignore it.
     fn keep_rows(&mut self, _tgids: &[u32]) {}
 }
 

@@ -82,8 +82,11 @@ lab_block colocate_verdict cat /tmp/coloc.json
 gzip /tmp/coloc.jsonl
 lab_file colocate_recording /tmp/coloc.jsonl.gz
 # The same for two processes already running, named (`--pid`): a pipe pair started on its
-# own; each window's figures are theirs, and each thread ends on the CPUs it had.
-llctop-workload pipe-pair 30 >/tmp/named.out 2>&1 &
+# own; each window's figures are theirs, and each thread ends on the CPUs it had. It runs
+# until killed after the experiment (600 s at most): a loaded host once stretched the
+# experiment's start — its BPF load under TCG — past a 30 s pair, which was gone by the
+# last window (CI-like full lab, 2026-11-29).
+llctop-workload pipe-pair 600 >/tmp/named.out 2>&1 &
 named=$!
 until [ -s /tmp/named.out ]; do usleep 50000; done
 lab named_pair "$(head -1 /tmp/named.out)"
