@@ -68,12 +68,15 @@ lab_block report llctop report /tmp/sh.jsonl.gz
 # where the kernel lets it run, then makes a short pipe pair (parent and child inherit the
 # set). The oracle: the guest's own sysfs — the L3 those CPUs share, and what is online.
 # Recorded: each window's command processes and their waits per run (the pair's own
-# schedstat, printed at its end, is that metric's oracle). `--top 512`: every process a
-# row — a command's process outside a snapshot's busiest rows is missing from its figures
-# (seen once: the first window's slow pair behind the guest's kernel threads as llctop
-# started); and a pair of 3 s, seen alive in several snapshots even when the first
-# window's first snapshot stretches as llctop starts.
-llctop --interval 500ms --top 512 ab colocate=off,llc1 --window 1s --warmup 0s --rounds 2 --json \
+# schedstat, printed at its end, is that metric's oracle). `--top 1`: the experiment's own
+# processes have rows whatever their rank (src/procgroup.rs), the one busiest beside them
+# (before that, a command's process outside a snapshot's busiest rows was missing from its
+# figures: seen once, the first window's slow pair behind the guest's kernel threads as
+# llctop started); and a pair of 3 s after a warm-up snapshot, seen alive in several
+# snapshots (with no warm-up the first window's first snapshot is the one that stretches
+# as llctop starts: once it held all of a slow pair's 3 s, its child born and gone within
+# it).
+llctop --interval 500ms --top 1 ab colocate=off,llc1 --window 1s --warmup 500ms --rounds 2 --json \
     -o /tmp/coloc.jsonl -- \
     sh -c 'grep Cpus_allowed_list /proc/self/status >&2; llctop-workload pipe-pair 3 >&2' \
     >/tmp/coloc.json 2>/tmp/coloc.err || true
@@ -92,7 +95,7 @@ until [ -s /tmp/named.out ]; do usleep 50000; done
 lab named_pair "$(head -1 /tmp/named.out)"
 set -- $(head -1 /tmp/named.out)
 lab named_before "$(grep Cpus_allowed_list /proc/$2/status /proc/$3/status | tr '\n' ' ')"
-llctop --interval 500ms --top 512 ab colocate=off,llc1 --pid "$2,$3" --window 1s --warmup 0s --rounds 2 \
+llctop --interval 500ms --top 1 ab colocate=off,llc1 --pid "$2,$3" --window 1s --warmup 0s --rounds 2 \
     --json -o /tmp/named.jsonl >/tmp/named.json 2>/tmp/named.err || true
 lab named_after "$(grep Cpus_allowed_list /proc/$2/status /proc/$3/status | tr '\n' ' ')"
 kill "$named" 2>/dev/null || true
