@@ -98,6 +98,31 @@ impl KeptRows {
     }
 }
 
+/// Test support: a `/proc/PID` under `dir` whose stat puts it in group `pgrp`, with the
+/// children of its thread `thread.0` (`thread.1`, as the kernel lists them) if given.
+#[cfg(test)]
+pub(crate) fn fake_process(
+    dir: &std::path::Path,
+    pid: u32,
+    pgrp: u32,
+    thread: Option<(u32, &str)>,
+) -> std::io::Result<()> {
+    let d = dir.join(format!("proc/{pid}"));
+    std::fs::create_dir_all(&d)?;
+    // /proc/PID/stat: pid (comm) state ppid pgrp session …
+    let rest = "0 ".repeat(47);
+    std::fs::write(
+        d.join("stat"),
+        format!("{pid} (w) S 1 {pgrp} {pgrp} {rest}\n"),
+    )?;
+    if let Some((tid, children)) = thread {
+        let t = d.join(format!("task/{tid}"));
+        std::fs::create_dir_all(&t)?;
+        std::fs::write(t.join("children"), children)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,16 +132,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         // PID in group PGRP, its thread TID's children.
         let proc = |pid: u32, pgrp: u32, tid: u32, children: &str| {
-            let d = dir.path().join(format!("proc/{pid}"));
-            let t = d.join(format!("task/{tid}"));
-            std::fs::create_dir_all(&t).unwrap_or_else(|e| panic!("{e}"));
-            let rest = "0 ".repeat(47);
-            std::fs::write(
-                d.join("stat"),
-                format!("{pid} (w) S 1 {pgrp} {pgrp} {rest}\n"),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(t.join("children"), children).unwrap_or_else(|e| panic!("{e}"));
+            fake_process(dir.path(), pid, pgrp, Some((tid, children)))
+                .unwrap_or_else(|e| panic!("{e}"));
         };
         // The leader's main thread started 101, another of its threads 102; 102 made a
         // group of its own (setsid) and 104 is in it; 103 is 101's, in the group; 105 is
@@ -140,15 +157,8 @@ mod tests {
     fn kept_rows_resolve_the_groups_at_each_read_and_keep_the_last_ones_once() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let proc = |pid: u32, children: &str| {
-            let t = dir.path().join(format!("proc/{pid}/task/{pid}"));
-            std::fs::create_dir_all(&t).unwrap_or_else(|e| panic!("{e}"));
-            let rest = "0 ".repeat(47);
-            std::fs::write(
-                dir.path().join(format!("proc/{pid}/stat")),
-                format!("{pid} (w) S 1 100 100 {rest}\n"),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(t.join("children"), children).unwrap_or_else(|e| panic!("{e}"));
+            fake_process(dir.path(), pid, 100, Some((pid, children)))
+                .unwrap_or_else(|e| panic!("{e}"));
         };
         let root = KernelRoot::new(dir.path());
         let kept = KeptRows::default();

@@ -585,13 +585,16 @@ impl Ab {
     /// snapshot on: the commands' process groups (their members found at each read) and
     /// the processes named.
     fn keep_rows(&self) {
-        let pgids: Vec<u32> = self
-            .cmd
+        self.kept.set(self.pgids(), self.how.named().to_vec());
+    }
+
+    /// The process groups of the commands running now (the window's and `--steady`'s).
+    fn pgids(&self) -> Vec<u32> {
+        self.cmd
             .iter()
             .chain(&self.steady)
             .map(|r| r.pgid)
-            .collect();
-        self.kept.set(pgids, self.how.named().to_vec());
+            .collect()
     }
 
     /// One tick of the experiment: the recording's lines, the drift and timeout checks,
@@ -604,12 +607,7 @@ impl Ab {
             self.check_drift(s);
         }
         self.enforce_timeout();
-        let pgids: Vec<u32> = self
-            .cmd
-            .iter()
-            .chain(&self.steady)
-            .map(|r| r.pgid)
-            .collect();
+        let pgids = self.pgids();
         let named = self.how.named();
         if !pgids.is_empty() || !named.is_empty() {
             let mut found = command_rows(&self.root, &t.snap, &pgids, &mut self.members);
@@ -789,16 +787,9 @@ mod tests {
     #[test]
     fn the_commands_rows_are_its_process_groups_members_remembered_until_they_exit() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        // /proc/PID/stat: pid (comm) state ppid pgrp …
         let stat = |pid: u32, pgrp: u32| {
-            let d = dir.path().join(format!("proc/{pid}"));
-            std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
-            let rest = "0 ".repeat(47);
-            std::fs::write(
-                d.join("stat"),
-                format!("{pid} (w) S 1 {pgrp} {pgrp} {rest}\n"),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+            crate::procgroup::fake_process(dir.path(), pid, pgrp, None)
+                .unwrap_or_else(|e| panic!("{e}"));
         };
         stat(100, 100);
         stat(101, 100);
