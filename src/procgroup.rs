@@ -46,10 +46,14 @@ pub fn members(root: &KernelRoot, pgids: &[u32]) -> Vec<u32> {
             let Ok(children) = root.read(format!("/proc/{pid}/task/{tid}/children")) else {
                 continue;
             };
+            // No more waiting than can still be visited (a forking command's children
+            // lists may be long).
+            let room = MAX_MEMBERS.saturating_sub(seen.len() + todo.len());
             todo.extend(
                 children
                     .split_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok()),
+                    .filter_map(|c| c.parse::<u32>().ok())
+                    .take(room),
             );
         }
     }
@@ -151,6 +155,20 @@ mod tests {
         assert_eq!(found, [100, 101, 103]);
         assert!(members(&root, &[]).is_empty());
         assert!(members(&root, &[999]).is_empty(), "no leader, no members");
+    }
+
+    #[test]
+    fn a_group_larger_than_the_bound_is_walked_to_the_bound() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let children: Vec<String> = (1..=300).map(|c| (1000 + c).to_string()).collect();
+        fake_process(dir.path(), 1000, 1000, Some((1000, &children.join(" "))))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for c in 1..=300 {
+            fake_process(dir.path(), 1000 + c, 1000, None).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let found = members(&KernelRoot::new(dir.path()), &[1000]);
+        assert_eq!(found.len(), MAX_MEMBERS);
+        assert_eq!(found[0], 1000, "the leader first");
     }
 
     #[test]
